@@ -1,0 +1,49 @@
+"""The dispatch scope: how a GraphQL execution learns which loaders have work.
+
+A *scope* is any object with a ``loader_queued(loader)`` method.  While a scope
+is current (see :func:`using_scope`), every ``DataLoader.load``/``load_many``
+that queues at least one new key calls ``scope.loader_queued(loader)`` — after
+releasing the loader's lock, on whatever thread made the load.  ``then``
+callbacks run with the scope that was current when ``then`` was called, so a
+load chained on another load's result is reported to the same execution even
+when the source future completes on an executor thread.
+
+This is what lets ``DataLoaderExecutionContext`` batch loads without a
+registry: it installs a scope for the duration of the execution and dispatches
+the loaders it was told about when it has nothing else to do.
+
+Guarantees:
+- The scope lives in a ``contextvars.ContextVar``: threads and asyncio tasks
+  each see their own; nothing is shared by accident between requests.
+- A load made with no current scope costs one ``ContextVar.get``.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Iterator
+
+_current: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "dataloader_sync_dispatch_scope", default=None
+)
+
+#: Returns the current scope, or None.
+current_scope = _current.get
+
+
+@contextlib.contextmanager
+def using_scope(scope: Any) -> Iterator[Any]:
+    """Make *scope* current in this context until the block exits."""
+    token = _current.set(scope)
+    try:
+        yield scope
+    finally:
+        _current.reset(token)
+
+
+def set_scope(scope: Any) -> contextvars.Token[Any]:
+    """Make *scope* current; pass the token to :func:`reset_scope` (fast path for callbacks)."""
+    return _current.set(scope)
+
+
+reset_scope = _current.reset
