@@ -1,0 +1,336 @@
+"""A lean ``concurrent.futures.Future`` with ``then``.
+
+Every ``load()`` creates a future, so its cost is the cost of a load.  The
+standard ``Future.__init__`` builds a ``threading.Condition`` (about 1.6 µs
+here); this one holds a plain ``Lock`` (about 50 ns) and builds the Condition
+over that lock only when a thread actually has to wait.
+
+Guarantees:
+- It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
+  ``concurrent.futures.wait``/``as_completed`` work (they reach for
+  ``_condition`` and ``_waiters``, which are created on demand).
+- State transitions happen under ``_lock``; ``_state`` is written last, so a
+  reader that sees FINISHED without the lock also sees the result.
+- Done-callbacks run outside the lock, on the thread that completes the future
+  (or at once, on the caller's thread, when added to a done future).
+- ``then(fn)`` runs ``fn`` with the dispatch scope that was current when
+  ``then`` was called (see ``_dispatch_scope``), so loads made in a chain are
+  batched with the execution that started the chain.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+from concurrent.futures._base import (
+    CANCELLED,
+    CANCELLED_AND_NOTIFIED,
+    FINISHED,
+    PENDING,
+    RUNNING,
+)
+from typing import Any, Callable, Generic, Iterable, List, Optional, TypeVar
+
+from ._dispatch_scope import current_scope, reset_scope, set_scope
+
+__all__ = ["Future", "completed_future", "failed_future", "gather"]
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+_LOGGER = logging.getLogger("concurrent.futures")
+_Lock = threading.Lock
+
+
+class Future(cf.Future, Generic[T]):  # type: ignore[misc]
+    """A ``concurrent.futures.Future`` that is cheap to create, with ``then``.
+
+    Thread-safe: any thread may complete it, wait on it or add callbacks.
+    """
+
+    # _lock guards _state, _result, _exception, _done_callbacks, _w and the
+    # creation of _cond.  _cond (a Condition over _lock, signalling "done") and
+    # _w (waiters installed by concurrent.futures.wait) exist only once needed.
+    def __init__(self) -> None:  # noqa: D107 - deliberately skips super().__init__
+        self._lock = _Lock()
+        self._state = PENDING
+        self._result: Any = None
+        self._exception: Optional[BaseException] = None
+        self._done_callbacks: Optional[list] = None
+        self._cond: Optional[threading.Condition] = None
+        self._w: Optional[list] = None
+
+    # -- what concurrent.futures.wait / as_completed reach for --------------
+    @property
+    def _condition(self) -> threading.Condition:  # type: ignore[override]
+        cond = self._cond
+        if cond is None:
+            with self._lock:
+                cond = self._cond
+                if cond is None:
+                    cond = self._cond = threading.Condition(self._lock)
+        return cond
+
+    @property
+    def _waiters(self) -> list:  # type: ignore[override]
+        # Callers (wait/as_completed) hold _condition, i.e. _lock.
+        if self._w is None:
+            self._w = []
+        return self._w
+
+    # -- inspection ----------------------------------------------------------
+    def __repr__(self) -> str:
+        state = self._state
+        if state == FINISHED:
+            if self._exception is not None:
+                return f"<{type(self).__name__} at {id(self):#x} state=finished raised {type(self._exception).__name__}>"
+            return f"<{type(self).__name__} at {id(self):#x} state=finished returned {type(self._result).__name__}>"
+        return f"<{type(self).__name__} at {id(self):#x} state={state.lower()}>"
+
+    def cancelled(self) -> bool:
+        return self._state in (CANCELLED, CANCELLED_AND_NOTIFIED)
+
+    def running(self) -> bool:
+        return self._state == RUNNING
+
+    def done(self) -> bool:
+        return self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED)
+
+    # -- waiting ---------------------------------------------------------------
+    def _wait_locked(self, timeout: Optional[float]) -> None:
+        if self._state in (PENDING, RUNNING):
+            if self._cond is None:
+                self._cond = threading.Condition(self._lock)
+            self._cond.wait_for(lambda: self._state not in (PENDING, RUNNING), timeout)
+
+    def _outcome(self) -> Any:
+        if self._state == FINISHED:
+            if self._exception is not None:
+                raise self._exception
+            return self._result
+        if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
+            raise cf.CancelledError()
+        raise cf.TimeoutError()
+
+    def result(self, timeout: Optional[float] = None) -> T:
+        if self._state != FINISHED:
+            with self._lock:
+                self._wait_locked(timeout)
+        return self._outcome()
+
+    def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        if self._state != FINISHED:
+            with self._lock:
+                self._wait_locked(timeout)
+        if self._state == FINISHED:
+            return self._exception
+        if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
+            raise cf.CancelledError()
+        raise cf.TimeoutError()
+
+    # -- callbacks -------------------------------------------------------------
+    def add_done_callback(self, fn: Callable[[Any], object]) -> None:
+        if self._state in (PENDING, RUNNING):
+            with self._lock:
+                if self._state in (PENDING, RUNNING):
+                    if self._done_callbacks is None:
+                        self._done_callbacks = [fn]
+                    else:
+                        self._done_callbacks.append(fn)
+                    return
+        try:
+            fn(self)
+        except Exception:
+            _LOGGER.exception("exception calling callback for %r", self)
+
+    def _invoke_callbacks(self) -> None:
+        callbacks, self._done_callbacks = self._done_callbacks, None
+        if callbacks:
+            for fn in callbacks:
+                try:
+                    fn(self)
+                except Exception:
+                    _LOGGER.exception("exception calling callback for %r", self)
+
+    # -- completing ------------------------------------------------------------
+    def _finish_locked(self, state: str) -> None:
+        self._state = state
+        if self._cond is not None:
+            self._cond.notify_all()
+        if self._w:
+            for waiter in self._w:
+                if state == FINISHED:
+                    if self._exception is None:
+                        waiter.add_result(self)
+                    else:
+                        waiter.add_exception(self)
+                else:
+                    waiter.add_cancelled(self)
+
+    def cancel(self) -> bool:
+        with self._lock:
+            if self._state in (RUNNING, FINISHED):
+                return False
+            if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
+                return True
+            self._state = CANCELLED
+            if self._cond is not None:
+                self._cond.notify_all()
+        self._invoke_callbacks()
+        return True
+
+    def set_running_or_notify_cancel(self) -> bool:
+        with self._lock:
+            if self._state == CANCELLED:
+                self._state = CANCELLED_AND_NOTIFIED
+                if self._w:
+                    for waiter in self._w:
+                        waiter.add_cancelled(self)
+                return False
+            if self._state == PENDING:
+                self._state = RUNNING
+                return True
+            raise RuntimeError(f"Future in unexpected state: {self._state}")
+
+    def set_result(self, result: T) -> None:
+        with self._lock:
+            if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
+                raise cf.InvalidStateError(f"{self._state}: {self!r}")
+            self._result = result
+            self._finish_locked(FINISHED)
+        self._invoke_callbacks()
+
+    def set_exception(self, exception: Optional[BaseException]) -> None:
+        with self._lock:
+            if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
+                raise cf.InvalidStateError(f"{self._state}: {self!r}")
+            self._exception = exception
+            self._finish_locked(FINISHED)
+        self._invoke_callbacks()
+
+    def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
+        """Complete unless already done (e.g. cancelled by a user); True if it did."""
+        with self._lock:
+            if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
+                return False
+            self._result = result
+            self._exception = exception
+            self._finish_locked(FINISHED)
+        self._invoke_callbacks()
+        return True
+
+    # -- chaining --------------------------------------------------------------
+    def then(self, fn: Callable[[T], Any]) -> "Future[Any]":
+        """Return a future of ``fn(value)``; an error or cancellation propagates.
+
+        ``fn`` may return a value or another ``concurrent.futures.Future``
+        (flattened).  It runs on the thread that completes this future, with
+        the dispatch scope that was current when ``then`` was called.
+
+        Raises:
+            TypeError: ``fn`` is not callable.
+        """
+        if not callable(fn):
+            raise TypeError("fn must be callable")
+        out: Future[Any] = Future()
+        scope = current_scope()
+
+        def on_done(src: cf.Future) -> None:
+            try:
+                value = src.result()
+            except BaseException as exc:  # includes CancelledError
+                out.set_exception(exc)
+                return
+            token = set_scope(scope) if scope is not None else None
+            try:
+                value = fn(value)
+            except BaseException as exc:
+                out.set_exception(exc)
+                if not isinstance(exc, Exception):
+                    raise
+                return
+            finally:
+                if token is not None:
+                    reset_scope(token)
+            if isinstance(value, cf.Future):
+                value.add_done_callback(lambda inner: _copy_outcome(inner, out))
+            else:
+                out.set_result(value)
+
+        self.add_done_callback(on_done)
+        return out
+
+
+def _copy_outcome(src: cf.Future, dst: Future[Any]) -> None:
+    try:
+        value = src.result()
+    except BaseException as exc:
+        dst.set_exception(exc)
+    else:
+        dst.set_result(value)
+
+
+def completed_future(value: T) -> Future[T]:
+    """Return a future already holding *value*."""
+    fut: Future[T] = Future()
+    fut._result = value
+    fut._state = FINISHED
+    return fut
+
+
+def failed_future(exc: BaseException) -> Future[Any]:
+    """Return a future already failed with *exc*."""
+    fut: Future[Any] = Future()
+    fut._exception = exc
+    fut._state = FINISHED
+    return fut
+
+
+class _Gather:
+    """Collects the outcomes of futures into one list future, in order."""
+
+    __slots__ = ("out", "values", "left", "lock", "return_exceptions")
+
+    def __init__(self, n: int, return_exceptions: bool) -> None:
+        self.out: Future[List[Any]] = Future()
+        self.values: List[Any] = [None] * n
+        self.left = n  # guarded by lock
+        self.lock = _Lock()  # guards left and the decision to complete out
+        self.return_exceptions = return_exceptions
+
+    def callback_for(self, index: int) -> Callable[[cf.Future], None]:
+        def done(fut: cf.Future) -> None:
+            if fut.cancelled():
+                exc: Optional[BaseException] = cf.CancelledError()
+            else:
+                exc = fut.exception()
+            if exc is not None and not self.return_exceptions:
+                with self.lock:
+                    first = self.left > 0
+                    self.left = 0
+                if first:
+                    self.out.set_exception(exc)
+                return
+            self.values[index] = exc if exc is not None else fut.result()
+            with self.lock:
+                self.left -= 1
+                last = self.left == 0
+            if last:
+                self.out.set_result(self.values)
+
+        return done
+
+
+def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> Future[List[Any]]:
+    """Return a future of the list of results of *futures*, in order.
+
+    It fails with the first error (in completion order) unless
+    ``return_exceptions`` is true; then the list holds the exception instances.
+    """
+    futures = list(futures)
+    if not futures:
+        return completed_future([])
+    g = _Gather(len(futures), return_exceptions)
+    for i, fut in enumerate(futures):
+        fut.add_done_callback(g.callback_for(i))
+    return g.out
