@@ -1,0 +1,491 @@
+"""DataLoader: batching and caching of loads, for threads.
+
+Guarantees:
+- ``load()`` queues a key and returns a future; ``dispatch()`` hands every
+  queued key to the batch function in one call (or one per
+  ``max_batch_size`` slice).  A cached key returns its cached future.
+- No key is lost or loaded twice while cached: the cache lookup, the cache
+  insert and the queue append happen under one lock acquisition, and
+  ``dispatch()`` swaps the whole queue out under the same lock.
+- User code (batch functions, ``cache_key_fn``, ``context_provider``, done
+  callbacks) never runs under the loader's lock.  ``cache_map`` is a container
+  and is the one exception: its ``get``/``__setitem__``/``__delitem__``/
+  ``clear`` are called under the lock and must not call back into the loader.
+- A batch that fails as a whole fails all its keys and evicts them from the
+  cache, so a later load retries; a per-key ``Exception`` result fails only
+  that key (and stays cached unless ``cache_exceptions=False``).
+- A cached or queued ``load()`` is constant work: a few dict/list operations
+  and, for a miss, one lean future.  Nothing scans the pending keys.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    Hashable,
+    Iterable,
+    List,
+    MutableMapping,
+    NamedTuple,
+    Optional,
+    Tuple,
+    TypeVar,
+)
+
+from ._dispatch_scope import current_scope
+from ._future import Future, completed_future, gather
+from ._statistics import Statistics
+
+__all__ = ["BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+# A queued load: (key, cache key, key context, future).
+_Entry = Tuple[Any, Hashable, Any, Future]
+
+
+class BatchLoaderEnvironment(NamedTuple):
+    """What a ``pass_env=True`` batch function receives as its second argument.
+
+    Attributes:
+        context: the loader's ``context=`` value, or what ``context_provider()``
+            returned for this batch (None when neither was given).
+        key_contexts: ``{key: key_context}`` for the keys of this batch that
+            were loaded with a key context.
+        key_contexts_list: the key contexts in batch order (None where absent).
+    """
+
+    context: Any
+    key_contexts: Dict[Any, Any]
+    key_contexts_list: List[Any]
+
+
+class DispatchResult(NamedTuple):
+    """``dispatch_with_counts()``: the dispatch's future and how many keys it sent."""
+
+    future: "Future[List[Any]]"
+    keys_count: int
+
+
+class BatchLoadError(Exception):
+    """A batch function's result could not be matched to its keys."""
+
+
+def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int or None")
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0")
+    return value
+
+
+def _callable_or_none(name: str, value: Any) -> Any:
+    if value is not None and not callable(value):
+        raise TypeError(f"{name} must be callable")
+    return value
+
+
+class DataLoader(Generic[K, V]):
+    """Batches and caches loads of keys through one batch function.
+
+    Thread-safe: any number of threads may load, prime, clear and dispatch at
+    once.  Typically one loader per request (its cache is the request's).
+
+    Args:
+        batch_load_fn: ``fn(keys) -> values`` (same length and order as keys),
+            or ``-> Mapping`` (a mapped loader: a missing key gives None), or
+            a ``concurrent.futures.Future`` of either.  An ``Exception``
+            instance among the values fails that key only.  With
+            ``pass_env=True`` it is called as ``fn(keys, env)``.
+        name: shown in errors and reprs (registries name loaders too).
+        batch: False calls the batch function at once for each load.
+        cache: False queues every load, even of a key already loaded.
+        max_batch_size: split a dispatch into batch calls of at most this many
+            keys, in order.
+        cache_key_fn: maps a key to its cache key (for unhashable keys).
+        cache_map: the cache container (default a dict); see the module notes.
+        cache_exceptions: keep per-key failures cached (default, as
+            java-dataloader); False evicts them so a later load retries.
+        executor: where the batch function runs.  None: on the thread that
+            dispatches.  An executor: batches of different loaders run in
+            parallel.
+        pass_env: pass a ``BatchLoaderEnvironment`` as second argument.
+        context, context_provider: the environment's ``context`` (a value, or
+            a callable called once per batch).
+        clock: seconds, for ``time_since_dispatch()``.
+
+    Raises:
+        TypeError, ValueError: at once, for an argument of the wrong kind.
+    """
+
+    def __init__(
+        self,
+        batch_load_fn: Callable[..., Any],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: bool = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not callable(batch_load_fn):
+            raise TypeError("batch_load_fn must be callable")
+        if name is not None and not isinstance(name, str):
+            raise TypeError("name must be a str or None")
+        self._max_batch_size = _positive_int_or_none("max_batch_size", max_batch_size)
+        self._cache_key_fn = _callable_or_none("cache_key_fn", cache_key_fn)
+        self._context_provider = _callable_or_none("context_provider", context_provider)
+        if context is not None and context_provider is not None:
+            raise ValueError("give context or context_provider, not both")
+        if executor is not None and not callable(getattr(executor, "submit", None)):
+            raise TypeError("executor must be a concurrent.futures.Executor or None")
+        if cache_map is not None and not all(
+            callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
+        ):
+            raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
+        if not callable(clock):
+            raise TypeError("clock must be callable")
+        self._batch_load_fn = batch_load_fn
+        self._name = name
+        self._batch = bool(batch)
+        self._cache_enabled = bool(cache)
+        self._cache: MutableMapping[Hashable, Future] = {} if cache_map is None else cache_map
+        self._cache_exceptions = bool(cache_exceptions)
+        self._executor = executor
+        self._pass_env = bool(pass_env)
+        self._context = context
+        self._clock = clock
+        # _lock guards _queue, _cache, _last_dispatch and the statistics counters.
+        self._lock = threading.Lock()
+        self._queue: List[_Entry] = []
+        self._last_dispatch = clock()
+        self._load_count = 0
+        self._load_error_count = 0
+        self._batch_invoke_count = 0
+        self._batch_load_count = 0
+        self._batch_load_exception_count = 0
+        self._cache_hit_count = 0
+
+    # -- introspection -----------------------------------------------------------
+    @property
+    def name(self) -> Optional[str]:
+        return self._name
+
+    @property
+    def dispatch_depth(self) -> int:
+        """How many keys are queued, waiting for a dispatch."""
+        return len(self._queue)
+
+    def time_since_dispatch(self) -> float:
+        """Seconds since the last ``dispatch()`` (or since creation)."""
+        return self._clock() - self._last_dispatch
+
+    def statistics(self) -> Statistics:
+        """A frozen snapshot of this loader's counters."""
+        with self._lock:
+            return Statistics(
+                self._load_count,
+                self._load_error_count,
+                self._batch_invoke_count,
+                self._batch_load_count,
+                self._batch_load_exception_count,
+                self._cache_hit_count,
+            )
+
+    def __repr__(self) -> str:
+        return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
+
+    # -- loading -----------------------------------------------------------------
+    def _cache_key(self, key: Any) -> Hashable:
+        ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
+        try:
+            hash(ck)
+        except TypeError:
+            raise TypeError(
+                f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one"
+            ) from None
+        return ck
+
+    def load(self, key: K, key_context: Any = None) -> "Future[V]":
+        """Return a future of the value for *key*; queue the key unless cached.
+
+        Raises:
+            TypeError: the key (or its cache key) is not hashable.
+        """
+        ck = self._cache_key(key) if self._cache_enabled else None
+        with self._lock:
+            self._load_count += 1
+            if self._cache_enabled:
+                fut = self._cache.get(ck)
+                if fut is not None:
+                    self._cache_hit_count += 1
+                    return fut
+            fut = Future()
+            if self._cache_enabled:
+                self._cache[ck] = fut
+            if self._batch:
+                self._queue.append((key, ck, key_context, fut))
+        if not self._batch:
+            self._call_batch([(key, ck, key_context, fut)])
+            return fut
+        scope = current_scope()
+        if scope is not None:
+            scope.loader_queued(self)
+        return fut
+
+    def load_many(
+        self,
+        keys: Iterable[K],
+        key_contexts: Any = None,
+        *,
+        return_exceptions: bool = False,
+    ) -> "Future[List[Any]]":
+        """Return a future of the list of values for *keys*, in order.
+
+        Args:
+            keys: the keys.
+            key_contexts: a sequence parallel to ``keys``, or a mapping
+                ``{key: key_context}``.
+            return_exceptions: put a failed key's exception in the list
+                instead of failing the whole future (as ``asyncio.gather``).
+
+        Raises:
+            TypeError: a key is not hashable; ValueError: ``key_contexts`` is a
+            sequence of another length.
+        """
+        keys = list(keys)
+        if key_contexts is None:
+            contexts: List[Any] = [None] * len(keys)
+        elif isinstance(key_contexts, Mapping):
+            contexts = [key_contexts.get(k) for k in keys]
+        else:
+            contexts = list(key_contexts)
+            if len(contexts) != len(keys):
+                raise ValueError("key_contexts must have the same length as keys")
+        cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
+        futures: List[Future] = []
+        new: List[_Entry] = []
+        with self._lock:
+            self._load_count += len(keys)
+            cache = self._cache if self._cache_enabled else None
+            for key, ck, kc in zip(keys, cks, contexts):
+                if cache is not None:
+                    fut = cache.get(ck)
+                    if fut is not None:
+                        self._cache_hit_count += 1
+                        futures.append(fut)
+                        continue
+                fut = Future()
+                if cache is not None:
+                    cache[ck] = fut
+                new.append((key, ck, kc, fut))
+                futures.append(fut)
+            if self._batch:
+                self._queue.extend(new)
+        if new:
+            if not self._batch:
+                for entry in new:
+                    self._call_batch([entry])
+            else:
+                scope = current_scope()
+                if scope is not None:
+                    scope.loader_queued(self)
+        return gather(futures, return_exceptions=return_exceptions)
+
+    def prime(self, key: K, value: Any) -> "DataLoader[K, V]":
+        """Put *value* (or an ``Exception``, as a failure) in the cache unless *key* is there."""
+        ck = self._cache_key(key)
+        fut: Future = Future()
+        if isinstance(value, Exception):
+            fut._exception = value
+        else:
+            fut._result = value
+        fut._state = "FINISHED"
+        with self._lock:
+            if self._cache.get(ck) is None:
+                self._cache[ck] = fut
+        return self
+
+    def clear(self, key: K) -> "DataLoader[K, V]":
+        """Forget the cached value of *key* (the next load queues it again)."""
+        ck = self._cache_key(key)
+        with self._lock:
+            try:
+                del self._cache[ck]
+            except KeyError:
+                pass
+        return self
+
+    def clear_all(self) -> "DataLoader[K, V]":
+        """Forget every cached value."""
+        with self._lock:
+            self._cache.clear()
+        return self
+
+    # -- dispatching ---------------------------------------------------------
+    def _take_queue(self) -> List[_Entry]:
+        with self._lock:
+            queue, self._queue = self._queue, []
+            self._last_dispatch = self._clock()
+        return queue
+
+    def _send(self, queue: List[_Entry]) -> None:
+        size = self._max_batch_size
+        if size is None or len(queue) <= size:
+            self._call_batch(queue)
+        else:
+            for i in range(0, len(queue), size):
+                self._call_batch(queue[i : i + size])
+
+    def dispatch_count(self) -> int:
+        """Dispatch the queued keys; return how many (no result future is built)."""
+        queue = self._take_queue()
+        if queue:
+            self._send(queue)
+        return len(queue)
+
+    def dispatch_with_counts(self) -> DispatchResult:
+        """Dispatch the queued keys; return their future and how many there were."""
+        queue = self._take_queue()
+        if not queue:
+            return DispatchResult(completed_future([]), 0)
+        self._send(queue)
+        return DispatchResult(gather([e[3] for e in queue]), len(queue))
+
+    def dispatch(self) -> "Future[List[Any]]":
+        """Send every queued key to the batch function; a future of their values.
+
+        The future fails if any of its keys fails.
+        """
+        return self.dispatch_with_counts().future
+
+    def dispatch_and_join(self) -> List[Any]:
+        """Dispatch until nothing is queued, waiting for each; all the values.
+
+        Loads queued by callbacks while waiting are dispatched too.
+
+        Raises:
+            Exception: the first error of a dispatched key.
+        """
+        values = self.dispatch().result()
+        while self._queue:
+            values.extend(self.dispatch().result())
+        return values
+
+    # -- the batch call --------------------------------------------------------
+    def _call_batch(self, entries: List[_Entry]) -> None:
+        keys = [e[0] for e in entries]
+        with self._lock:
+            self._batch_invoke_count += 1
+            self._batch_load_count += len(keys)
+        try:
+            args: Tuple[Any, ...] = (keys,)
+            if self._pass_env:
+                args = (keys, self._environment(entries))
+            if self._executor is None:
+                result = self._batch_load_fn(*args)
+            else:
+                result = self._executor.submit(self._batch_load_fn, *args)
+        except BaseException as exc:
+            self._fail_batch(entries, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if isinstance(result, cf.Future):
+            result.add_done_callback(lambda f: self._on_batch_future(entries, f))
+        else:
+            self._complete_batch(entries, result)
+
+    def _environment(self, entries: List[_Entry]) -> BatchLoaderEnvironment:
+        context = self._context if self._context_provider is None else self._context_provider()
+        kcs = [e[2] for e in entries]
+        return BatchLoaderEnvironment(
+            context, {e[0]: e[2] for e in entries if e[2] is not None}, kcs
+        )
+
+    def _on_batch_future(self, entries: List[_Entry], fut: cf.Future) -> None:
+        if fut.cancelled():
+            self._fail_batch(entries, cf.CancelledError(f"batch of {self._label()} was cancelled"))
+            return
+        exc = fut.exception()
+        if exc is not None:
+            self._fail_batch(entries, exc)
+            return
+        result = fut.result()
+        if isinstance(result, cf.Future):  # a Future of a Future, from executor + async fn
+            result.add_done_callback(lambda f: self._on_batch_future(entries, f))
+        else:
+            self._complete_batch(entries, result)
+
+    def _label(self) -> str:
+        return f"DataLoader {self._name!r}" if self._name else "DataLoader"
+
+    def _complete_batch(self, entries: List[_Entry], result: Any) -> None:
+        if isinstance(result, Mapping):
+            values: Any = [result.get(e[0]) for e in entries]
+        elif isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
+            values = result
+            if len(values) != len(entries):
+                self._fail_batch(
+                    entries,
+                    BatchLoadError(
+                        f"{self._label()}: batch function returned {len(values)} values "
+                        f"for {len(entries)} keys; it must return one per key, in order"
+                    ),
+                )
+                return
+        else:
+            self._fail_batch(
+                entries,
+                BatchLoadError(
+                    f"{self._label()}: batch function must return a sequence (one value per key) "
+                    f"or a mapping, got {type(result).__name__}"
+                ),
+            )
+            return
+        failed: List[_Entry] = []
+        for entry, value in zip(entries, values):
+            if isinstance(value, BaseException):
+                failed.append(entry)
+        if failed:
+            with self._lock:
+                self._load_error_count += len(failed)
+                if not self._cache_exceptions:
+                    self._evict_locked(failed)
+        for entry, value in zip(entries, values):
+            if isinstance(value, BaseException):
+                entry[3]._settle(None, value)
+            else:
+                entry[3]._settle(value, None)
+
+    def _evict_locked(self, entries: List[_Entry]) -> None:
+        if not self._cache_enabled:
+            return
+        cache = self._cache
+        for _key, ck, _kc, fut in entries:
+            if cache.get(ck) is fut:
+                del cache[ck]
+
+    def _fail_batch(self, entries: List[_Entry], exc: BaseException) -> None:
+        with self._lock:
+            self._batch_load_exception_count += 1
+            self._load_error_count += len(entries)
+            self._evict_locked(entries)
+        for entry in entries:
+            entry[3]._settle(None, exc)
