@@ -6,4 +6,44 @@ imported only when used.
 """
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._dataloader import BatchLoaderEnvironment as BatchLoaderEnvironment
+from ._dataloader import BatchLoadError as BatchLoadError
+from ._dataloader import DataLoader as DataLoader
+from ._dataloader import DispatchResult as DispatchResult
+from ._executor import ScheduledExecutor as ScheduledExecutor
+from ._executor import ScheduledFuture as ScheduledFuture
+from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
+from ._future import Future as Future
+from ._future import completed_future as completed_future
+from ._future import failed_future as failed_future
+from ._future import gather as gather
+from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
+from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
+from ._predicates import DispatchPredicate as DispatchPredicate
+from ._predicates import dispatch_if_depth_greater_than as dispatch_if_depth_greater_than
+from ._predicates import dispatch_if_longer_than as dispatch_if_longer_than
+from ._registry import DataLoaderRegistry as DataLoaderRegistry
+from ._scheduled_registry import ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry
+from ._statistics import Statistics as Statistics
+
+__all__ = [
+    "BatchLoadError",
+    "BatchLoaderEnvironment",
+    "DISPATCH_ALWAYS",
+    "DISPATCH_NEVER",
+    "DataLoader",
+    "DataLoaderRegistry",
+    "DispatchPredicate",
+    "DispatchResult",
+    "Future",
+    "ScheduledDataLoaderRegistry",
+    "ScheduledExecutor",
+    "ScheduledFuture",
+    "Statistics",
+    "completed_future",
+    "dispatch_if_depth_greater_than",
+    "dispatch_if_longer_than",
+    "failed_future",
+    "gather",
+    "get_default_scheduled_executor",
+]

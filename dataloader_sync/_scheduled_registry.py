@@ -1,0 +1,263 @@
+"""ScheduledDataLoaderRegistry: predicates, rechecks and a single-tick ticker.
+
+java-dataloader 6.0.0's ScheduledDataLoaderRegistry starts one self-
+rescheduling task per loader on every ``dispatchAll()`` in ticker mode, so
+pending tasks grow with loaders × calls (200 loaders × 50 calls = 10,000 tasks
+on one scheduler thread).  This registry keeps an atomic tick-scheduled flag
+instead.
+
+Guarantees:
+- Ticker mode: after the first ``dispatch_all()`` (or ``reschedule_now()``),
+  every loader whose predicate passes is dispatched at least every
+  ``schedule`` until ``close()``, and **at most one tick is pending per
+  registry**, however often ``dispatch_all()`` is called.  A tick clears the
+  flag, re-arms itself, then dispatches, so a raising predicate or batch
+  function cannot stop it.
+- Non-ticker mode: a loader whose predicate says no is checked again after
+  ``schedule`` until it dispatches, with at most one pending check per loader.
+- A predicate that raises is logged and counts as "not now" for that loader.
+- Lifecycle ``OPEN → CLOSED``.  ``close()`` is a one-way door: it cancels the
+  pending tick and checks (the executor's pending count drops at once), and
+  none runs after it; an explicit ``dispatch_all()`` after close still
+  dispatches (predicates apply).
+- A registry dropped without ``close()`` stops ticking once it is
+  garbage-collected: pending tasks hold only a weak reference to it, and a
+  finalizer cancels them.
+- Scheduling happens under the registry's lock (the executor's ``schedule``
+  runs no user code); predicates and batch functions never run under it.
+"""
+from __future__ import annotations
+
+import datetime
+import logging
+import threading
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ._dataloader import DataLoader
+from ._executor import ScheduledExecutor, ScheduledFuture, _seconds, get_default_scheduled_executor
+from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
+from ._registry import DataLoaderRegistry
+
+__all__ = ["ScheduledDataLoaderRegistry"]
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+
+class _Pending:
+    """The registry's scheduled tasks, kept apart so a finalizer can cancel them
+    without a reference to the registry.  Guarded by the registry's lock."""
+
+    __slots__ = ("tick", "checks")
+
+    def __init__(self) -> None:
+        self.tick: Optional[ScheduledFuture] = None  # set iff the tick-scheduled flag is up
+        self.checks: Dict[str, ScheduledFuture] = {}  # non-ticker rechecks, one per loader
+
+    def cancel_all(self) -> None:
+        tasks: List[ScheduledFuture] = list(self.checks.values())
+        if self.tick is not None:
+            tasks.append(self.tick)
+        self.tick = None
+        self.checks = {}
+        for task in tasks:
+            task.cancel()
+
+
+def _tick(ref: "weakref.ReferenceType[ScheduledDataLoaderRegistry]") -> None:
+    registry = ref()
+    if registry is not None:
+        registry._tick()
+
+
+def _recheck(ref: "weakref.ReferenceType[ScheduledDataLoaderRegistry]", name: str) -> None:
+    registry = ref()
+    if registry is not None:
+        registry._recheck(name)
+
+
+class ScheduledDataLoaderRegistry(DataLoaderRegistry):
+    """A registry that dispatches on predicates, re-checking on a schedule.
+
+    Thread-safe.  Create one per request: it creates no thread (ticks run on
+    the shared ``ScheduledExecutor``).
+
+    Args:
+        scheduled_executor: where ticks and checks are scheduled (default
+            ``get_default_scheduled_executor()``).
+        schedule: seconds (or ``timedelta``) between ticks / checks.
+        ticker_mode: keep dispatching every ``schedule`` after the first
+            ``dispatch_all()`` until ``close()`` (needed for chained loads).
+        dispatch_predicate: the registry-wide predicate, for loaders
+            registered without one of their own.
+
+    Raises:
+        ValueError, TypeError: a schedule that is not a finite number > 0, a
+        predicate that is not callable, an executor without ``schedule``.
+    """
+
+    def __init__(
+        self,
+        *,
+        scheduled_executor: Optional[ScheduledExecutor] = None,
+        schedule: Union[float, datetime.timedelta] = 0.01,
+        ticker_mode: bool = False,
+        dispatch_predicate: Callable[[str, Any], bool] = DISPATCH_ALWAYS,
+    ) -> None:
+        super().__init__()
+        if scheduled_executor is not None and not callable(getattr(scheduled_executor, "schedule", None)):
+            raise TypeError("scheduled_executor must be a ScheduledExecutor or None")
+        self._schedule = _seconds("schedule", schedule, positive=True)
+        self._scheduler = scheduled_executor
+        self._ticker_mode = bool(ticker_mode)
+        self._predicate = as_predicate(dispatch_predicate, "dispatch_predicate")
+        self._loader_predicates: Dict[str, DispatchPredicate] = {}  # changed under _lock
+        self._closed = False  # guarded by _lock; read without it (a bool read is atomic)
+        self._pending = _Pending()  # guarded by _lock
+        self._ref = weakref.ref(self)
+        weakref.finalize(self, self._pending.cancel_all).atexit = False
+
+    # -- configuration -----------------------------------------------------------
+    @property
+    def ticker_mode(self) -> bool:
+        return self._ticker_mode
+
+    @property
+    def schedule(self) -> float:
+        """Seconds between ticks / checks."""
+        return self._schedule
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def scheduled_executor(self) -> ScheduledExecutor:
+        if self._scheduler is None:
+            self._scheduler = get_default_scheduled_executor()
+        return self._scheduler
+
+    def register(self, name: str, loader: DataLoader, predicate: Optional[Callable[[str, Any], bool]] = None
+                 ) -> "ScheduledDataLoaderRegistry":
+        """Register *loader*; *predicate*, when given, is final for it."""
+        checked = None if predicate is None else as_predicate(predicate)
+        super().register(name, loader)
+        with self._lock:
+            if checked is None:
+                self._loader_predicates.pop(name, None)
+            else:
+                self._loader_predicates[name] = checked
+        return self
+
+    def unregister(self, name: str) -> "ScheduledDataLoaderRegistry":
+        super().unregister(name)
+        with self._lock:
+            self._loader_predicates.pop(name, None)
+            check = self._pending.checks.pop(name, None)
+        if check is not None:
+            check.cancel()
+        return self
+
+    # -- predicates ----------------------------------------------------------------
+    def _should_dispatch(self, name: str, loader: DataLoader) -> bool:
+        predicate = self._loader_predicates.get(name, self._predicate)
+        try:
+            return predicate(name, loader)
+        except Exception:
+            _LOGGER.exception("dispatch predicate %r raised for loader %r; not dispatching it now", predicate, name)
+            return False
+
+    # -- dispatching ---------------------------------------------------------------
+    def dispatch_all_with_count(self) -> int:
+        """Dispatch every loader whose predicate passes; arm the tick (ticker mode)
+        or a recheck for each loader that may not dispatch yet.  Return the keys sent."""
+        total = 0
+        refused: List[str] = []
+        for name, loader in self._snapshot():
+            if self._should_dispatch(name, loader):
+                total += loader.dispatch_count()
+            else:
+                refused.append(name)
+        if self._ticker_mode:
+            self._arm_tick()
+        elif refused:
+            self._arm_checks(refused)
+        return total
+
+    def dispatch_all_immediately(self) -> None:
+        """Dispatch every loader now, ignoring predicates; schedule nothing."""
+        self.dispatch_all_with_count_immediately()
+
+    def dispatch_all_with_count_immediately(self) -> int:
+        """As ``dispatch_all_immediately()``; return the keys sent."""
+        return super().dispatch_all_with_count()
+
+    def reschedule_now(self) -> None:
+        """Ticker mode: arm the tick.  Otherwise: a check for every loader."""
+        if self._ticker_mode:
+            self._arm_tick()
+        else:
+            self._arm_checks([name for name, _ in self._snapshot()])
+
+    # -- the tick (ticker mode) ----------------------------------------------------------
+    def _arm_tick(self) -> None:
+        if self._pending.tick is not None or self._closed:
+            return  # fast path: the flag is up (or the door is shut)
+        with self._lock:
+            if self._pending.tick is None and not self._closed:
+                self._pending.tick = self.scheduled_executor.schedule(_tick, self._schedule, self._ref)
+
+    def _tick(self) -> None:
+        with self._lock:
+            self._pending.tick = None  # clear the flag ...
+        self._arm_tick()  # ... re-arm first, so nothing below can stop the ticker
+        if self._closed:
+            return
+        for name, loader in self._snapshot():
+            if self._should_dispatch(name, loader):
+                try:
+                    loader.dispatch_count()
+                except Exception:
+                    _LOGGER.exception("dispatch of loader %r raised during a tick", name)
+
+    # -- rechecks (non-ticker mode) ------------------------------------------------------
+    def _arm_checks(self, names: List[str]) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            checks = self._pending.checks
+            for name in names:
+                if name not in checks:
+                    checks[name] = self.scheduled_executor.schedule(_recheck, self._schedule, self._ref, name)
+
+    def _recheck(self, name: str) -> None:
+        with self._lock:
+            self._pending.checks.pop(name, None)
+        if self._closed:
+            return
+        loader = self.get(name)
+        if loader is None:
+            return
+        if self._should_dispatch(name, loader):
+            loader.dispatch_count()
+        else:
+            self._arm_checks([name])
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop ticking and rechecking; idempotent.  ``dispatch_all()`` still dispatches."""
+        with self._lock:
+            self._closed = True
+            pending, self._pending = self._pending, _Pending()
+        pending.cancel_all()
+
+    def __enter__(self) -> "ScheduledDataLoaderRegistry":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "CLOSED" if self._closed else "OPEN"
+        return (f"<ScheduledDataLoaderRegistry {state} loaders={len(self)} ticker_mode={self._ticker_mode} "
+                f"schedule={self._schedule}>")
