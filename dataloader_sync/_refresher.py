@@ -1,0 +1,541 @@
+"""PeriodicRefresher: a value that reloads itself in the background.
+
+For reference data that is expensive to load and changes rarely (postal codes,
+exchange rates): readers get the cached value at once, and a reader that finds
+it out of date starts one background reload instead of waiting for it.
+
+Guarantees:
+
+- At most one load runs at a time (single flight): concurrent first callers
+  wait for the same load, and a stale value triggers one reload, however many
+  readers see it.
+- Once a value exists, ``get()`` neither blocks nor raises; a failed reload
+  keeps the old value, is logged, and is retried on the next request (after
+  ``failures_before_backoff`` failures in a row: after ``failure_backoff``).
+- No idle thread: a reload runs on the given executor, or on a daemon thread
+  started for it that ends with it.
+- ``load_fn``, ``next_reload``, Future callbacks and log handlers never run
+  under the refresher's lock.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import functools
+import itertools
+import logging
+import math
+import os
+import threading
+import time
+import weakref
+from dataclasses import dataclass, fields
+from typing import Any, Callable, Generic, TypeVar, Union, cast
+
+__all__ = [
+    "PeriodicRefresher",
+    "RefresherStatistics",
+    "daily_at",
+    "refreshed_every",
+]
+
+T = TypeVar("T")
+Seconds = Union[float, datetime.timedelta]
+
+logger = logging.getLogger("dataloader_sync")
+
+# Names of the threads started for one background reload each.
+_refresh_thread_ids = itertools.count(1)
+
+
+def _to_seconds(value: Seconds, name: str) -> float:
+    """Return ``value`` (seconds or a ``timedelta``) as float seconds.
+
+    Raises:
+        TypeError: ``value`` is neither a number nor a ``timedelta``.
+    """
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"{name} must be seconds or a timedelta, not {type(value).__name__}")
+
+
+def _seconds(value: Seconds, name: str, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as seconds, checked to be finite and > 0 (or >= 0).
+
+    Raises:
+        TypeError: ``value`` is neither a number nor a ``timedelta``.
+        ValueError: ``value`` is NaN, infinite, negative, or zero when
+            ``allow_zero`` is false; the message names ``name``.
+    """
+    seconds = _to_seconds(value, name)
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite")
+    return seconds
+
+
+def _local_now() -> datetime.datetime:
+    """The current wall-clock time, timezone-aware, in the local zone."""
+    return datetime.datetime.now().astimezone()
+
+
+class daily_at:
+    """A ``next_reload`` schedule: every day at ``hour:minute``.
+
+    ``daily_at(5)(now)`` is the number of seconds from ``now`` until the next
+    05:00 strictly after it (a reload at 05:00 sharp waits for tomorrow's).
+    With ``tz``, the hour is read in that zone; otherwise in ``now``'s own
+    zone (the local zone with the refresher's default wall clock). Seconds are
+    counted in real elapsed time, so a daylight-saving change is honoured.
+
+    Args:
+        hour: 0-23.
+        minute: 0-59.
+        tz: a ``datetime.tzinfo`` (e.g. ``zoneinfo.ZoneInfo("Europe/Paris")``).
+
+    Raises:
+        ValueError: ``hour`` or ``minute`` is out of range.
+    """
+
+    def __init__(self, hour: int, minute: int = 0, tz: datetime.tzinfo | None = None) -> None:
+        if not 0 <= hour <= 23:
+            raise ValueError("hour must be in 0..23")
+        if not 0 <= minute <= 59:
+            raise ValueError("minute must be in 0..59")
+        self.hour, self.minute, self.tz = hour, minute, tz
+
+    def __call__(self, now: datetime.datetime) -> float:
+        if self.tz is not None:
+            now = now.astimezone(self.tz)
+        target = now.replace(hour=self.hour, minute=self.minute, second=0, microsecond=0)
+        if target <= now:
+            target += datetime.timedelta(days=1)  # same wall time tomorrow
+        if now.tzinfo is None:
+            return (target - now).total_seconds()
+        # Aware datetimes sharing a tzinfo subtract as wall times; go through
+        # UTC so that a daylight-saving change between now and target counts.
+        utc = datetime.timezone.utc
+        return (target.astimezone(utc) - now.astimezone(utc)).total_seconds()
+
+    def __repr__(self) -> str:
+        tz = f", tz={self.tz!r}" if self.tz is not None else ""
+        return f"daily_at({self.hour}, {self.minute}{tz})"
+
+
+@dataclass(frozen=True)
+class RefresherStatistics:
+    """A snapshot of a refresher's counters, from ``PeriodicRefresher.statistics()``.
+
+    Attributes:
+        load_count: loads that finished, successful or not.
+        failure_count: loads that raised.
+        failures_in_a_row: failures since the last success.
+        last_success: clock time of the last successful load, or None.
+        last_error: the exception of the last failed load, or None.
+        next_reload: clock time from which a ``get()`` starts a reload, or
+            None (nothing loaded yet, or closed).
+    """
+
+    load_count: int = 0
+    failure_count: int = 0
+    failures_in_a_row: int = 0
+    last_success: float | None = None
+    last_error: BaseException | None = None
+    next_reload: float | None = None
+
+    @property
+    def failure_ratio(self) -> float:
+        """``failure_count / load_count``, 0.0 before any load."""
+        return self.failure_count / self.load_count if self.load_count else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict (``last_error`` stays the exception object)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+# Instances to repair in a forked child; see _reinit_after_fork_in_child.
+_instances: weakref.WeakSet[PeriodicRefresher[Any]] = weakref.WeakSet()
+
+
+class PeriodicRefresher(Generic[T]):
+    """A cached value that reloads itself in the background on a schedule.
+
+    The first ``get()`` calls ``load_fn()`` and waits for it; later calls
+    return the cached value at once, and the first one after the reload time
+    also starts one background reload, whose result the following calls see.
+    A failed reload keeps the old value, is logged on the ``dataloader_sync``
+    logger and is retried on the next ``get()``; after
+    ``failures_before_backoff`` failures in a row, the next try waits
+    ``failure_backoff`` seconds. The instance is also callable: ``r()`` is
+    ``r.get()``.
+
+    Lifecycle (the state is derived, not stored)::
+
+        EMPTY --get()--> LOADING --ok--> FRESH --reload time--> STALE
+          ^                 |              ^                      |
+          +----failed-------+              +-----reload ok--------+
+        any state --close()--> CLOSED (keeps the value, never reloads)
+
+    Thread-safety: every method may be called from any number of threads at
+    once. ``load_fn`` never runs twice at the same time, and never runs under
+    the refresher's lock (so it may call ``get()`` or ``statistics()``).
+
+    Args:
+        load_fn: a zero-argument callable returning the value.
+        interval: seconds (or a ``timedelta``) from a successful load to the
+            next reload; also the fallback when ``next_reload`` fails.
+        executor: a ``concurrent.futures.Executor`` for background reloads;
+            None starts a short-lived daemon thread per reload.
+        failure_backoff: seconds (or ``timedelta``) to wait before the next
+            try once ``failures_before_backoff`` loads failed in a row.
+        failures_before_backoff: failures in a row that trigger the back-off.
+        next_reload: optional ``next_reload(now) -> seconds`` (float or
+            ``timedelta``), called after each successful load with the
+            current wall-clock time (an aware ``datetime``), returning the
+            delay until the next reload, e.g. ``daily_at(5)``. If it raises or
+            returns a non-finite value, the error is logged and ``interval``
+            is used; a negative delay counts as 0.
+        clock: monotonic seconds, for reload times and statistics.
+        wall_clock: returns the current ``datetime`` passed to ``next_reload``.
+
+    Raises:
+        TypeError: ``load_fn``, ``next_reload`` or ``executor`` has the wrong
+            type.
+        ValueError: ``interval`` is not > 0 and finite, ``failure_backoff``
+            not >= 0 and finite, or ``failures_before_backoff`` < 1.
+    """
+
+    def __init__(
+        self,
+        load_fn: Callable[[], T],
+        interval: Seconds,
+        *,
+        executor: concurrent.futures.Executor | None = None,
+        failure_backoff: Seconds = 120.0,
+        failures_before_backoff: int = 2,
+        next_reload: Callable[[datetime.datetime], Seconds] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime.datetime] = _local_now,
+    ) -> None:
+        if not callable(load_fn):
+            raise TypeError("load_fn must be callable")
+        if next_reload is not None and not callable(next_reload):
+            raise TypeError("next_reload must be callable or None")
+        if executor is not None and not isinstance(executor, concurrent.futures.Executor):
+            raise TypeError("executor must be a concurrent.futures.Executor or None")
+        if not isinstance(failures_before_backoff, int) or isinstance(failures_before_backoff, bool):
+            raise TypeError("failures_before_backoff must be an int")
+        if failures_before_backoff < 1:
+            raise ValueError("failures_before_backoff must be >= 1")
+        self._load_fn = load_fn
+        self._interval = _seconds(interval, "interval")
+        self._failure_backoff = _seconds(failure_backoff, "failure_backoff", allow_zero=True)
+        self._failures_before_backoff = failures_before_backoff
+        self._executor = executor
+        self._next_reload_fn = next_reload
+        self._clock = clock
+        self._wall_clock = wall_clock
+        self._init_lock()
+        self._value: T | None = None
+        self._has_value = False
+        self._closed = False
+        # Invariant: _in_flight is the Future of the one load that has been
+        # claimed and has not yet recorded its outcome, else None. It is
+        # always RUNNING (so no caller can cancel it), and it is resolved
+        # only after the outcome is recorded and the lock released.
+        self._in_flight: concurrent.futures.Future[T] | None = None
+        self._next_reload: float | None = None  # clock time; None until a load finished
+        self._load_count = 0
+        self._failure_count = 0
+        self._failures_in_a_row = 0
+        self._last_success: float | None = None
+        self._last_error: BaseException | None = None
+        _instances.add(self)
+
+    def _init_lock(self) -> None:
+        # Guards every mutable field: value, closed, _in_flight, the reload
+        # time and the counters. Held only for field swaps, never while user
+        # code (load_fn, next_reload, callbacks, logging) runs.
+        self._lock = threading.Lock()
+
+    # -- public API --------------------------------------------------------
+
+    def get(self) -> T:
+        """Return the value, loading it first if there is none yet.
+
+        With a value, this never blocks and never raises: if the reload time
+        has passed and no load is in flight, it starts a background reload
+        and returns the current (stale) value. Without a value, it waits for
+        the load in flight, or runs one itself.
+
+        Returns:
+            The latest successfully loaded value.
+
+        Raises:
+            Exception: the loader's error, when there is no value yet (the
+                next ``get()`` tries again).
+            RuntimeError: the refresher is closed and has no value.
+        """
+        now = self._clock()
+        with self._lock:
+            if self._has_value:
+                value = cast(T, self._value)
+                if (
+                    self._closed
+                    or self._in_flight is not None
+                    or now < cast(float, self._next_reload)
+                ):
+                    return value
+                action, future = "reload", self._claim_locked()  # STALE
+            elif self._closed:
+                raise RuntimeError("refresher is closed and has no value")
+            elif self._in_flight is not None:  # LOADING: join that one load
+                action, future = "wait", self._in_flight
+            else:  # EMPTY: this caller loads, later ones wait for it
+                action, future = "load", self._claim_locked()
+        # The lock is released: now run, start or wait for the load.
+        if action == "reload":
+            self._start_background(future)
+            return value
+        if action == "load":
+            self._load(future)
+        return future.result()
+
+    __call__ = get
+
+    def refresh(self) -> T:
+        """Reload now, on the calling thread, and return the new value.
+
+        If a load is in flight, waits for it to finish first (whatever its
+        outcome), so the returned value comes from a load that began after
+        this call.
+
+        Returns:
+            The freshly loaded value.
+
+        Raises:
+            Exception: the loader's error; it is recorded like any failure
+                (statistics, back-off) and the old value is kept.
+            RuntimeError: the refresher is closed.
+        """
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise RuntimeError("cannot refresh after close")
+                if self._in_flight is None:
+                    future = self._claim_locked()
+                    break
+                previous = self._in_flight
+            concurrent.futures.wait([previous])
+        self._load(future)
+        return future.result()
+
+    def request_refresh(self) -> concurrent.futures.Future[T]:
+        """Start one background reload now, whatever the schedule.
+
+        Returns:
+            A Future of the new value (or of the loader's error; such a
+            failure is also logged). If a load is already in flight, its
+            Future: loads never overlap. The Future cannot be cancelled.
+
+        Raises:
+            RuntimeError: the refresher is closed.
+        """
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("cannot refresh after close")
+            if self._in_flight is not None:
+                return self._in_flight
+            future = self._claim_locked()
+        self._start_background(future)
+        return future
+
+    def close(self) -> None:
+        """Stop reloading; ``get()`` keeps returning the last value.
+
+        Idempotent and does not wait. A load in flight at close is not
+        interrupted: it finishes, its Future is resolved, and a successful
+        result becomes the value that ``get()`` returns. No load starts
+        after close.
+        """
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self) -> PeriodicRefresher[T]:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether ``close()`` was called."""
+        return self._closed
+
+    def statistics(self) -> RefresherStatistics:
+        """Return a snapshot of the counters (see ``RefresherStatistics``)."""
+        with self._lock:
+            return RefresherStatistics(
+                load_count=self._load_count,
+                failure_count=self._failure_count,
+                failures_in_a_row=self._failures_in_a_row,
+                last_success=self._last_success,
+                last_error=self._last_error,
+                next_reload=None if self._closed else self._next_reload,
+            )
+
+    def __repr__(self) -> str:
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                state = "CLOSED"
+            elif not self._has_value:
+                state = "LOADING" if self._in_flight is not None else "EMPTY"
+            elif now < cast(float, self._next_reload):
+                state = "FRESH"
+            else:
+                state = "STALE"
+        return f"<PeriodicRefresher {state} load_fn={self._load_fn!r}>"
+
+    # -- loading -----------------------------------------------------------
+
+    def _claim_locked(self) -> concurrent.futures.Future[T]:
+        """Make a new load the one in flight and return its Future."""
+        assert self._in_flight is None, "a load is already in flight"
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future.set_running_or_notify_cancel()
+        self._in_flight = future
+        return future
+
+    def _start_background(self, future: concurrent.futures.Future[T]) -> None:
+        """Run the claimed load on the executor or on a thread of its own.
+
+        The thread holds the refresher strongly, but only for one load.
+        """
+        try:
+            if self._executor is not None:
+                self._executor.submit(self._load, future, background=True)
+            else:
+                threading.Thread(
+                    target=self._load,
+                    args=(future,),
+                    kwargs={"background": True},
+                    name=f"dataloader-sync-refresh-{next(_refresh_thread_ids)}",
+                    daemon=True,
+                ).start()
+        except Exception as exc:  # executor shut down, or no thread to be had
+            self._fail(future, exc, background=True)
+
+    def _load(self, future: concurrent.futures.Future[T], *, background: bool = False) -> None:
+        """Run the claimed load, record its outcome, then resolve ``future``.
+
+        Never raises an ``Exception``: callers read ``future``.
+        """
+        try:
+            value = self._load_fn()
+        except Exception as exc:
+            self._fail(future, exc, background=background)
+        except BaseException as exc:  # KeyboardInterrupt and the like: not a load failure
+            with self._lock:
+                self._in_flight = None
+            future.set_exception(exc)
+            raise
+        else:
+            self._record_success(value)
+            future.set_result(value)
+
+    def _fail(
+        self, future: concurrent.futures.Future[T], exc: Exception, *, background: bool
+    ) -> None:
+        """Record a failed load, log it if nobody waits for it, resolve ``future``."""
+        retry_in = self._record_failure(exc)
+        if background:
+            logger.error(
+                "reload of %r failed; keeping the previous value, next try in %.3g s",
+                self, retry_in, exc_info=exc,
+            )
+        future.set_exception(exc)
+
+    def _record_success(self, value: T) -> None:
+        delay = self._interval
+        if self._next_reload_fn is not None:  # user code: call it before locking
+            try:
+                delay = _to_seconds(self._next_reload_fn(self._wall_clock()), "next_reload()")
+                if not math.isfinite(delay):
+                    raise ValueError(f"next_reload() returned {delay}")
+                delay = max(delay, 0.0)
+            except Exception:
+                delay = self._interval
+                logger.error("next_reload of %r failed; reloading after interval", self,
+                             exc_info=True)
+        now = self._clock()
+        with self._lock:
+            self._value, self._has_value = value, True
+            self._load_count += 1
+            self._failures_in_a_row = 0
+            self._last_success = now
+            self._next_reload = now + delay
+            self._in_flight = None
+
+    def _record_failure(self, exc: Exception) -> float:
+        """Record a failed load; return the seconds until the next try."""
+        now = self._clock()
+        with self._lock:
+            self._load_count += 1
+            self._failure_count += 1
+            self._failures_in_a_row += 1
+            self._last_error = exc
+            # Retry on the next request, unless failures are piling up.
+            retry_in = (
+                self._failure_backoff
+                if self._failures_in_a_row >= self._failures_before_backoff
+                else 0.0
+            )
+            self._next_reload = now + retry_in
+            self._in_flight = None
+            return retry_in
+
+    def _reinit_in_child(self) -> None:
+        # In a forked child no load is running: whoever held the lock or the
+        # in-flight claim in the parent does not exist here.
+        self._init_lock()
+        self._in_flight = None
+
+
+def _reinit_after_fork_in_child() -> None:
+    for refresher in list(_instances):
+        refresher._reinit_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reinit_after_fork_in_child)
+
+
+def refreshed_every(
+    interval: Seconds, **options: Any
+) -> Callable[[Callable[[], T]], PeriodicRefresher[T]]:
+    """Decorate a zero-argument loader into a ``PeriodicRefresher``.
+
+    Calling the decorated name returns the cached value::
+
+        @refreshed_every(datetime.timedelta(minutes=10))
+        def postal_codes() -> dict[str, str]:
+            return fetch_postal_codes()
+
+        postal_codes()["75001"]
+
+    Args:
+        interval: as for ``PeriodicRefresher``.
+        **options: any keyword argument of ``PeriodicRefresher``.
+
+    Returns:
+        A decorator returning the refresher (``close()`` it to stop reloads).
+    """
+
+    def decorate(load_fn: Callable[[], T]) -> PeriodicRefresher[T]:
+        refresher = PeriodicRefresher(load_fn, interval, **options)
+        functools.update_wrapper(refresher, load_fn)
+        return refresher
+
+    return decorate
