@@ -24,13 +24,15 @@ import datetime
 import functools
 import itertools
 import logging
-import math
 import os
 import threading
 import time
 import weakref
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Generic, TypeVar, Union, cast
+from typing import Any, Callable, Generic, TypeVar, cast
+
+from ._executor import Delay as Seconds
+from ._executor import _seconds
 
 __all__ = [
     "PeriodicRefresher",
@@ -40,39 +42,11 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-Seconds = Union[float, datetime.timedelta]
 
 logger = logging.getLogger("dataloader_sync")
 
 # Names of the threads started for one background reload each.
 _refresh_thread_ids = itertools.count(1)
-
-
-def _to_seconds(value: Seconds, name: str) -> float:
-    """Return ``value`` (seconds or a ``timedelta``) as float seconds.
-
-    Raises:
-        TypeError: ``value`` is neither a number nor a ``timedelta``.
-    """
-    if isinstance(value, datetime.timedelta):
-        return value.total_seconds()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise TypeError(f"{name} must be seconds or a timedelta, not {type(value).__name__}")
-
-
-def _seconds(value: Seconds, name: str, *, allow_zero: bool = False) -> float:
-    """Return ``value`` as seconds, checked to be finite and > 0 (or >= 0).
-
-    Raises:
-        TypeError: ``value`` is neither a number nor a ``timedelta``.
-        ValueError: ``value`` is NaN, infinite, negative, or zero when
-            ``allow_zero`` is false; the message names ``name``.
-    """
-    seconds = _to_seconds(value, name)
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite")
-    return seconds
 
 
 def _local_now() -> datetime.datetime:
@@ -229,8 +203,10 @@ class PeriodicRefresher(Generic[T]):
         if failures_before_backoff < 1:
             raise ValueError("failures_before_backoff must be >= 1")
         self._load_fn = load_fn
-        self._interval = _seconds(interval, "interval")
-        self._failure_backoff = _seconds(failure_backoff, "failure_backoff", allow_zero=True)
+        self._interval = _seconds("interval", interval, positive=True)
+        self._failure_backoff = _seconds("failure_backoff", failure_backoff)
+        if self._failure_backoff < 0:
+            raise ValueError("failure_backoff must be >= 0")
         self._failures_before_backoff = failures_before_backoff
         self._executor = executor
         self._next_reload_fn = next_reload
@@ -461,10 +437,7 @@ class PeriodicRefresher(Generic[T]):
         delay = self._interval
         if self._next_reload_fn is not None:  # user code: call it before locking
             try:
-                delay = _to_seconds(self._next_reload_fn(self._wall_clock()), "next_reload()")
-                if not math.isfinite(delay):
-                    raise ValueError(f"next_reload() returned {delay}")
-                delay = max(delay, 0.0)
+                delay = max(_seconds("next_reload()", self._next_reload_fn(self._wall_clock())), 0.0)
             except Exception:
                 delay = self._interval
                 logger.error("next_reload of %r failed; reloading after interval", self,
