@@ -114,6 +114,7 @@ class _Timer:
         self.heap: List[Tuple[float, int, _Entry]] = []
         self.seq = itertools.count()
         self.live = 0  # entries in the heap that are not cancelled: the pending count
+        self.queued = 0  # entries handed to the executor whose run has not started
         self.running_periodic: "set[_Entry]" = set()
         self.task_count = 0
         self.completed_count = 0
@@ -173,6 +174,7 @@ class _Timer:
                         if entry.in_heap:
                             entry.in_heap = False
                             self.live -= 1
+                            self.queued += 1
                             due.append(entry)
                     if not due:
                         self.deadline_changed.wait(heap[0][0] - now if heap else None)
@@ -185,14 +187,26 @@ class _Timer:
             pool_future = executor.submit(self.run_entry, entry)
         except BaseException as exc:  # the wrapped executor is shut down
             _LOGGER.warning("scheduled task %r dropped: %s", entry.fn, exc)
+            self._unqueue()
             entry.future._settle(None, exc)
             return
-        if entry.period is None:
-            pool_future.add_done_callback(lambda pf: pf.cancelled() and entry.future.cancel())
+        pool_future.add_done_callback(lambda pf: pf.cancelled() and self._dropped(entry))
+
+    def _unqueue(self) -> None:
+        with self.lock:
+            self.queued -= 1
+
+    def _dropped(self, entry: _Entry) -> None:
+        # The wrapped executor cancelled the run before it started (its own
+        # shutdown with cancel_futures): the task will not run, so neither
+        # will a periodic task's next run.
+        self._unqueue()
+        entry.future.cancel()
 
     # -- on the wrapped executor ------------------------------------------------------
     def run_entry(self, entry: _Entry) -> None:
         fut = entry.future
+        self._unqueue()
         if entry.period is None:
             if not fut.set_running_or_notify_cancel():
                 return
@@ -369,6 +383,15 @@ class ScheduledExecutor(cf.Executor):
     def pending_count(self) -> int:
         """Tasks waiting for their time (cancelled ones are not counted)."""
         return self._timer.live
+
+    @property
+    def queued_count(self) -> int:
+        """Tasks that are due and handed to the wrapped executor, but not started yet.
+
+        ``pending_count + queued_count`` is what Java's
+        ``ScheduledThreadPoolExecutor.getQueue().size()`` counts.
+        """
+        return self._timer.queued
 
     @property
     def completed_count(self) -> int:
