@@ -210,14 +210,14 @@ class _Timer:
         if entry.period is None:
             if not fut.set_running_or_notify_cancel():
                 return
+            result, error = None, None
             try:
                 result = entry.fn(*entry.args, **entry.kwargs)
             except BaseException as exc:
-                fut._settle(None, exc)
-            else:
-                fut._settle(result, None)
-            with self.lock:
+                error = exc
+            with self.lock:  # counted before the outcome is published
                 self.completed_count += 1
+            fut._settle(result, error)
             return
         if fut.done():
             return
@@ -247,13 +247,16 @@ class _Timer:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
             executor = self.executor
             self.task_count += 1
-        fut = executor.submit(fn, *args, **kwargs)
-        fut.add_done_callback(self._count_completed)
-        return fut
+        return executor.submit(self._run_counted, fn, args, kwargs)
 
-    def _count_completed(self, _fut: cf.Future) -> None:
-        with self.lock:
-            self.completed_count += 1
+    def _run_counted(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        # Counted before the result is published, so completed_count is
+        # up to date once the caller sees the result.
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            with self.lock:
+                self.completed_count += 1
 
     # -- ending ----------------------------------------------------------------------
     def stop(self, wait: bool, cancel_futures: bool) -> None:
