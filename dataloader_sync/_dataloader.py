@@ -436,28 +436,36 @@ class DataLoader(Generic[K, V]):
     def _label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
 
-    def _complete_batch(self, entries: List[_Entry], result: Any) -> None:
+    def _values_for(self, entries: List[_Entry], result: Any) -> List[Any]:
+        """The batch result as one value per entry, in order.
+
+        Raises:
+            BatchLoadError: a non-sequence, or a sequence of the wrong length.
+            Exception: whatever the result's own ``get``/``len``/iteration raises.
+        """
         if isinstance(result, Mapping):
-            values: Any = [result.get(e[0]) for e in entries]
-        elif isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
-            values = result
+            return [result.get(e[0]) for e in entries]
+        if isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
+            values = list(result)
             if len(values) != len(entries):
-                self._fail_batch(
-                    entries,
-                    BatchLoadError(
-                        f"{self._label()}: batch function returned {len(values)} values "
-                        f"for {len(entries)} keys; it must return one per key, in order"
-                    ),
+                raise BatchLoadError(
+                    f"{self._label()}: batch function returned {len(values)} values "
+                    f"for {len(entries)} keys; it must return one per key, in order"
                 )
-                return
-        else:
-            self._fail_batch(
-                entries,
-                BatchLoadError(
-                    f"{self._label()}: batch function must return a sequence (one value per key) "
-                    f"or a mapping, got {type(result).__name__}"
-                ),
-            )
+            return values
+        raise BatchLoadError(
+            f"{self._label()}: batch function must return a sequence (one value per key) "
+            f"or a mapping, got {type(result).__name__}"
+        )
+
+    def _complete_batch(self, entries: List[_Entry], result: Any) -> None:
+        # A result that cannot be matched to the keys (wrong kind or count, a
+        # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
+        # the futures must complete whatever the result looks like.
+        try:
+            values = self._values_for(entries, result)
+        except Exception as exc:
+            self._fail_batch(entries, exc)
             return
         failed: List[_Entry] = []
         for entry, value in zip(entries, values):
