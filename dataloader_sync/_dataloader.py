@@ -58,7 +58,8 @@ class BatchLoaderEnvironment(NamedTuple):
         context: the loader's ``context=`` value, or what ``context_provider()``
             returned for this batch (None when neither was given).
         key_contexts: ``{key: key_context}`` for the keys of this batch that
-            were loaded with a key context.
+            were loaded with a key context (hashable keys only; an unhashable
+            key's context is in ``key_contexts_list``).
         key_contexts_list: the key contexts in batch order (None where absent).
     """
 
@@ -414,10 +415,14 @@ class DataLoader(Generic[K, V]):
 
     def _environment(self, entries: List[_Entry]) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
-        kcs = [e[2] for e in entries]
-        return BatchLoaderEnvironment(
-            context, {e[0]: e[2] for e in entries if e[2] is not None}, kcs
-        )
+        key_contexts: Dict[Any, Any] = {}
+        for key, _ck, kc, _fut in entries:
+            if kc is not None:
+                try:
+                    key_contexts[key] = kc
+                except TypeError:  # an unhashable key (see cache_key_fn): in the list only
+                    pass
+        return BatchLoaderEnvironment(context, key_contexts, [e[2] for e in entries])
 
     def _on_batch_future(self, entries: List[_Entry], fut: cf.Future) -> None:
         if fut.cancelled():
