@@ -341,9 +341,10 @@ class DataLoader(Generic[K, V]):
 
     # -- dispatching ---------------------------------------------------------
     def _take_queue(self) -> List[_Entry]:
+        now = self._clock()  # an injected clock is user code: not under the lock
         with self._lock:
             queue, self._queue = self._queue, []
-            self._last_dispatch = self._clock()
+            self._last_dispatch = now
         return queue
 
     def _send(self, queue: List[_Entry]) -> None:
