@@ -241,7 +241,9 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
             except BaseException as exc:  # includes CancelledError
                 out.set_exception(exc)
                 return
-            token = set_scope(scope) if scope is not None else None
+            # Install the then()-time scope even when it is None: the completing
+            # thread may be inside another execution's scope.
+            token = set_scope(scope) if scope is not current_scope() else None
             try:
                 value = fn(value)
             except BaseException as exc:
