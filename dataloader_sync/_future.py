@@ -235,11 +235,13 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         out: Future[Any] = Future()
         scope = current_scope()
 
+        # ``out`` may have been cancelled by its holder meanwhile: _settle (not
+        # set_result) so that is not an error logged by the source's callback.
         def on_done(src: cf.Future) -> None:
             try:
                 value = src.result()
             except BaseException as exc:  # includes CancelledError
-                out.set_exception(exc)
+                out._settle(None, exc)
                 return
             # Install the then()-time scope even when it is None: the completing
             # thread may be inside another execution's scope.
@@ -247,7 +249,7 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
             try:
                 value = fn(value)
             except BaseException as exc:
-                out.set_exception(exc)
+                out._settle(None, exc)
                 if not isinstance(exc, Exception):
                     raise
                 return
@@ -257,7 +259,7 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
             if isinstance(value, cf.Future):
                 value.add_done_callback(lambda inner: _copy_outcome(inner, out))
             else:
-                out.set_result(value)
+                out._settle(value, None)
 
         self.add_done_callback(on_done)
         return out
@@ -267,9 +269,9 @@ def _copy_outcome(src: cf.Future, dst: Future[Any]) -> None:
     try:
         value = src.result()
     except BaseException as exc:
-        dst.set_exception(exc)
+        dst._settle(None, exc)
     else:
-        dst.set_result(value)
+        dst._settle(value, None)
 
 
 def completed_future(value: T) -> Future[T]:
