@@ -42,8 +42,13 @@ class DispatchPredicate:
         a, b = self, as_predicate(other, "other")
         return DispatchPredicate(lambda n, l: a(n, l) or b(n, l), f"({a!r} | {b!r})")
 
-    __rand__ = __and__
-    __ror__ = __or__
+    # ``plain_fn & predicate`` lands here: keep the user's order, both when
+    # evaluating (short-circuit) and in the repr.
+    def __rand__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+        return as_predicate(other, "other") & self
+
+    def __ror__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+        return as_predicate(other, "other") | self
 
     def __invert__(self) -> "DispatchPredicate":
         a = self
