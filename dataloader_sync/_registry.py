@@ -52,7 +52,13 @@ class DataLoaderRegistry:
 
         The factory runs outside the lock; if two threads race, the first
         registration wins and both get that loader.
+
+        Raises:
+            TypeError: *name* is not a str, *factory* is not callable, or it
+            returned something other than a DataLoader.
         """
+        if not isinstance(name, str):
+            raise TypeError("name must be a str")
         loader = self._loaders.get(name)
         if loader is not None:
             return loader
