@@ -1,0 +1,88 @@
+"""The per-request registry factory named in Django settings, and closing registries.
+
+``DATALOADER_SYNC_REGISTRY_FACTORY`` names (dotted path) or is a callable
+``factory(request) -> DataLoaderRegistry``.  The request is passed so loaders
+can depend on it (``request.user`` for permission-filtered queries).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Callable, Union
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from .._registry import DataLoaderRegistry
+
+__all__ = ["SETTING", "close_registry", "get_registry_factory", "make_registry", "resolve_factory"]
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+#: The Django setting naming the registry factory.
+SETTING = "DATALOADER_SYNC_REGISTRY_FACTORY"
+
+RegistryFactory = Callable[[Any], DataLoaderRegistry]
+
+
+def resolve_factory(value: Union[str, RegistryFactory, None], where: str = SETTING) -> RegistryFactory:
+    """Turn a dotted path or a callable into the registry factory.
+
+    Args:
+        value: ``"myapp.loaders.make_registry"`` or the function itself.
+        where: what *value* came from, for error messages.
+
+    Returns:
+        the callable.
+
+    Raises:
+        ImproperlyConfigured: *value* is missing, cannot be imported, or is
+        not callable.
+    """
+    if value is None:
+        raise ImproperlyConfigured(
+            f"{where} is not set: name a function making a DataLoaderRegistry for a request, "
+            f"e.g. {SETTING} = \"myapp.loaders.make_registry\""
+        )
+    if isinstance(value, str):
+        try:
+            value = import_string(value)
+        except ImportError as exc:
+            raise ImproperlyConfigured(f"{where}: cannot import {value!r}: {exc}") from exc
+    if not callable(value):
+        raise ImproperlyConfigured(f"{where} must name a callable, got {type(value).__name__}")
+    return value
+
+
+def get_registry_factory() -> RegistryFactory:
+    """The factory named by the ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting.
+
+    Raises:
+        ImproperlyConfigured: the setting is missing or names no callable.
+    """
+    return resolve_factory(getattr(settings, SETTING, None))
+
+
+def make_registry(factory: RegistryFactory, request: Any) -> DataLoaderRegistry:
+    """Call ``factory(request)`` and check that it made a registry.
+
+    Raises:
+        TypeError: the factory returned something else than a DataLoaderRegistry.
+    """
+    registry = factory(request)
+    if not isinstance(registry, DataLoaderRegistry):
+        raise TypeError(
+            f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
+        )
+    return registry
+
+
+def close_registry(registry: DataLoaderRegistry) -> None:
+    """Close *registry* if it can be closed; log (never raise) an error of ``close()``."""
+    close = getattr(registry, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:
+        _LOGGER.exception("closing the request's DataLoaderRegistry %r raised", registry)

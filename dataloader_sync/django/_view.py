@@ -1,0 +1,97 @@
+"""A mixin for graphene-django's ``GraphQLView``: dataloader execution, a registry per request.
+
+This module never imports graphene-django; ``graphql_view_class()`` does,
+when ``dataloader_sync.django.GraphQLView`` is first used.
+
+Guarantees:
+- The view executes with ``DataLoaderExecutionContext`` unless the view is
+  given another ``execution_context_class``.
+- Resolvers find the request's registry as ``info.context.loaders``: the one
+  ``DataLoaderMiddleware`` made, or, without the middleware, one the view
+  makes for the request and closes when ``dispatch`` returns (the response of
+  ``GraphQLView`` is not streamed, so its body is complete by then).
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Optional, Union
+
+from .._registry import DataLoaderRegistry
+from ._registry_factory import RegistryFactory, close_registry, get_registry_factory, make_registry, resolve_factory
+
+__all__ = ["DataLoaderGraphQLViewMixin", "graphql_view_class"]
+
+
+class DataLoaderGraphQLViewMixin:
+    """Mix into graphene-django's ``GraphQLView`` to batch loads per request.
+
+    ``class MyView(DataLoaderGraphQLViewMixin, GraphQLView): ...`` (the mixin
+    first).  ``dataloader_sync.django.GraphQLView`` is that class ready-made.
+
+    Thread-safe: Django makes a view instance per request; the class
+    attributes are read only.
+
+    Attributes:
+        registry_factory: ``factory(request) -> DataLoaderRegistry`` or its
+            dotted path, used when the request has no ``loaders`` registry
+            (no ``DataLoaderMiddleware``).  None: the
+            ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting.
+    """
+
+    registry_factory: Optional[Union[str, RegistryFactory]] = None
+    execution_context_class: Any = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("execution_context_class") is None and self.execution_context_class is None:
+            from ..graphql import DataLoaderExecutionContext
+
+            kwargs["execution_context_class"] = DataLoaderExecutionContext
+        super().__init__(*args, **kwargs)
+
+    def get_registry_factory(self) -> RegistryFactory:
+        """The factory for requests that come without a registry.
+
+        Raises:
+            ImproperlyConfigured: neither ``registry_factory`` nor the setting
+            names a callable.
+        """
+        if self.registry_factory is None:
+            return get_registry_factory()
+        return resolve_factory(self.registry_factory, f"{type(self).__name__}.registry_factory")
+
+    def dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
+        """Handle the request with ``request.loaders`` set, making (and closing) it if absent.
+
+        Raises:
+            ImproperlyConfigured, TypeError: no usable registry factory.
+        """
+        if isinstance(getattr(request, "loaders", None), DataLoaderRegistry):
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        registry = make_registry(self.get_registry_factory(), request)
+        request.loaders = registry
+        try:
+            return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
+        finally:
+            del request.loaders
+            close_registry(registry)
+
+
+@functools.lru_cache(maxsize=None)
+def graphql_view_class() -> type:
+    """graphene-django's ``GraphQLView`` with ``DataLoaderGraphQLViewMixin``, made once.
+
+    Raises:
+        ImportError: graphene-django is not installed.
+    """
+    try:
+        from graphene_django.views import GraphQLView as Base
+    except ImportError as exc:
+        raise ImportError(
+            "dataloader_sync.django.GraphQLView needs graphene-django: pip install graphene-django"
+        ) from exc
+
+    class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc, valid-type]
+        """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin)."""
+
+    GraphQLView.__module__ = "dataloader_sync.django"
+    return GraphQLView
