@@ -1,0 +1,99 @@
+"""Which graphql-core is installed, found by feature rather than by version string.
+
+graphql-core 3.2.0–3.2.9, 3.2.10–3.2.14 and 3.3.x differ in exactly the places
+``DataLoaderExecutionContext`` touches:
+
+==========================  ====================  =====================  ======================
+feature                     3.2.0 – 3.2.9         3.2.10 – 3.2.14        3.3.x
+==========================  ====================  =====================  ======================
+base class                  ``ExecutionContext``  ``ExecutionContext``   ``Executor``
+passed to ``execute`` as    ``execution_context_class=``                 ``executor_class=``
+``handle_field_error``      ``(error, type)``     ``(error, type, path)`` ``(raw, type, details, path)``
+root fields run by          ``execute_operation(operation, root_value)`` ``execute_root_grouped_field_set``
+sub-fields run by           ``execute_fields(type, value, path, collect_subfields(...))``
+                                                                         ``collect_and_execute_subfields``
+extra trailing argument     none                  none                   ``position_context``
+==========================  ====================  =====================  ======================
+
+Everything here is decided once, at import, from signatures and attributes.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any, Callable
+
+try:
+    import graphql.execution as _execution
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "dataloader_sync.graphql needs graphql-core: pip install dataloader_sync[graphql]"
+    ) from exc
+
+from graphql import GraphQLError, located_error
+from graphql.type import is_non_null_type
+
+__all__ = [
+    "Base",
+    "GraphQLError",
+    "IS_EXECUTOR",
+    "execute_subfields",
+    "handle",
+    "invalid_return_type_error",
+    "is_non_null_type",
+]
+
+#: The class to subclass: ``Executor`` (3.3+) or ``ExecutionContext`` (3.2).
+Base: Any = getattr(_execution, "Executor", None) or _execution.ExecutionContext
+
+#: True when the root fields run through ``execute_root_grouped_field_set`` (3.3+).
+IS_EXECUTOR = callable(getattr(Base, "execute_root_grouped_field_set", None))
+
+# invalid_return_type_error(return_type, result, field_nodes_or_details) lives
+# next to the base class in every version (execute.py in 3.2, executor.py in 3.3).
+invalid_return_type_error: Callable[..., GraphQLError] = sys.modules[
+    Base.__module__
+].invalid_return_type_error
+
+_HANDLE_PARAMS = list(inspect.signature(Base.handle_field_error).parameters)[1:]
+
+
+def _handle_33(ctx: Any, raw_error: Exception, return_type: Any, nodes: Any, path: Any) -> None:
+    # 3.3: handle_field_error locates the error itself (and honours the
+    # "disable error propagation" directive).
+    ctx.handle_field_error(raw_error, return_type, nodes, path)
+
+
+def _handle_3210(ctx: Any, raw_error: Exception, return_type: Any, nodes: Any, path: Any) -> None:
+    error = located_error(raw_error, nodes, path.as_list())
+    ctx.handle_field_error(error, return_type, path)
+
+
+def _handle_320(ctx: Any, raw_error: Exception, return_type: Any, nodes: Any, path: Any) -> None:
+    error = located_error(raw_error, nodes, path.as_list())
+    ctx.handle_field_error(error, return_type)
+
+
+#: ``handle(ctx, raw_error, return_type, field_nodes, path)``: locate the error
+#: and handle it exactly as graphql-core does where it catches a field's error:
+#: record it and return (nullable position), or raise the located error
+#: (non-null position: the caller moves it to the parent).
+if len(_HANDLE_PARAMS) >= 4:
+    handle = _handle_33
+elif "path" in _HANDLE_PARAMS:
+    handle = _handle_3210
+else:
+    handle = _handle_320
+
+
+if callable(getattr(Base, "collect_and_execute_subfields", None)):
+
+    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
+        """Run the sub-selections of an object value (3.3)."""
+        return ctx.collect_and_execute_subfields(return_type, nodes, path, result, *rest)
+
+else:
+
+    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
+        """Run the sub-selections of an object value (3.2)."""
+        return ctx.execute_fields(return_type, result, path, ctx.collect_subfields(return_type, nodes))

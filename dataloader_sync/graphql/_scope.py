@@ -1,0 +1,96 @@
+"""The execution's dispatch scope: how other threads reach the request thread.
+
+Guarantees:
+- It is the only object of an execution that other threads touch, and they
+  only append under its lock: a future's done-callback enqueues the
+  placeholder it completes (``ready``); a load that queues a new key records
+  its loader (``loader_queued``, called by the core's ``DataLoader``).
+- ``take()`` hands completions out before loaders: the request thread
+  dispatches only when it has nothing else to run, so one level of loads goes
+  out as one batch per loader.
+- Waiting is a ``Condition.wait`` that any ``ready``/``loader_queued`` ends;
+  nothing polls.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any, Dict, List, Optional, Tuple
+
+from .._registry import DataLoaderRegistry
+
+__all__ = ["ExecutionStalledError", "registry_of"]
+
+
+class ExecutionStalledError(Exception):
+    """Fields waited ``stall_timeout`` seconds while nothing could make progress."""
+
+
+def registry_of(context_value: Any) -> Optional[DataLoaderRegistry]:
+    """The registry the execution dispatches through, found in ``context_value``.
+
+    The context itself, its ``loaders`` attribute, or its ``"loaders"`` key
+    (a mapping context); None when there is none.
+    """
+    if isinstance(context_value, DataLoaderRegistry):
+        return context_value
+    if isinstance(context_value, Mapping):
+        loaders = context_value.get("loaders")
+    else:
+        loaders = getattr(context_value, "loaders", None)
+    return loaders if isinstance(loaders, DataLoaderRegistry) else None
+
+
+class _Scope:
+    """Completions and loaders reported to one execution.
+
+    Thread-safe: any thread may call ``ready`` and ``loader_queued``; only the
+    request thread calls ``take``.
+    """
+
+    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting")
+
+    def __init__(self) -> None:
+        # _lock guards _ready, _loaders and _waiting.
+        self._lock = threading.Lock()
+        # _changed: _ready or _loaders became non-empty while the request thread waits.
+        self._changed = threading.Condition(self._lock)
+        self._ready: List[Any] = []  # placeholders whose future is done, in completion order
+        self._loaders: Dict[Any, None] = {}  # loaders with newly queued keys (an ordered set)
+        self._waiting = False  # the request thread is in take(), waiting
+
+    def loader_queued(self, loader: Any) -> None:
+        """A load queued a new key in *loader* (called by ``DataLoader`` in this scope)."""
+        with self._lock:
+            self._loaders[loader] = None
+            if self._waiting:
+                self._changed.notify()
+
+    def ready(self, pending: Any) -> None:
+        """*pending*'s future is done: queue it for the request thread."""
+        with self._lock:
+            self._ready.append(pending)
+            if self._waiting:
+                self._changed.notify()
+
+    def take(self, timeout: Optional[float]) -> Tuple[Optional[List[Any]], Dict[Any, None]]:
+        """``(ready, {})`` when completions wait, else ``(None, loaders)``.
+
+        With nothing to hand out, wait up to *timeout* seconds (0: not at
+        all; None: until something arrives); both are empty after a timeout.
+        """
+        with self._lock:
+            if timeout != 0 and not self._ready and not self._loaders:
+                self._waiting = True
+                try:
+                    self._changed.wait_for(self._has_news, timeout)
+                finally:
+                    self._waiting = False
+            if self._ready:
+                ready, self._ready = self._ready, []
+                return ready, {}
+            loaders, self._loaders = self._loaders, {}
+            return None, loaders
+
+    def _has_news(self) -> bool:
+        return bool(self._ready or self._loaders)
