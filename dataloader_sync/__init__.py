@@ -22,9 +22,15 @@ from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
 from ._predicates import DispatchPredicate as DispatchPredicate
 from ._predicates import dispatch_if_depth_greater_than as dispatch_if_depth_greater_than
 from ._predicates import dispatch_if_longer_than as dispatch_if_longer_than
+from ._refresher import PeriodicRefresher as PeriodicRefresher
+from ._refresher import RefresherStatistics as RefresherStatistics
+from ._refresher import daily_at as daily_at
+from ._refresher import refreshed_every as refreshed_every
 from ._registry import DataLoaderRegistry as DataLoaderRegistry
 from ._scheduled_registry import ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry
 from ._statistics import Statistics as Statistics
+from ._worker import RestartableWorker as RestartableWorker
+from ._worker import WorkerState as WorkerState
 
 __all__ = [
     "BatchLoadError",
@@ -36,14 +42,20 @@ __all__ = [
     "DispatchPredicate",
     "DispatchResult",
     "Future",
+    "PeriodicRefresher",
+    "RefresherStatistics",
+    "RestartableWorker",
     "ScheduledDataLoaderRegistry",
     "ScheduledExecutor",
     "ScheduledFuture",
     "Statistics",
+    "WorkerState",
     "completed_future",
+    "daily_at",
     "dispatch_if_depth_greater_than",
     "dispatch_if_longer_than",
     "failed_future",
     "gather",
     "get_default_scheduled_executor",
+    "refreshed_every",
 ]
