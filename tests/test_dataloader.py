@@ -1,0 +1,1475 @@
+"""Tests for dataloader_sync._dataloader (DataLoader), ported from java-dataloader.
+
+Scenarios follow java-dataloader's DataLoaderTest, DataLoaderBatchLoaderEnvironmentTest,
+DataLoaderCacheMapTest and DataLoaderTimeTest where they apply to DESIGN §2, plus the
+thread-safety, stress and scaling guarantees of this library.
+"""
+from __future__ import annotations
+
+import collections
+import concurrent.futures as cf
+import gc
+import random
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import pytest
+
+from dataloader_sync import (
+    BatchLoadError,
+    BatchLoaderEnvironment,
+    DataLoader,
+    DispatchResult,
+    Future,
+    completed_future,
+    failed_future,
+)
+from dataloader_sync._dispatch_scope import current_scope, using_scope
+
+TIMEOUT = 10.0  # generous upper bound for anything that should be quick
+
+
+# -- helpers ---------------------------------------------------------------------
+
+
+class IdLoader:
+    """A batch function returning its keys, recording every call (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.calls: List[List[Any]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        with self.lock:
+            self.calls.append(list(keys))
+        return list(keys)
+
+
+def id_loader(**kwargs: Any):
+    fn = IdLoader()
+    return DataLoader(fn, **kwargs), fn.calls
+
+
+class FakeClock:
+    def __init__(self, now: float = 100.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def jump(self, seconds: float) -> None:
+        self.now += seconds
+
+
+class RecordingScope:
+    """A dispatch scope recording which loaders reported queued keys."""
+
+    def __init__(self) -> None:
+        self.queued: List[DataLoader] = []
+
+    def loader_queued(self, loader: DataLoader) -> None:
+        self.queued.append(loader)
+
+
+def odd_even_exceptions(keys: List[int]) -> List[Any]:
+    """Odd keys fail (per key), even keys succeed."""
+    return [ValueError(f"odd key {k}") if k % 2 else k for k in keys]
+
+
+def raises_on_batch(calls: List[List[Any]]):
+    def batch(keys: List[Any]) -> List[Any]:
+        calls.append(list(keys))
+        raise RuntimeError("Error")
+
+    return batch
+
+
+# -- basics ------------------------------------------------------------------------
+
+
+def test_DataLoader_load_resolves_after_dispatch():
+    loader, calls = id_loader()
+    fut = loader.load(1)
+    assert isinstance(fut, cf.Future) and isinstance(fut, Future)
+    assert not fut.done()
+    assert calls == []
+    loader.dispatch()
+    assert fut.result(timeout=TIMEOUT) == 1
+    assert calls == [[1]]
+
+
+def test_DataLoader_has_a_name():
+    assert DataLoader(lambda ks: ks, name="users").name == "users"
+    assert DataLoader(lambda ks: ks).name is None
+    assert "users" in repr(DataLoader(lambda ks: ks, name="users"))
+
+
+def test_DataLoader_batches_multiple_requests():
+    loader, calls = id_loader()
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    assert (f1.result(TIMEOUT), f2.result(TIMEOUT)) == (1, 2)
+    assert calls == [[1, 2]]
+
+
+def test_DataLoader_dispatch_returns_the_values_of_its_keys_in_order():
+    loader, _ = id_loader()
+    for k in "abc":
+        loader.load(k)
+    assert loader.dispatch().result(TIMEOUT) == ["a", "b", "c"]
+
+
+def test_DataLoader_dispatch_with_counts_counts_keys_not_loads():
+    loader, _ = id_loader()
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.load(1)  # a cache hit: not dispatched again
+    result = loader.dispatch_with_counts()
+    assert isinstance(result, DispatchResult)
+    assert result.keys_count == 2
+    assert result.future.result(TIMEOUT) == [1, 2]
+    assert f1.done() and f2.done()
+
+
+def test_DataLoader_dispatch_with_nothing_queued_is_zero_keys_and_an_empty_list():
+    loader, calls = id_loader()
+    result = loader.dispatch_with_counts()
+    assert result.keys_count == 0
+    assert result.future.result(TIMEOUT) == []
+    assert loader.dispatch().result(TIMEOUT) == []
+    assert calls == []
+
+
+def test_DataLoader_dispatch_depth_counts_queued_keys():
+    loader, _ = id_loader()
+    assert loader.dispatch_depth == 0
+    loader.load("a")
+    loader.load("b")
+    loader.load("a")  # cached: not queued twice
+    loader.load_many(["c", "d"])
+    assert loader.dispatch_depth == 4
+    loader.dispatch()
+    assert loader.dispatch_depth == 0
+
+
+def test_DataLoader_coalesces_identical_requests():
+    loader, calls = id_loader()
+    f1a, f1b = loader.load(1), loader.load(1)
+    assert f1a is f1b
+    loader.dispatch()
+    assert f1a.result(TIMEOUT) == 1
+    assert calls == [[1]]
+
+
+def test_DataLoader_caches_repeated_requests():
+    loader, calls = id_loader()
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch()
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("A", "B")
+    assert calls == [["A", "B"]]
+
+    fa1, fc = loader.load("A"), loader.load("C")
+    loader.dispatch()
+    assert (fa1.result(TIMEOUT), fc.result(TIMEOUT)) == ("A", "C")
+    assert calls == [["A", "B"], ["C"]]
+
+    futures = [loader.load(k) for k in "ABC"]
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in futures] == ["A", "B", "C"]
+    assert calls == [["A", "B"], ["C"]]
+
+
+def test_DataLoader_does_not_redispatch_a_previous_load():
+    loader, calls = id_loader()
+    fa = loader.load("A")
+    loader.dispatch()
+    fb = loader.load("B")
+    loader.dispatch()
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("A", "B")
+    assert calls == [["A"], ["B"]]
+
+
+def test_DataLoader_caches_on_redispatch_with_load_many():
+    loader, calls = id_loader()
+    f1 = loader.load("A")
+    loader.dispatch()
+    f2 = loader.load_many(["A", "B"])
+    loader.dispatch()
+    f3 = loader.load_many(["A", "C"], {"A": None, "C": None})
+    loader.dispatch()
+    assert f1.result(TIMEOUT) == "A"
+    assert f2.result(TIMEOUT) == ["A", "B"]
+    assert f3.result(TIMEOUT) == ["A", "C"]
+    assert calls == [["A"], ["B"], ["C"]]
+
+
+def test_DataLoader_accepts_objects_as_keys():
+    loader, calls = id_loader()
+    key_a, key_b = object(), object()
+    fa, fb = loader.load(key_a), loader.load(key_b)
+    loader.dispatch()
+    assert fa.result(TIMEOUT) is key_a and fb.result(TIMEOUT) is key_b
+    assert calls == [[key_a, key_b]]
+    loader.clear(key_a)
+    loader.load(key_a)
+    loader.load(key_b)
+    loader.dispatch()
+    assert calls == [[key_a, key_b], [key_a]]
+
+
+def test_DataLoader_accepts_None_as_a_key():
+    loader, calls = id_loader()
+    f = loader.load(None)
+    assert loader.load(None) is f
+    loader.dispatch()
+    assert f.result(TIMEOUT) is None
+    assert calls == [[None]]
+
+
+# -- load_many -------------------------------------------------------------------
+
+
+def test_DataLoader_load_many_keeps_order_and_duplicates():
+    loader, calls = id_loader()
+    fut = loader.load_many([3, 1, 2, 1, 3])
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == [3, 1, 2, 1, 3]
+    assert calls == [[3, 1, 2]]
+
+
+def test_DataLoader_load_many_of_no_keys_is_an_empty_list_without_a_batch():
+    loader, calls = id_loader()
+    fut = loader.load_many([])
+    assert fut.result(TIMEOUT) == []
+    assert loader.dispatch_with_counts().keys_count == 0
+    assert calls == []
+
+
+def test_DataLoader_load_many_accepts_any_iterable():
+    loader, _ = id_loader()
+    fut = loader.load_many(k for k in range(3))
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == [0, 1, 2]
+
+
+def test_DataLoader_load_many_fails_with_the_first_error_by_default():
+    loader = DataLoader(odd_even_exceptions)
+    fut = loader.load_many([2, 3, 4])
+    loader.dispatch()
+    with pytest.raises(ValueError, match="odd key 3"):
+        fut.result(TIMEOUT)
+
+
+def test_DataLoader_load_many_return_exceptions_puts_errors_in_the_list():
+    loader = DataLoader(odd_even_exceptions)
+    fut = loader.load_many([2, 3, 4, 5], return_exceptions=True)
+    loader.dispatch()
+    values = fut.result(TIMEOUT)
+    assert values[0] == 2 and values[2] == 4
+    assert isinstance(values[1], ValueError) and str(values[1]) == "odd key 3"
+    assert isinstance(values[3], ValueError) and str(values[3]) == "odd key 5"
+
+
+def test_DataLoader_load_many_key_contexts_must_match_keys_in_length():
+    loader, _ = id_loader()
+    with pytest.raises(ValueError, match="key_contexts"):
+        loader.load_many([1, 2], ["only one"])
+    assert loader.dispatch_depth == 0
+
+
+# -- caching -----------------------------------------------------------------------
+
+
+def test_DataLoader_clear_forgets_one_key_and_returns_the_loader():
+    loader, calls = id_loader()
+    loader.load("A")
+    loader.load("B")
+    loader.dispatch()
+    assert loader.clear("A") is loader
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch()
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("A", "B")
+    assert calls == [["A", "B"], ["A"]]
+    assert loader.clear("never loaded") is loader  # no error
+
+
+def test_DataLoader_clear_all_forgets_every_key_and_returns_the_loader():
+    loader, calls = id_loader()
+    loader.load("A")
+    loader.load("B")
+    loader.dispatch()
+    assert loader.clear_all() is loader
+    loader.load("A")
+    loader.load("B")
+    loader.dispatch()
+    assert calls == [["A", "B"], ["A", "B"]]
+
+
+def test_DataLoader_prime_fills_the_cache_and_returns_the_loader():
+    loader, calls = id_loader()
+    assert loader.prime("A", "A") is loader
+    fa, fb = loader.load("A"), loader.load("B")
+    assert fa.done()
+    loader.dispatch()
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("A", "B")
+    assert calls == [["B"]]
+
+
+def test_DataLoader_prime_does_not_replace_a_cached_key():
+    loader, calls = id_loader()
+    loader.prime("A", "X")
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch().result(TIMEOUT)
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("X", "B")
+    loader.prime("A", "Y").prime("B", "Y")
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch().result(TIMEOUT)
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("X", "B")
+    assert calls == [["B"]]
+
+
+def test_DataLoader_clear_then_prime_replaces_a_cached_key():
+    loader, calls = id_loader()
+    loader.prime("A", "X")
+    loader.load("A")
+    loader.load("B")
+    loader.dispatch().result(TIMEOUT)
+    loader.clear("A").prime("A", "Y")
+    loader.clear("B").prime("B", "Y")
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch().result(TIMEOUT)
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("Y", "Y")
+    assert calls == [["B"]]
+
+
+def test_DataLoader_prime_with_an_exception_caches_a_failure():
+    loader, calls = id_loader()
+    loader.prime(1, KeyError("primed"))
+    fut = loader.load(1)
+    loader.dispatch()
+    with pytest.raises(KeyError, match="primed"):
+        fut.result(TIMEOUT)
+    assert calls == []
+
+
+def test_DataLoader_cache_false_queues_every_load():
+    loader, calls = id_loader(cache=False)
+    fa, fb = loader.load("A"), loader.load("B")
+    loader.dispatch()
+    assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == ("A", "B")
+    fa1, fc = loader.load("A"), loader.load("C")
+    assert fa1 is not fa
+    loader.dispatch()
+    assert (fa1.result(TIMEOUT), fc.result(TIMEOUT)) == ("A", "C")
+    futures = [loader.load(k) for k in "ABC"]
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in futures] == ["A", "B", "C"]
+    assert calls == [["A", "B"], ["A", "C"], ["A", "B", "C"]]
+
+
+def test_DataLoader_cache_false_sends_duplicate_keys():
+    loader, calls = id_loader(cache=False)
+    f1, f2, f3 = loader.load("A"), loader.load("B"), loader.load("A")
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in (f1, f2, f3)] == ["A", "B", "A"]
+    assert calls == [["A", "B", "A"]]
+
+
+def test_DataLoader_cache_false_accepts_unhashable_keys():
+    loader, calls = id_loader(cache=False)
+    f = loader.load([1, 2])
+    loader.dispatch()
+    assert f.result(TIMEOUT) == [1, 2]
+
+
+def test_DataLoader_cache_true_sends_a_duplicate_key_once():
+    loader, calls = id_loader()
+    f1, f2, f3 = loader.load("A"), loader.load("B"), loader.load("A")
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in (f1, f2, f3)] == ["A", "B", "A"]
+    assert calls == [["A", "B"]]
+
+
+def _json_cache_key(key: Dict[str, Any]) -> str:
+    return "".join(sorted(f"{k}:{v}" for k, v in key.items()))
+
+
+def test_DataLoader_cache_key_fn_maps_equal_dict_keys_to_one_load():
+    loader, calls = id_loader(cache_key_fn=_json_cache_key)
+    key1, key2 = {"id": 123}, {"id": 123}
+    f1, f2 = loader.load(key1), loader.load(key2)
+    assert f1 is f2
+    loader.dispatch()
+    assert calls == [[key1]]
+    assert f1.result(TIMEOUT) == key1 and f2.result(TIMEOUT) == key1
+
+
+def test_DataLoader_cache_key_fn_ignores_the_order_of_dict_items():
+    loader, calls = id_loader(cache_key_fn=_json_cache_key)
+    key1, key2 = {"a": 123, "b": 321}, {"b": 321, "a": 123}
+    f1, f2 = loader.load(key1), loader.load(key2)
+    loader.dispatch()
+    assert calls == [[key1]]
+    assert f2.result(TIMEOUT) == key2
+
+
+def test_DataLoader_cache_key_fn_applies_to_clear():
+    loader, calls = id_loader(cache_key_fn=_json_cache_key)
+    key1, key2 = {"id": 123}, {"id": 123}
+    f1 = loader.load(key1)
+    loader.dispatch()
+    loader.clear(key2)  # an equivalent key
+    f2 = loader.load(key1)
+    loader.dispatch()
+    assert calls == [[key1], [key1]]
+    assert f1.result(TIMEOUT) == key1 and f2.result(TIMEOUT) == key1
+
+
+def test_DataLoader_cache_key_fn_applies_to_prime():
+    loader, calls = id_loader(cache_key_fn=_json_cache_key)
+    key1, key2 = {"id": 123}, {"id": 123}
+    loader.prime(key1, key1)
+    f1, f2 = loader.load(key1), loader.load(key2)
+    loader.dispatch()
+    assert calls == []
+    assert f1.result(TIMEOUT) == key1 and f2.result(TIMEOUT) == key1
+
+
+def test_DataLoader_cache_key_fn_applies_to_load_many():
+    loader, calls = id_loader(cache_key_fn=_json_cache_key)
+    fut = loader.load_many([{"id": 1}, {"id": 2}, {"id": 1}])
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == [{"id": 1}, {"id": 2}, {"id": 1}]
+    assert calls == [[{"id": 1}, {"id": 2}]]
+
+
+class CustomCacheMap:
+    """A cache_map that is not a dict (java's CustomCacheMap)."""
+
+    def __init__(self) -> None:
+        self.stash: Dict[Any, Any] = {}
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self.stash.get(key, default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.stash[key] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self.stash[key]
+
+    def clear(self) -> None:
+        self.stash.clear()
+
+
+def test_DataLoader_uses_a_custom_cache_map():
+    cache = CustomCacheMap()
+    loader, calls = id_loader(cache_map=cache)
+    f1, f2 = loader.load("a"), loader.load("b")
+    loader.dispatch().result(TIMEOUT)
+    assert (f1.result(TIMEOUT), f2.result(TIMEOUT)) == ("a", "b")
+    assert calls == [["a", "b"]]
+    assert list(cache.stash) == ["a", "b"]
+    assert cache.stash["a"] is f1
+
+    f3, f2a = loader.load("c"), loader.load("b")
+    loader.dispatch().result(TIMEOUT)
+    assert (f3.result(TIMEOUT), f2a.result(TIMEOUT)) == ("c", "b")
+    assert calls == [["a", "b"], ["c"]]
+    assert list(cache.stash) == ["a", "b", "c"]
+
+    loader.clear("b")
+    assert list(cache.stash) == ["a", "c"]
+    f2b = loader.load("b")
+    loader.dispatch().result(TIMEOUT)
+    assert f2b.result(TIMEOUT) == "b"
+    assert calls == [["a", "b"], ["c"], ["b"]]
+    assert set(cache.stash) == {"a", "b", "c"}
+
+    loader.clear_all()
+    assert cache.stash == {}
+
+
+def test_DataLoader_cache_holds_the_futures_handed_out():
+    cache: Dict[Any, Any] = {}
+    loader, _ = id_loader(cache_map=cache)
+    f1, f2, f3 = loader.load(1), loader.load(2), loader.load(3)
+    assert cache == {1: f1, 2: f2, 3: f3}
+
+
+# -- batch=False -------------------------------------------------------------------
+
+
+def test_DataLoader_batch_false_calls_the_batch_function_at_once_per_load():
+    loader, calls = id_loader(batch=False)
+    fa, fb = loader.load("A"), loader.load("B")
+    assert fa.done() and fb.done()
+    fa1, fb1 = loader.load("A"), loader.load("B")
+    assert fa1 is fa and fb1 is fb
+    assert [f.result(TIMEOUT) for f in (fa, fb, fa1, fb1)] == ["A", "B", "A", "B"]
+    assert calls == [["A"], ["B"]]
+    assert loader.dispatch_depth == 0
+
+
+def test_DataLoader_batch_false_and_cache_false_call_for_every_load():
+    loader, calls = id_loader(batch=False, cache=False)
+    futures = [loader.load(k) for k in "ABAB"]
+    assert futures[0] is not futures[2]
+    assert [f.result(TIMEOUT) for f in futures] == ["A", "B", "A", "B"]
+    assert calls == [["A"], ["B"], ["A"], ["B"]]
+
+
+def test_DataLoader_batch_false_load_many_calls_once_per_new_key():
+    loader, calls = id_loader(batch=False)
+    fut = loader.load_many(["A", "B", "A"])
+    assert fut.result(TIMEOUT) == ["A", "B", "A"]
+    assert calls == [["A"], ["B"]]
+
+
+# -- max_batch_size ----------------------------------------------------------------
+
+
+def test_DataLoader_max_batch_size_splits_keys_in_order():
+    loader, calls = id_loader(max_batch_size=2)
+    futures = [loader.load(k) for k in (1, 2, 3)]
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in futures] == [1, 2, 3]
+    assert calls == [[1, 2], [3]]
+
+
+def test_DataLoader_max_batch_size_splits_21_keys_into_slices_of_5():
+    loader, calls = id_loader(max_batch_size=5)
+    for i in range(21):
+        loader.load(i)
+    assert loader.dispatch().result(TIMEOUT) == list(range(21))
+    assert calls == [list(range(0, 5)), list(range(5, 10)), list(range(10, 15)),
+                     list(range(15, 20)), [20]]
+
+
+def test_DataLoader_max_batch_size_a_failing_slice_fails_only_its_keys():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[int]:
+        calls.append(list(keys))
+        if 3 in keys:
+            raise RuntimeError("slice with 3")
+        return keys
+
+    loader = DataLoader(batch, max_batch_size=2)
+    futures = [loader.load(k) for k in (1, 2, 3, 4, 5)]
+    loader.dispatch()
+    assert [futures[i].result(TIMEOUT) for i in (0, 1, 4)] == [1, 2, 5]
+    for i in (2, 3):
+        with pytest.raises(RuntimeError, match="slice with 3"):
+            futures[i].result(TIMEOUT)
+    assert calls == [[1, 2], [3, 4], [5]]
+
+
+# -- failures ------------------------------------------------------------------------
+
+
+def test_DataLoader_per_key_exceptions_fail_only_their_keys():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[Any]:
+        calls.append(list(keys))
+        return odd_even_exceptions(keys)
+
+    loader = DataLoader(batch)
+    futures = [loader.load(k) for k in (1, 2, 3, 4)]
+    dispatched = loader.dispatch()
+    with pytest.raises(ValueError, match="odd key 1"):
+        futures[0].result(TIMEOUT)
+    assert futures[1].result(TIMEOUT) == 2
+    assert isinstance(futures[2].exception(TIMEOUT), ValueError)
+    assert futures[3].result(TIMEOUT) == 4
+    assert calls == [[1, 2, 3, 4]]
+    assert isinstance(dispatched.exception(TIMEOUT), ValueError)  # dispatch fails if a key fails
+
+
+def test_DataLoader_resolves_to_an_error_to_indicate_failure():
+    loader = DataLoader(odd_even_exceptions)
+    f1 = loader.load(1)
+    loader.dispatch()
+    assert isinstance(f1.exception(TIMEOUT), ValueError)
+    f2 = loader.load(2)
+    loader.dispatch()
+    assert f2.result(TIMEOUT) == 2
+
+
+def test_DataLoader_per_key_exceptions_are_cached_by_default():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[Any]:
+        calls.append(list(keys))
+        return [KeyError(k) for k in keys]
+
+    loader = DataLoader(batch)
+    f1 = loader.load(1)
+    loader.dispatch()
+    assert isinstance(f1.exception(TIMEOUT), KeyError)
+    f2 = loader.load(1)
+    loader.dispatch()
+    assert f2 is f1
+    assert calls == [[1]]
+
+
+def test_DataLoader_cache_exceptions_false_evicts_per_key_failures():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[Any]:
+        calls.append(list(keys))
+        return [KeyError(k) if k == 1 else k for k in keys]
+
+    loader = DataLoader(batch, cache_exceptions=False)
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    assert isinstance(f1.exception(TIMEOUT), KeyError)
+    assert f2.result(TIMEOUT) == 2
+    f1b, f2b = loader.load(1), loader.load(2)
+    assert f1b is not f1 and f2b is f2  # only the failed key left the cache
+    loader.dispatch()
+    assert isinstance(f1b.exception(TIMEOUT), KeyError)
+    assert calls == [[1, 2], [1]]
+
+
+def test_DataLoader_batch_function_that_raises_fails_every_key_and_uncaches_them():
+    calls: List[List[Any]] = []
+    loader = DataLoader(raises_on_batch(calls))
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    for f in (f1, f2):
+        with pytest.raises(RuntimeError, match="^Error$"):
+            f.result(TIMEOUT)
+    f1b = loader.load(1)  # retried: the failed batch left the cache
+    assert f1b is not f1
+    loader.dispatch()
+    assert isinstance(f1b.exception(TIMEOUT), RuntimeError)
+    assert calls == [[1, 2], [1]]
+
+
+def test_DataLoader_clear_in_a_failure_callback_allows_a_retry():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[Any]:
+        calls.append(list(keys))
+        return [KeyError(k) for k in keys]
+
+    loader = DataLoader(batch)
+
+    def clear_on_error(fut: cf.Future) -> None:
+        if fut.exception() is not None:
+            loader.clear(1)
+
+    f1 = loader.load(1)
+    f1.add_done_callback(clear_on_error)
+    loader.dispatch()
+    assert isinstance(f1.exception(TIMEOUT), KeyError)
+    f2 = loader.load(1)
+    f2.add_done_callback(clear_on_error)
+    loader.dispatch()
+    assert isinstance(f2.exception(TIMEOUT), KeyError)
+    assert calls == [[1], [1]]
+
+
+def test_DataLoader_batch_function_returning_a_failed_future_fails_every_key():
+    loader = DataLoader(lambda ks: failed_future(ConnectionError("db down")))
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    for f in (f1, f2):
+        with pytest.raises(ConnectionError, match="db down"):
+            f.result(TIMEOUT)
+    assert loader.load(1) is not f1
+
+
+@pytest.mark.parametrize("result", [None, 42, "ab", object(), iter([1, 2])])
+def test_DataLoader_batch_function_returning_a_non_sequence_fails_every_key(result):
+    loader = DataLoader(lambda ks: result, name="weird")
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    for f in (f1, f2):
+        exc = f.exception(TIMEOUT)
+        assert isinstance(exc, BatchLoadError)
+        assert "'weird'" in str(exc) and type(result).__name__ in str(exc)
+    assert loader.load(1) is not f1
+
+
+@pytest.mark.parametrize("returned", [1, 3, 6])
+def test_DataLoader_wrong_number_of_values_fails_the_batch_naming_loader_and_counts(returned):
+    calls: List[List[str]] = []
+
+    def batch(keys: List[str]) -> List[str]:
+        calls.append(list(keys))
+        return (list(keys) * 2)[:returned]
+
+    loader = DataLoader(batch, name="letters")
+    futures = [loader.load(k) for k in "ABCD"]
+    loader.dispatch()
+    for f in futures:
+        exc = f.exception(TIMEOUT)
+        assert isinstance(exc, BatchLoadError)
+        message = str(exc)
+        assert "'letters'" in message
+        assert f"returned {returned} values" in message and "for 4 keys" in message
+    retry = loader.load("A")
+    assert retry is not futures[0]  # the keys left the cache
+    loader.dispatch()
+    assert calls[-1] == ["A"]
+
+
+def test_DataLoader_wrong_number_of_values_fails_all_keys_of_that_batch_only():
+    def batch(keys: List[int]) -> List[int]:
+        return keys[:-1] if 3 in keys else keys
+
+    loader = DataLoader(batch, max_batch_size=2)
+    futures = [loader.load(k) for k in (1, 2, 3, 4)]
+    loader.dispatch()
+    assert futures[0].result(TIMEOUT) == 1 and futures[1].result(TIMEOUT) == 2
+    assert isinstance(futures[2].exception(TIMEOUT), BatchLoadError)
+    assert isinstance(futures[3].exception(TIMEOUT), BatchLoadError)
+
+
+def test_DataLoader_propagates_a_batch_error_to_all_loads():
+    calls: List[List[Any]] = []
+    loader = DataLoader(raises_on_batch(calls))
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    assert f1.exception(TIMEOUT) is f2.exception(TIMEOUT)
+    assert str(f1.exception(TIMEOUT)) == "Error"
+    assert calls == [[1, 2]]
+
+
+def test_DataLoader_failing_batch_function_does_not_affect_other_loaders():
+    bad = DataLoader(raises_on_batch([]))
+    good, _ = id_loader()
+    fb, fg = bad.load(1), good.load(1)
+    bad.dispatch()
+    good.dispatch()
+    assert isinstance(fb.exception(TIMEOUT), RuntimeError)
+    assert fg.result(TIMEOUT) == 1
+
+
+def test_DataLoader_mapping_whose_lookup_raises_fails_the_batch_instead_of_hanging():
+    class ExplodingMapping(dict):
+        def get(self, key, default=None):
+            raise LookupError("mapping broke")
+
+    loader = DataLoader(lambda ks: ExplodingMapping())
+    f = loader.load(1)
+    loader.dispatch()
+    with pytest.raises(LookupError, match="mapping broke"):
+        f.result(TIMEOUT)
+    assert loader.load(1) is not f
+
+
+def test_DataLoader_mapped_loader_with_unhashable_keys_fails_the_batch_instead_of_hanging():
+    loader = DataLoader(lambda ks: {1: "one"}, cache_key_fn=lambda k: k["id"])
+    f = loader.load({"id": 1})
+    loader.dispatch()
+    assert isinstance(f.exception(TIMEOUT), TypeError)
+
+
+def test_DataLoader_context_provider_that_raises_fails_the_batch():
+    def provider() -> Any:
+        raise PermissionError("no context")
+
+    loader = DataLoader(lambda ks, env: ks, pass_env=True, context_provider=provider)
+    f = loader.load(1)
+    loader.dispatch()
+    with pytest.raises(PermissionError):
+        f.result(TIMEOUT)
+
+
+def test_DataLoader_batch_function_raising_BaseException_fails_keys_and_propagates():
+    class Stop(BaseException):
+        pass
+
+    def batch(keys: List[int]) -> List[int]:
+        raise Stop()
+
+    loader = DataLoader(batch)
+    f = loader.load(1)
+    with pytest.raises(Stop):
+        loader.dispatch()
+    assert isinstance(f.exception(TIMEOUT), Stop)
+
+
+def test_DataLoader_a_user_cancelled_load_does_not_break_the_batch():
+    loader, _ = id_loader()
+    f1, f2 = loader.load(1), loader.load(2)
+    assert f1.cancel()
+    loader.dispatch()
+    assert f2.result(TIMEOUT) == 2
+    assert f1.cancelled()
+
+
+# -- mapped loaders ------------------------------------------------------------------
+
+
+def test_DataLoader_mapped_loader_gives_None_for_missing_keys():
+    def evens_only(keys: List[str]) -> Dict[str, str]:
+        return {k: k for i, k in enumerate(keys) if i % 2 == 0}
+
+    loader = DataLoader(evens_only)
+    loader.load("A")
+    loader.load("B")
+    loader.load_many(["C", "D"])
+    loader.load_many(["E", "F"], {"E": None, "F": None})
+    assert loader.dispatch_and_join() == ["A", None, "C", None, "E", None]
+
+
+def test_DataLoader_mapped_loader_accepts_too_few_or_too_many_entries():
+    loader = DataLoader(lambda ks: {"A": "a", "B": "b", "Z": "z"})
+    futures = [loader.load(k) for k in "ABCD"]
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in futures] == ["a", "b", None, None]
+
+
+def test_DataLoader_mapped_loader_per_key_exception_fails_that_key():
+    loader = DataLoader(lambda ks: {1: 1, 2: KeyError("two")})
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    assert f1.result(TIMEOUT) == 1
+    assert isinstance(f2.exception(TIMEOUT), KeyError)
+
+
+# -- environment: context, key contexts ----------------------------------------------
+
+
+def context_batch(keys: List[str], env: BatchLoaderEnvironment) -> List[str]:
+    assert isinstance(env, BatchLoaderEnvironment)
+    return [
+        f"{k}-{env.context}-m:{env.key_contexts.get(k)}-l:{env.key_contexts_list[i]}"
+        for i, k in enumerate(keys)
+    ]
+
+
+def test_DataLoader_pass_env_gives_the_context_value():
+    loader = DataLoader(lambda ks, env: [f"{k}-{env.context}" for k in ks], pass_env=True, context="ctx")
+    loader.load("A")
+    loader.load_many(["B", "C"])
+    assert loader.dispatch_and_join() == ["A-ctx", "B-ctx", "C-ctx"]
+
+
+def test_DataLoader_pass_env_calls_the_context_provider_once_per_batch():
+    provided = []
+
+    def provider() -> str:
+        provided.append(threading.current_thread())
+        return f"ctx{len(provided)}"
+
+    loader = DataLoader(lambda ks, env: [f"{k}-{env.context}" for k in ks], pass_env=True,
+                        context_provider=provider, max_batch_size=2)
+    for k in "ABC":
+        loader.load(k)
+    assert loader.dispatch_and_join() == ["A-ctx1", "B-ctx1", "C-ctx2"]
+    assert len(provided) == 2
+
+
+def test_DataLoader_pass_env_context_is_None_when_not_given():
+    loader = DataLoader(lambda ks, env: [f"{k}-{env.context}" for k in ks], pass_env=True)
+    loader.load("A")
+    loader.load_many(["B"])
+    assert loader.dispatch_and_join() == ["A-None", "B-None"]
+
+
+def test_DataLoader_key_contexts_reach_the_batch_function():
+    loader = DataLoader(context_batch, pass_env=True, context_provider=lambda: "ctx")
+    loader.load("A", "aCtx")
+    loader.load("B", "bCtx")
+    loader.load_many(["C", "D"], ["cCtx", "dCtx"])
+    loader.load_many(["E", "F"], {"E": "eCtx", "F": "fCtx"})
+    assert loader.dispatch_and_join() == [
+        "A-ctx-m:aCtx-l:aCtx", "B-ctx-m:bCtx-l:bCtx", "C-ctx-m:cCtx-l:cCtx",
+        "D-ctx-m:dCtx-l:dCtx", "E-ctx-m:eCtx-l:eCtx", "F-ctx-m:fCtx-l:fCtx",
+    ]
+
+
+def test_DataLoader_missing_key_contexts_are_None():
+    loader = DataLoader(context_batch, pass_env=True, context_provider=lambda: "ctx")
+    loader.load("A", "aCtx")
+    loader.load("B")
+    loader.load_many(["C", "D"], ["cCtx", None])
+    loader.load_many(["E", "F"], {"E": "eCtx"})
+    assert loader.dispatch_and_join() == [
+        "A-ctx-m:aCtx-l:aCtx", "B-ctx-m:None-l:None", "C-ctx-m:cCtx-l:cCtx",
+        "D-ctx-m:None-l:None", "E-ctx-m:eCtx-l:eCtx", "F-ctx-m:None-l:None",
+    ]
+
+
+def test_DataLoader_key_contexts_reach_the_batch_function_when_batching_is_disabled():
+    loader = DataLoader(context_batch, pass_env=True, batch=False, context_provider=lambda: "ctx")
+    a, b = loader.load("A", "aCtx"), loader.load("B", "bCtx")
+    cd = loader.load_many(["C", "D"], ["cCtx", "dCtx"])
+    assert [a.result(TIMEOUT), b.result(TIMEOUT)] + cd.result(TIMEOUT) == [
+        "A-ctx-m:aCtx-l:aCtx", "B-ctx-m:bCtx-l:bCtx", "C-ctx-m:cCtx-l:cCtx", "D-ctx-m:dCtx-l:dCtx",
+    ]
+
+
+def test_DataLoader_key_contexts_mapping_keeps_the_last_of_duplicate_keys():
+    loader = DataLoader(context_batch, pass_env=True, cache=False, context_provider=lambda: "ctx")
+    loader.load("A", "aCtx")
+    loader.load("B", "bCtx")
+    loader.load("A", "overridesCtx")
+    assert loader.dispatch_and_join() == [
+        "A-ctx-m:overridesCtx-l:aCtx", "B-ctx-m:bCtx-l:bCtx", "A-ctx-m:overridesCtx-l:overridesCtx",
+    ]
+
+
+def test_DataLoader_mapped_loader_gets_the_environment():
+    def batch(keys: List[str], env: BatchLoaderEnvironment) -> Dict[str, str]:
+        return {k: f"{k}-{env.context}-{env.key_contexts.get(k)}" for k in keys}
+
+    loader = DataLoader(batch, pass_env=True, context_provider=lambda: "ctx")
+    loader.load("A", "aCtx")
+    loader.load("B")
+    assert loader.dispatch_and_join() == ["A-ctx-aCtx", "B-ctx-None"]
+
+
+def test_DataLoader_key_contexts_of_unhashable_keys_are_in_the_list_only():
+    seen: List[BatchLoaderEnvironment] = []
+
+    def batch(keys: List[Dict[str, int]], env: BatchLoaderEnvironment) -> List[int]:
+        seen.append(env)
+        return [k["id"] for k in keys]
+
+    loader = DataLoader(batch, pass_env=True, cache_key_fn=lambda k: k["id"])
+    f = loader.load({"id": 7}, "ctx7")
+    loader.dispatch()
+    assert f.result(TIMEOUT) == 7
+    assert seen[0].key_contexts_list == ["ctx7"]
+
+
+def test_DataLoader_without_pass_env_calls_the_batch_function_with_keys_only():
+    loader = DataLoader(lambda keys: keys, context="ignored")
+    f = loader.load(1, "kc")
+    loader.dispatch()
+    assert f.result(TIMEOUT) == 1
+
+
+# -- dispatch_and_join -------------------------------------------------------------
+
+
+def test_DataLoader_dispatch_and_join_returns_all_values():
+    loader, _ = id_loader()
+    loader.load(1)
+    loader.load_many([2, 3])
+    assert loader.dispatch_and_join() == [1, 2, 3]
+    assert loader.dispatch_and_join() == []
+
+
+def test_DataLoader_dispatch_and_join_dispatches_loads_queued_by_callbacks():
+    users = {1: {"invited_by": 3}, 2: {"invited_by": 4}, 3: {"invited_by": None}, 4: {"invited_by": None}}
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[Dict[str, Any]]:
+        calls.append(list(keys))
+        return [users[k] for k in keys]
+
+    loader = DataLoader(batch)
+    inviters: List[Any] = []
+    for uid in (1, 2):
+        loader.load(uid).then(lambda u: loader.load(u["invited_by"])).then(inviters.append)
+    results = loader.dispatch_and_join()
+    assert len(results) == 4
+    assert calls == [[1, 2], [3, 4]]
+    assert inviters == [users[3], users[4]]
+
+
+def test_DataLoader_dispatch_and_join_batches_loads_made_on_other_threads():
+    loader, calls = id_loader()
+    with cf.ThreadPoolExecutor(2) as pool:
+        for f in [pool.submit(loader.load, k) for k in "abcd"]:
+            f.result(TIMEOUT)
+    assert sorted(loader.dispatch_and_join()) == ["a", "b", "c", "d"]
+    assert len(calls) == 1 and sorted(calls[0]) == ["a", "b", "c", "d"]
+
+
+def test_DataLoader_dispatch_and_join_raises_the_first_error():
+    loader = DataLoader(odd_even_exceptions)
+    loader.load(2)
+    loader.load(3)
+    with pytest.raises(ValueError, match="odd key 3"):
+        loader.dispatch_and_join()
+
+
+def test_DataLoader_dispatch_and_join_waits_for_an_executor():
+    with cf.ThreadPoolExecutor(1) as pool:
+        loader_ex = DataLoader(IdLoader(), executor=pool)
+        loader_ex.load(1).then(lambda v: loader_ex.load(v + 1))
+        assert loader_ex.dispatch_and_join() == [1, 2]
+
+
+def test_DataLoader_can_call_a_loader_from_a_loader():
+    deep_calls: List[List[str]] = []
+
+    def deep_batch(keys: List[str]) -> Future:
+        deep_calls.append(list(keys))
+        return completed_future(list(keys))
+
+    deep = DataLoader(deep_batch)
+    a_calls: List[List[str]] = []
+    b_calls: List[List[str]] = []
+
+    def a_batch(keys):
+        a_calls.append(list(keys))
+        return deep.load_many(keys)
+
+    def b_batch(keys):
+        b_calls.append(list(keys))
+        return deep.load_many(keys)
+
+    a, b = DataLoader(a_batch), DataLoader(b_batch)
+    a1, a2, b1, b2 = a.load("A1"), a.load("A2"), b.load("B1"), b.load("B2")
+    dispatched = [a.dispatch(), deep.dispatch(), b.dispatch(), deep.dispatch()]
+    for d in dispatched:
+        d.result(TIMEOUT)
+    assert [f.result(TIMEOUT) for f in (a1, a2, b1, b2)] == ["A1", "A2", "B1", "B2"]
+    assert a_calls == [["A1", "A2"]] and b_calls == [["B1", "B2"]]
+    assert deep_calls == [["A1", "A2"], ["B1", "B2"]]
+
+
+# -- futures and executors -------------------------------------------------------------
+
+
+def test_DataLoader_async_batch_function_returning_a_future():
+    pending: List[Future] = []
+
+    def batch(keys: List[int]) -> Future:
+        fut: Future = Future()
+        pending.append(fut)
+        return fut
+
+    loader = DataLoader(batch)
+    f1, f2 = loader.load(1), loader.load(2)
+    loader.dispatch()
+    assert not f1.done()
+    completer = threading.Thread(target=pending[0].set_result, args=([10, 20],))
+    completer.start()
+    assert (f1.result(TIMEOUT), f2.result(TIMEOUT)) == (10, 20)
+    completer.join(TIMEOUT)
+
+
+def test_DataLoader_async_batch_function_returning_a_stdlib_future_of_a_mapping():
+    with cf.ThreadPoolExecutor(1) as pool:
+        loader = DataLoader(lambda ks: pool.submit(lambda: {k: k * 10 for k in ks}))
+        f1, f2 = loader.load(1), loader.load(2)
+        loader.dispatch()
+        assert (f1.result(TIMEOUT), f2.result(TIMEOUT)) == (10, 20)
+
+
+def test_DataLoader_without_executor_runs_the_batch_on_the_dispatching_thread():
+    threads: List[threading.Thread] = []
+    loader = DataLoader(lambda ks: threads.append(threading.current_thread()) or ks)
+    loader.load(1)
+    loader.dispatch()
+    assert threads == [threading.current_thread()]
+
+
+def test_DataLoader_executor_runs_batches_of_different_loaders_in_parallel():
+    # Each batch function waits until both have started: this completes only if
+    # the two batch calls run at the same time (a sequential run breaks the barrier).
+    barrier = threading.Barrier(2, timeout=TIMEOUT)
+    threads: List[threading.Thread] = []
+
+    def batch(keys: List[int]) -> List[int]:
+        threads.append(threading.current_thread())
+        barrier.wait()
+        return keys
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        a, b = DataLoader(batch, executor=pool), DataLoader(batch, executor=pool)
+        fa, fb = a.load(1), b.load(2)
+        da, db = a.dispatch(), b.dispatch()
+        assert (fa.result(TIMEOUT), fb.result(TIMEOUT)) == (1, 2)
+        assert da.result(TIMEOUT) == [1] and db.result(TIMEOUT) == [2]
+    assert threading.current_thread() not in threads
+
+
+def test_DataLoader_executor_that_is_shut_down_fails_the_batch():
+    pool = cf.ThreadPoolExecutor(1)
+    pool.shutdown()
+    loader = DataLoader(lambda ks: ks, executor=pool)
+    f = loader.load(1)
+    loader.dispatch()
+    assert isinstance(f.exception(TIMEOUT), RuntimeError)
+    assert loader.load(1) is not f
+
+
+def test_DataLoader_executor_batch_function_that_raises_fails_the_keys():
+    with cf.ThreadPoolExecutor(1) as pool:
+        loader = DataLoader(raises_on_batch([]), executor=pool)
+        f = loader.load(1)
+        loader.dispatch()
+        with pytest.raises(RuntimeError, match="Error"):
+            f.result(TIMEOUT)
+
+
+def test_DataLoader_executor_with_max_batch_size_runs_each_slice():
+    with cf.ThreadPoolExecutor(2) as pool:
+        fn = IdLoader()
+        loader = DataLoader(fn, executor=pool, max_batch_size=2)
+        futures = [loader.load(k) for k in range(5)]
+        assert loader.dispatch().result(TIMEOUT) == [0, 1, 2, 3, 4]
+        assert [f.result(TIMEOUT) for f in futures] == [0, 1, 2, 3, 4]
+        assert sorted(fn.calls) == [[0, 1], [2, 3], [4]]
+
+
+# -- then chains -----------------------------------------------------------------------
+
+
+def test_DataLoader_then_chains_a_load_on_a_load():
+    loader, calls = id_loader()
+    chained = loader.load(1).then(lambda v: loader.load(v + 10)).then(lambda v: v * 2)
+    loader.dispatch()
+    assert not chained.done()
+    assert loader.dispatch_depth == 1
+    loader.dispatch()
+    assert chained.result(TIMEOUT) == 22
+    assert calls == [[1], [11]]
+
+
+def test_DataLoader_then_propagates_a_load_error():
+    loader = DataLoader(odd_even_exceptions)
+    called = []
+    chained = loader.load(1).then(called.append)
+    loader.dispatch()
+    assert isinstance(chained.exception(TIMEOUT), ValueError)
+    assert called == []
+
+
+# -- dispatch scope --------------------------------------------------------------------
+
+
+def test_DataLoader_load_reports_a_newly_queued_key_to_the_scope():
+    loader, _ = id_loader()
+    scope = RecordingScope()
+    with using_scope(scope):
+        loader.load(1)
+        assert scope.queued == [loader]
+        loader.load(1)  # a cache hit queues nothing
+        assert scope.queued == [loader]
+        loader.load_many([1])
+        assert scope.queued == [loader]
+        loader.load_many([1, 2, 3])
+        assert scope.queued == [loader, loader]
+    loader.load(4)  # no scope current
+    assert scope.queued == [loader, loader]
+
+
+def test_DataLoader_load_with_a_primed_key_does_not_report_to_the_scope():
+    loader, _ = id_loader()
+    loader.prime("x", 1)
+    scope = RecordingScope()
+    with using_scope(scope):
+        loader.load("x")
+        loader.load_many(["x", "x"])
+    assert scope.queued == []
+
+
+def test_DataLoader_scope_is_told_outside_the_loader_lock():
+    loader, _ = id_loader()
+    seen: List[int] = []
+
+    class ReentrantScope:
+        def loader_queued(self, l: DataLoader) -> None:
+            seen.append(l.dispatch_depth)
+            l.statistics()  # takes the loader's lock: would deadlock under it
+            l.prime("primed-in-scope", 1)
+
+    with using_scope(ReentrantScope()):
+        loader.load(1)
+    assert seen == [1]
+
+
+def test_DataLoader_then_runs_with_the_scope_of_the_then_call_on_another_thread():
+    chained_loader, _ = id_loader()
+    scope = RecordingScope()
+    ran_on: List[threading.Thread] = []
+    release = threading.Event()
+
+    def slow_batch(keys: List[int]) -> List[int]:
+        release.wait(TIMEOUT)  # so the batch completes on the pool thread
+        return keys
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        source = DataLoader(slow_batch, executor=pool)
+        with using_scope(scope):
+            chain = source.load(1).then(
+                lambda v: ran_on.append(threading.current_thread()) or chained_loader.load(v)
+            )
+        assert current_scope() is None
+        scope.queued.clear()
+        dispatched = source.dispatch()
+        release.set()
+        dispatched.result(TIMEOUT)
+        chained_loader.dispatch_and_join()
+        assert chain.result(TIMEOUT) == 1
+    assert ran_on and ran_on[0] is not threading.current_thread()
+    assert scope.queued == [chained_loader]
+
+
+def test_DataLoader_then_made_outside_a_scope_does_not_report_to_the_completing_threads_scope():
+    loader, _ = id_loader()
+    chained_loader, _ = id_loader()
+    chain = loader.load(1).then(lambda v: chained_loader.load(v))
+    other = RecordingScope()
+    with using_scope(other):
+        loader.dispatch()  # completes the source, so runs the then callback, here
+    assert other.queued == []
+    chained_loader.dispatch()
+    assert chain.result(TIMEOUT) == 1
+
+
+# -- time_since_dispatch ---------------------------------------------------------------
+
+
+def test_DataLoader_time_since_dispatch_uses_the_injected_clock():
+    clock = FakeClock()
+    loader = DataLoader(lambda ks: ks, clock=clock)
+    assert loader.time_since_dispatch() == 0
+    clock.jump(1.0)
+    assert loader.time_since_dispatch() == pytest.approx(1.0)
+    loader.dispatch()  # even an empty dispatch resets it
+    assert loader.time_since_dispatch() == 0
+    clock.jump(0.25)
+    loader.load(1)
+    assert loader.time_since_dispatch() == pytest.approx(0.25)
+    loader.dispatch()
+    assert loader.time_since_dispatch() == 0
+
+
+def test_DataLoader_calls_the_clock_outside_its_lock():
+    holder: Dict[str, Optional[DataLoader]] = {"loader": None}
+    locked_during_clock: List[bool] = []
+
+    def clock() -> float:
+        loader = holder["loader"]
+        if loader is not None:
+            locked_during_clock.append(loader._lock.locked())
+        return 0.0
+
+    holder["loader"] = loader = DataLoader(lambda ks: ks, clock=clock)
+    loader.load(1)
+    loader.dispatch()
+    loader.time_since_dispatch()
+    assert locked_during_clock and not any(locked_during_clock)
+
+
+# -- bad input -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, parameter",
+    [
+        ({"max_batch_size": 0}, ValueError, "max_batch_size"),
+        ({"max_batch_size": -1}, ValueError, "max_batch_size"),
+        ({"max_batch_size": 2.0}, TypeError, "max_batch_size"),
+        ({"max_batch_size": "10"}, TypeError, "max_batch_size"),
+        ({"max_batch_size": True}, TypeError, "max_batch_size"),
+        ({"cache_key_fn": "id"}, TypeError, "cache_key_fn"),
+        ({"context_provider": 42}, TypeError, "context_provider"),
+        ({"executor": object()}, TypeError, "executor"),
+        ({"cache_map": [1, 2]}, TypeError, "cache_map"),
+        ({"clock": 1.0}, TypeError, "clock"),
+        ({"name": 12}, TypeError, "name"),
+        ({"context": 1, "context_provider": lambda: 2}, ValueError, "context"),
+    ],
+)
+def test_DataLoader_rejects_bad_arguments_naming_the_parameter(kwargs, error, parameter):
+    with pytest.raises(error, match=parameter):
+        DataLoader(lambda ks: ks, **kwargs)
+
+
+def test_DataLoader_rejects_a_non_callable_batch_function():
+    with pytest.raises(TypeError, match="batch_load_fn"):
+        DataLoader("not callable")  # type: ignore[arg-type]
+
+
+def test_DataLoader_rejects_unhashable_keys_naming_the_key():
+    loader, _ = id_loader()
+    for call in (lambda: loader.load([1]), lambda: loader.load_many([1, [2]]),
+                 lambda: loader.prime({}, 1), lambda: loader.clear({})):
+        with pytest.raises(TypeError, match="key must be hashable.*cache_key_fn"):
+            call()
+    assert loader.dispatch_depth == 0  # load_many queued nothing
+
+
+def test_DataLoader_rejects_an_unhashable_cache_key():
+    loader, _ = id_loader(cache_key_fn=lambda k: [k])
+    with pytest.raises(TypeError, match="hashable"):
+        loader.load(1)
+
+
+def test_DataLoader_cache_key_fn_that_raises_fails_the_load_call():
+    def cache_key(k: Any) -> Any:
+        raise KeyError("no id")
+
+    loader, _ = id_loader(cache_key_fn=cache_key)
+    with pytest.raises(KeyError):
+        loader.load({})
+    assert loader.dispatch_depth == 0
+
+
+# -- thread safety: stress -------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("use_executor", [False, True], ids=["inline", "executor"])
+def test_DataLoader_stress_concurrent_loads_and_dispatches(use_executor):
+    """8 threads x 3,000 random loads over 500 keys while 2 threads dispatch."""
+    n_loaders, n_loads, n_keys = 8, 3000, 500
+    seen = collections.Counter()
+    seen_lock = threading.Lock()
+
+    def batch(keys: List[int]) -> List[int]:
+        with seen_lock:
+            seen.update(keys)
+        return [k * 2 for k in keys]
+
+    pool = cf.ThreadPoolExecutor(2) if use_executor else None
+    try:
+        loader = DataLoader(batch, executor=pool)
+        stop_dispatching = threading.Event()
+        start = threading.Barrier(n_loaders + 2, timeout=TIMEOUT)
+        results: List[List[Any]] = [[] for _ in range(n_loaders)]
+        errors: List[BaseException] = []
+
+        def load_worker(i: int) -> None:
+            rng = random.Random(i)
+            out = results[i]
+            try:
+                start.wait()
+                for _ in range(n_loads):
+                    key = rng.randrange(n_keys)
+                    if rng.random() < 0.1:
+                        out.append((key, loader.load_many([key, (key + 1) % n_keys])))
+                    else:
+                        out.append((key, loader.load(key)))
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        def dispatch_worker() -> None:
+            try:
+                start.wait()
+                while not stop_dispatching.is_set():
+                    loader.dispatch()
+                    stop_dispatching.wait(0.0005)  # pace, so loaders get the GIL too
+            except BaseException as exc:  # pragma: no cover - reported below
+                errors.append(exc)
+
+        loaders = [threading.Thread(target=load_worker, args=(i,)) for i in range(n_loaders)]
+        dispatchers = [threading.Thread(target=dispatch_worker) for _ in range(2)]
+        for t in loaders + dispatchers:
+            t.start()
+        for t in loaders:
+            t.join(TIMEOUT * 3)
+        stop_dispatching.set()
+        for t in dispatchers:
+            t.join(TIMEOUT)
+        assert not errors, errors
+        assert not any(t.is_alive() for t in loaders + dispatchers)
+
+        loader.dispatch()  # the final dispatch: nothing stays queued
+        assert loader.dispatch_depth == 0
+        for out in results:
+            assert len(out) == n_loads
+            for key, fut in out:
+                value = fut.result(timeout=TIMEOUT)
+                if isinstance(value, list):
+                    assert value == [key * 2, ((key + 1) % n_keys) * 2]
+                else:
+                    assert value == key * 2
+        assert max(seen.values()) == 1, "a cached key reached the batch function twice"
+        assert set(seen) <= set(range(n_keys))
+        stats = loader.statistics()
+        assert stats.batch_load_count == len(seen)
+        assert stats.load_count == stats.cache_hit_count + stats.batch_load_count
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+# -- cost: nothing linear in the pending keys ------------------------------------------
+#
+# These guard against quadratic behaviour (the graphql-ruby Source#sync lesson:
+# a step that scans every pending key).  They compare costs measured in the same
+# test, best of several runs, and bound the RATIO generously, so that a loaded
+# machine does not fail them but an O(n) step per key (ratio ~100 for 10x the
+# keys, or ~10 for a per-operation cost) does.
+
+
+def _best_of(runs: int, fn) -> float:
+    """The best time of *runs* calls, with the cyclic GC off (as ``timeit`` does):
+    a collection's cost depends on everything alive in the process, not on the
+    code measured."""
+    best = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        gc.enable()
+    return best
+
+
+def _round_trip(n: int) -> None:
+    loader = DataLoader(lambda ks: ks)
+    fut = loader.load_many(range(n))
+    loader.dispatch()
+    assert len(fut.result(TIMEOUT)) == n
+
+
+def test_DataLoader_load_many_cost_grows_linearly_with_keys():
+    _round_trip(5_000)  # warm up
+    small = _best_of(3, lambda: _round_trip(5_000))
+    large = _best_of(3, lambda: _round_trip(50_000))
+    # Linear: ~10x.  Quadratic: ~100x.
+    assert large / small <= 20, f"50k keys cost {large / small:.1f}x 5k keys"
+
+
+def _per_op_cost_with_pending(n_pending: int, ops: int = 2000) -> float:
+    loader = DataLoader(lambda ks: ks)
+    loader.load_many(range(n_pending))
+    done = completed_future(1)
+    assert loader.dispatch_depth == n_pending
+    counter = iter(range(n_pending, n_pending + 10 * ops))
+
+    def ops_run() -> None:
+        load = loader.load
+        for _ in range(ops):
+            load(next(counter))
+            load(0)  # a cache hit of a pending key
+            done.result()
+
+    return _best_of(5, ops_run)
+
+
+def test_DataLoader_load_cost_does_not_grow_with_pending_keys():
+    _per_op_cost_with_pending(5_000)  # warm up
+    small = _per_op_cost_with_pending(5_000)
+    large = _per_op_cost_with_pending(50_000)
+    # Constant per operation: ~1x.  A step scanning the pending keys: ~10x.
+    assert large / small <= 5, f"a load with 50k pending cost {large / small:.1f}x one with 5k"
+
+
+def _load_dispatch_result(n_pending: int) -> float:
+    def run() -> None:
+        loader = DataLoader(lambda ks: ks)
+        loader.load_many(range(n_pending))
+        fut = loader.load(-1)
+        loader.dispatch()
+        assert fut.result(TIMEOUT) == -1
+
+    return _best_of(3, run)
+
+
+def test_DataLoader_load_dispatch_result_cost_grows_linearly_with_pending_keys():
+    _load_dispatch_result(5_000)  # warm up
+    small = _load_dispatch_result(5_000)
+    large = _load_dispatch_result(50_000)
+    # The dispatch sends every pending key (linear, ~10x); quadratic would be ~100x.
+    assert large / small <= 20, f"50k pending cost {large / small:.1f}x 5k pending"
