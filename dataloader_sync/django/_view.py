@@ -42,6 +42,9 @@ class DataLoaderGraphQLViewMixin:
     execution_context_class: Any = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # graphene-django's __init__ takes a fixed set of keywords: keep ours from it.
+        if "registry_factory" in kwargs:
+            self.registry_factory = kwargs.pop("registry_factory")
         if kwargs.get("execution_context_class") is None and self.execution_context_class is None:
             from ..graphql import DataLoaderExecutionContext
 

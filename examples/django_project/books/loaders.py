@@ -1,0 +1,52 @@
+"""The request's loaders: each batch function is one SQL query, whatever the number of keys.
+
+``make_registry`` is named by the ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting;
+``DataLoaderMiddleware`` calls it once per request, so every request starts
+with empty caches and no request sees another's rows.
+"""
+from collections import defaultdict
+from typing import Dict, List, Sequence
+
+from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry
+
+from .models import Author, Book, Review
+
+
+def load_authors(ids: Sequence[int]) -> Dict[int, Author]:
+    """Authors by id (a mapping: a missing id loads as None)."""
+    return {author.id: author for author in Author.objects.filter(id__in=ids)}
+
+
+def load_books(ids: Sequence[int]) -> Dict[int, Book]:
+    """Books by id."""
+    return {book.id: book for book in Book.objects.filter(id__in=ids)}
+
+
+def load_books_by_author(author_ids: Sequence[int]) -> List[List[Book]]:
+    """Each author's books, in id order (an empty list for an author without books)."""
+    by_author: Dict[int, List[Book]] = defaultdict(list)
+    for book in Book.objects.filter(author_id__in=author_ids).order_by("id"):
+        by_author[book.author_id].append(book)
+    return [by_author[author_id] for author_id in author_ids]
+
+
+def load_reviews_by_book(book_ids: Sequence[int]) -> List[List[Review]]:
+    """Each book's reviews, in id order."""
+    by_book: Dict[int, List[Review]] = defaultdict(list)
+    for review in Review.objects.filter(book_id__in=book_ids).order_by("id"):
+        by_book[review.book_id].append(review)
+    return [by_book[book_id] for book_id in book_ids]
+
+
+def make_registry(request) -> ScheduledDataLoaderRegistry:
+    """A new registry with fresh loaders for *request*.
+
+    No executor and no ticker mode: batch functions run on the request thread,
+    where Django's database connection lives.
+    """
+    registry = ScheduledDataLoaderRegistry()
+    registry.register("author", DataLoader(load_authors, name="author"))
+    registry.register("book", DataLoader(load_books, name="book"))
+    registry.register("books_by_author", DataLoader(load_books_by_author, name="books_by_author"))
+    registry.register("reviews_by_book", DataLoader(load_reviews_by_book, name="reviews_by_book"))
+    return registry
