@@ -192,7 +192,8 @@ class RestartableWorker:
                 self._gave_up = False
                 self._crash_times.clear()
             self._start_thread_locked()
-            self._restart_count += taking_over
+            if taking_over:
+                self._restart_count += 1
         if not from_worker:
             for thread in retiring:
                 thread.join()
@@ -300,6 +301,7 @@ class RestartableWorker:
         return thread
 
     def _set_current_locked(self, thread: threading.Thread | None) -> None:
+        assert thread is None or thread in self._threads
         self._current = thread
         self._handover.notify_all()
 
@@ -319,7 +321,8 @@ class RestartableWorker:
 
     def _end_unit(self, error: BaseException | None) -> None:
         with self._lock:
-            assert self._unit_running
+            # Not asserted True: a target that forks leaves its child here
+            # with the flag reset by _reinit_in_child.
             self._unit_running = False
             if error is not None:
                 self._last_error = error
