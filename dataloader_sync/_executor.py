@@ -190,18 +190,19 @@ class _Timer:
             self._unqueue()
             entry.future._settle(None, exc)
             return
-        pool_future.add_done_callback(lambda pf: pf.cancelled() and self._dropped(entry))
+        pool_future.add_done_callback(lambda pf: self._dropped_if_cancelled(pf, entry))
 
     def _unqueue(self) -> None:
         with self.lock:
             self.queued -= 1
 
-    def _dropped(self, entry: _Entry) -> None:
+    def _dropped_if_cancelled(self, pool_future: cf.Future, entry: _Entry) -> None:
         # The wrapped executor cancelled the run before it started (its own
         # shutdown with cancel_futures): the task will not run, so neither
         # will a periodic task's next run.
-        self._unqueue()
-        entry.future.cancel()
+        if pool_future.cancelled():
+            self._unqueue()
+            entry.future.cancel()
 
     # -- on the wrapped executor ------------------------------------------------------
     def run_entry(self, entry: _Entry) -> None:

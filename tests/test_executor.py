@@ -330,3 +330,21 @@ def test_default_scheduled_executor_never_hangs_interpreter_exit():
     )
     assert proc.returncode == 0, proc.stderr
     assert "exiting" in proc.stdout
+
+
+def test_ScheduledExecutor_runs_dropped_by_the_wrapped_executor_cancel_their_futures():
+    ex = ScheduledExecutor(name="test-dropped", max_workers=1)
+    gate = threading.Event()
+    blocker = ex.submit(gate.wait, WAIT)
+    futures = [ex.schedule(lambda: "ran", 0) for _ in range(5)]
+    deadline = time.monotonic() + WAIT
+    while ex.queued_count < 5 and time.monotonic() < deadline:  # all due, waiting for the one worker
+        gate.wait(0.001)
+    assert ex.queued_count == 5
+    ex.shutdown(wait=False, cancel_futures=True)
+    gate.set()
+    assert blocker.result(timeout=WAIT) is True
+    done, not_done = cf.wait(futures, timeout=WAIT)
+    assert not not_done and all(f.cancelled() for f in futures)  # none hangs
+    assert ex.queued_count == 0
+    ex.shutdown(wait=True)
