@@ -1,9 +1,5 @@
 """PeriodicRefresher: a value that reloads itself in the background.
 
-For reference data that is expensive to load and changes rarely (postal codes,
-exchange rates): readers get the cached value at once, and a reader that finds
-it out of date starts one background reload instead of waiting for it.
-
 Guarantees:
 
 - At most one load runs at a time (single flight): concurrent first callers
@@ -34,12 +30,7 @@ from typing import Any, Callable, Generic, TypeVar, cast
 from ._executor import Delay as Seconds
 from ._executor import _seconds
 
-__all__ = [
-    "PeriodicRefresher",
-    "RefresherStatistics",
-    "daily_at",
-    "refreshed_every",
-]
+__all__ = ["PeriodicRefresher", "RefresherStatistics", "daily_at", "refreshed_every"]
 
 T = TypeVar("T")
 
@@ -135,13 +126,10 @@ _instances: weakref.WeakSet[PeriodicRefresher[Any]] = weakref.WeakSet()
 class PeriodicRefresher(Generic[T]):
     """A cached value that reloads itself in the background on a schedule.
 
-    The first ``get()`` calls ``load_fn()`` and waits for it; later calls
-    return the cached value at once, and the first one after the reload time
-    also starts one background reload, whose result the following calls see.
-    A failed reload keeps the old value, is logged on the ``dataloader_sync``
-    logger and is retried on the next ``get()``; after
-    ``failures_before_backoff`` failures in a row, the next try waits
-    ``failure_backoff`` seconds. The instance is also callable: ``r()`` is
+    For reference data that is expensive to load and changes rarely (postal
+    codes, exchange rates). The first ``get()`` loads and waits; later ones
+    return the cached value at once, and the first after the reload time
+    starts one background reload. The instance is callable: ``r()`` is
     ``r.get()``.
 
     Lifecycle (the state is derived, not stored)::
@@ -385,10 +373,8 @@ class PeriodicRefresher(Generic[T]):
         return future
 
     def _start_background(self, future: concurrent.futures.Future[T]) -> None:
-        """Run the claimed load on the executor or on a thread of its own.
-
-        The thread holds the refresher strongly, but only for one load.
-        """
+        """Run the claimed load on the executor or on a thread of its own."""
+        # The thread holds the refresher strongly, but for one load only.
         try:
             if self._executor is not None:
                 self._executor.submit(self._load, future, background=True)
@@ -404,10 +390,7 @@ class PeriodicRefresher(Generic[T]):
             self._fail(future, exc, background=True)
 
     def _load(self, future: concurrent.futures.Future[T], *, background: bool = False) -> None:
-        """Run the claimed load, record its outcome, then resolve ``future``.
-
-        Never raises an ``Exception``: callers read ``future``.
-        """
+        """Run the claimed load, record it, then resolve ``future`` (never raises an Exception)."""
         try:
             value = self._load_fn()
         except Exception as exc:
@@ -421,9 +404,7 @@ class PeriodicRefresher(Generic[T]):
             self._record_success(value)
             future.set_result(value)
 
-    def _fail(
-        self, future: concurrent.futures.Future[T], exc: Exception, *, background: bool
-    ) -> None:
+    def _fail(self, future: concurrent.futures.Future[T], exc: Exception, *, background: bool) -> None:
         """Record a failed load, log it if nobody waits for it, resolve ``future``."""
         retry_in = self._record_failure(exc)
         if background:
