@@ -13,6 +13,7 @@ above calls each batch function once per level, not once per book.  The
 from __future__ import annotations
 
 import collections
+import threading
 from typing import Dict, List, Sequence
 
 import graphene
@@ -32,15 +33,21 @@ BOOKS = {
 
 #: Batch calls per loader since start: the N+1 problem would show here.
 CALLS: collections.Counter = collections.Counter()
+_CALLS_LOCK = threading.Lock()  # guards CALLS (the dev server runs requests on threads)
+
+
+def _count(loader: str) -> None:
+    with _CALLS_LOCK:
+        CALLS[loader] += 1
 
 
 def load_authors(ids: Sequence[int]) -> Dict[int, dict]:
-    CALLS["author"] += 1
+    _count("author")
     return {i: {"id": i, "name": AUTHORS[i]} for i in ids if i in AUTHORS}
 
 
 def load_books_by_author(author_ids: Sequence[int]) -> List[List[dict]]:
-    CALLS["books_by_author"] += 1
+    _count("books_by_author")
     return [
         [{"id": b, "title": title, "author_id": a} for b, (title, a) in BOOKS.items() if a == author_id]
         for author_id in author_ids
@@ -99,7 +106,8 @@ def create_app() -> Flask:
 
     @app.get("/stats")
     def stats():
-        return jsonify(dict(CALLS))
+        with _CALLS_LOCK:
+            return jsonify(dict(CALLS))
 
     return app
 

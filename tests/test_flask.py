@@ -242,6 +242,12 @@ def test_DataLoaders_rejects_a_factory_that_makes_no_registry():
         loaders.get_registry()
 
 
+def test_DataLoaders_get_registry_on_an_app_it_was_not_set_up_on_raises():
+    loaders = DataLoaders(factory=DataLoaderRegistry)
+    with flask.Flask(__name__).app_context(), pytest.raises(RuntimeError, match="init_app"):
+        loaders.get_registry()
+
+
 def test_DataLoaders_init_app_refuses_a_second_extension_on_one_app():
     app = flask.Flask(__name__)
     loaders = DataLoaders(app, factory=DataLoaderRegistry)
@@ -266,6 +272,24 @@ def test_DataLoaders_accepts_a_plain_registry_without_close():
 
 
 # -- batching ------------------------------------------------------------------------
+def test_graphql_view_dispatches_through_the_request_registry(recorder):
+    asked: List[str] = []
+
+    def factory() -> ScheduledDataLoaderRegistry:
+        registry = recorder.factory()
+        plain = ScheduledDataLoaderRegistry(dispatch_predicate=lambda name, loader: asked.append(name) or True)
+        for name, loader in registry.items():
+            plain.register(name, loader)
+        recorder.registries.append(plain)
+        return plain
+
+    app = flask.Flask(__name__)
+    app.add_url_rule("/graphql", view_func=graphql_view(SCHEMA, registry_factory=factory))
+    response = app.test_client().post("/graphql", json={"query": NESTED})
+    assert response.status_code == 200, response.json
+    assert {"item", "children", "grandchildren"} <= set(asked)  # the registry's predicate was consulted
+
+
 def test_graphql_view_runs_one_batch_per_loader_per_level(app, recorder):
     response = post(app.test_client(), NESTED)
     assert response.status_code == 200, response.json

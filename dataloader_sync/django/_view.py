@@ -93,7 +93,7 @@ def graphql_view_class() -> type:
             "dataloader_sync.django.GraphQLView needs graphene-django: pip install graphene-django"
         ) from exc
 
-    class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc, valid-type]
+    class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc]
         """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin)."""
 
     GraphQLView.__module__ = "dataloader_sync.django"

@@ -127,11 +127,15 @@ class DataLoaders:
             the registry made by the factory for this request (or app context).
 
         Raises:
-            RuntimeError: called outside a Flask app or request context.
+            RuntimeError: called outside a Flask app or request context, or
+                on an app this extension was not set up on.
             TypeError: the factory did not return a DataLoaderRegistry.
         """
         if not flask.has_app_context():
             raise RuntimeError("get_registry() needs a Flask request or app context")
+        if flask.current_app.extensions.get(EXTENSION_KEY) is not self:
+            # Without our teardown hooks the registry would never be closed.
+            raise RuntimeError("this DataLoaders extension is not set up on the current app; call init_app(app)")
         registries: Dict[DataLoaders, DataLoaderRegistry] = flask.g.setdefault(_G_KEY, {})
         registry = registries.get(self)
         if registry is not None:

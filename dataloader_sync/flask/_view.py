@@ -63,7 +63,7 @@ def _json_response(payload: Mapping[str, Any], status: int, headers: Optional[Di
     return flask.current_app.response_class(body, status=status, headers=headers, mimetype="application/json")
 
 
-def _request_data(request: Any) -> Mapping[str, Any]:
+def _request_data(request: flask.Request) -> Mapping[str, Any]:
     if request.method == "GET":
         return request.args
     mimetype = request.mimetype
@@ -79,7 +79,7 @@ def _request_data(request: Any) -> Mapping[str, Any]:
     raise _HttpError(415, f"unsupported content type {mimetype or '(none)'!r}; send application/json")
 
 
-def _graphql_params(request: Any) -> Tuple[str, Optional[Dict[str, Any]], Optional[str]]:
+def _graphql_params(request: flask.Request) -> Tuple[str, Optional[Dict[str, Any]], Optional[str]]:
     data = _request_data(request)
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -157,7 +157,7 @@ def graphql_view(
         raise TypeError("context_factory must be callable")
     graphql_schema = getattr(schema, "graphql_schema", schema)
 
-    def run(request: Any, registry: DataLoaderRegistry) -> flask.Response:
+    def run(request: flask.Request, registry: DataLoaderRegistry) -> flask.Response:
         query, variables, operation_name = _graphql_params(request)
         schema_errors = validate_schema(graphql_schema)
         if schema_errors:
