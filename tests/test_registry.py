@@ -1,0 +1,213 @@
+"""Tests for dataloader_sync._registry (DataLoaderRegistry), after java-dataloader's
+DataLoaderRegistryTest."""
+from __future__ import annotations
+
+import threading
+from typing import Any, List
+
+import pytest
+
+from dataloader_sync import DataLoader, DataLoaderRegistry, Statistics
+
+TIMEOUT = 10.0
+
+
+def id_loader(name: Any = None, calls: Any = None) -> DataLoader:
+    def batch(keys: List[Any]) -> List[Any]:
+        if calls is not None:
+            calls.append((name, list(keys)))
+        return keys
+
+    return DataLoader(batch, name=name)
+
+
+def test_DataLoaderRegistry_registration_works():
+    a, b, c = id_loader("a"), id_loader("b"), id_loader("c")
+    registry = DataLoaderRegistry()
+    assert registry.register("a", a).register("b", b).register("c", c) is registry
+    assert list(registry.values()) == [a, b, c]
+    assert list(registry.keys()) == ["a", "b", "c"]
+    assert list(registry) == ["a", "b", "c"]
+    assert list(registry.items()) == [("a", a), ("b", b), ("c", c)]
+    assert len(registry) == 3
+
+
+def test_DataLoaderRegistry_registering_the_same_name_twice_is_one_entry():
+    a, b, c = id_loader("a"), id_loader("b"), id_loader("c")
+    registry = DataLoaderRegistry().register("a", a).register("b", b).register("c", c).register("b", b)
+    assert list(registry.values()) == [a, b, c]
+    b2 = id_loader("b2")
+    registry.register("b", b2)  # replaces, keeping the position
+    assert list(registry.values()) == [a, b2, c]
+
+
+def test_DataLoaderRegistry_unregister_is_fluent_and_tolerant():
+    a, b, c = id_loader("a"), id_loader("b"), id_loader("c")
+    registry = DataLoaderRegistry().register("a", a).register("b", b).register("c", c)
+    assert registry.unregister("c") is registry
+    assert list(registry.values()) == [a, b]
+    assert "c" not in registry
+    assert registry.unregister("never registered") is registry
+
+
+def test_DataLoaderRegistry_lookup_by_name():
+    a = id_loader("a")
+    registry = DataLoaderRegistry().register("a", a)
+    assert registry["a"] is a
+    assert registry.get("a") is a
+    assert registry.get("missing") is None
+    assert registry.get("missing", a) is a
+    assert "a" in registry and "missing" not in registry
+    with pytest.raises(KeyError):
+        registry["missing"]
+
+
+def test_DataLoaderRegistry_keys_is_a_snapshot():
+    registry = DataLoaderRegistry().register("a", id_loader())
+    keys = registry.keys()
+    registry.register("b", id_loader())
+    assert list(keys) == ["a"]
+    for name in registry:  # iterating while registering does not fail
+        registry.register(name + "x", id_loader())
+
+
+def test_DataLoaderRegistry_compute_if_absent_creates_a_loader():
+    registry = DataLoaderRegistry()
+    a = id_loader("a")
+    made: List[str] = []
+    got = registry.compute_if_absent("a", lambda name: made.append(name) or a)
+    assert got is a and registry["a"] is a
+    assert made == ["a"]
+
+
+def test_DataLoaderRegistry_compute_if_absent_returns_an_existing_loader_without_calling_the_factory():
+    registry = DataLoaderRegistry()
+    a = id_loader("a")
+    registry.compute_if_absent("a", lambda name: a)
+    calls: List[str] = []
+    got = registry.compute_if_absent("a", lambda name: calls.append(name) or id_loader("a2"))
+    assert got is a and calls == []
+    assert list(registry.values()) == [a]
+
+
+def test_DataLoaderRegistry_compute_if_absent_race_one_loader_wins():
+    registry = DataLoaderRegistry()
+    n = 8
+    start = threading.Barrier(n, timeout=TIMEOUT)
+    got: List[DataLoader] = [None] * n  # type: ignore[list-item]
+    made: List[DataLoader] = []
+    made_lock = threading.Lock()
+
+    def factory(name: str) -> DataLoader:
+        loader = id_loader(name)
+        with made_lock:
+            made.append(loader)
+        return loader
+
+    def worker(i: int) -> None:
+        start.wait()
+        got[i] = registry.compute_if_absent("shared", factory)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    winner = registry["shared"]
+    assert all(g is winner for g in got)
+    assert winner in made
+    assert len(registry) == 1
+
+
+def test_DataLoaderRegistry_dispatch_all_visits_loaders_in_registration_order():
+    calls: List[Any] = []
+    registry = DataLoaderRegistry()
+    for name in ("c", "a", "b"):
+        registry.register(name, id_loader(name, calls))
+    futures = [registry[name].load(name + "1") for name in ("a", "b", "c")]
+    assert registry.dispatch_all() is None
+    assert [name for name, _ in calls] == ["c", "a", "b"]
+    assert [f.result(TIMEOUT) for f in futures] == ["a1", "b1", "c1"]
+
+
+def test_DataLoaderRegistry_dispatch_all_with_count_and_dispatch_depth():
+    registry = DataLoaderRegistry()
+    a = id_loader()
+    b = id_loader()
+    registry.register("a", a).register("b", b)
+    a.load("av1")
+    a.load("av2")
+    b.load("bv1")
+    b.load("bv2")
+    b.load("bv2")  # cached: not queued twice
+    assert registry.dispatch_depth == 4
+    assert registry.dispatch_all_with_count() == 4
+    assert registry.dispatch_depth == 0
+    assert registry.dispatch_all_with_count() == 0
+
+
+def test_DataLoaderRegistry_dispatch_all_of_an_empty_registry():
+    registry = DataLoaderRegistry()
+    assert registry.dispatch_all_with_count() == 0
+    assert registry.dispatch_depth == 0
+    assert registry.statistics() == Statistics()
+
+
+def test_DataLoaderRegistry_statistics_are_summed():
+    registry = DataLoaderRegistry()
+    a, b, c = id_loader(), id_loader(), id_loader()
+    registry.register("a", a).register("b", b).register("c", c)
+    for _ in range(2):
+        registry["a"].load("X")
+        registry["b"].load("Y")
+        registry["c"].load("Z")
+        registry.dispatch_all()
+    stats = registry.statistics()
+    assert stats.load_count == 6
+    assert stats.batch_load_count == 3
+    assert stats.cache_hit_count == 3
+    assert stats.load_error_count == 0
+    assert stats.batch_load_exception_count == 0
+    assert stats == a.statistics() + b.statistics() + c.statistics()
+
+
+def test_DataLoaderRegistry_dispatch_all_includes_loaders_registered_by_callbacks_later():
+    registry = DataLoaderRegistry()
+    a = id_loader("a")
+    registry.register("a", a)
+    late = id_loader("late")
+
+    def register_and_load(value: int) -> Any:
+        registry.register("late", late)
+        return late.load(value)
+
+    chained = a.load(1).then(register_and_load)
+    registry.dispatch_all()
+    assert "late" in registry
+    # the load queued by the callback is dispatched now or by the next dispatch_all
+    registry.dispatch_all()
+    assert registry.dispatch_depth == 0
+    assert chained.result(TIMEOUT) == 1
+
+
+def test_DataLoaderRegistry_repr_counts_loaders():
+    registry = DataLoaderRegistry().register("a", id_loader())
+    assert "1" in repr(registry)
+
+
+@pytest.mark.parametrize(
+    "call, error, parameter",
+    [
+        (lambda r: r.register(1, id_loader()), TypeError, "name"),
+        (lambda r: r.register("a", lambda keys: keys), TypeError, "loader"),
+        (lambda r: r.register("a", None), TypeError, "loader"),
+        (lambda r: r.compute_if_absent("a", None), TypeError, "factory"),
+        (lambda r: r.compute_if_absent("a", lambda name: "not a loader"), TypeError, "factory"),
+        (lambda r: r.compute_if_absent(1, lambda name: id_loader()), TypeError, "name"),
+    ],
+)
+def test_DataLoaderRegistry_rejects_bad_arguments_naming_the_parameter(call, error, parameter):
+    registry = DataLoaderRegistry()
+    with pytest.raises(error, match=parameter):
+        call(registry)
+    assert len(registry) == 0
