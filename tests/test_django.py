@@ -316,3 +316,16 @@ def test_dataloader_sync_django_does_not_import_graphene_django_until_GraphQLVie
         "assert 'GraphQLView' in dir(d) and 'GraphQLView' not in d.__all__\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_dataloader_sync_django_without_django_says_which_extra_to_install():
+    code = (
+        "import sys; sys.modules['django'] = None\n"
+        "try:\n"
+        "    import dataloader_sync.django\n"
+        "except ImportError as exc:\n"
+        "    assert 'pip install dataloader_sync[django]' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

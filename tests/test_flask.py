@@ -445,3 +445,19 @@ def test_flask_example_app_serves_the_schema_with_one_batch_per_level():
                                   "books": [{"title": "A Wizard of Earthsea"}, {"title": "The Dispossessed"}]}
     calls = {k: v - before.get(k, 0) for k, v in module.CALLS.items()}
     assert calls == {"author": 1, "books_by_author": 1}
+
+
+def test_dataloader_sync_flask_without_flask_says_which_extra_to_install():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['flask'] = None\n"
+        "try:\n"
+        "    import dataloader_sync.flask\n"
+        "except ImportError as exc:\n"
+        "    assert 'pip install dataloader_sync[flask]' in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

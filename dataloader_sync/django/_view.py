@@ -94,7 +94,10 @@ def graphql_view_class() -> type:
         ) from exc
 
     class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc]
-        """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin)."""
+        """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin).
+
+        Thread-safe as a view class: Django makes an instance per request.
+        """
 
     GraphQLView.__module__ = "dataloader_sync.django"
     return GraphQLView
