@@ -31,6 +31,7 @@ import os
 import threading
 import time
 import weakref
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from typing import Any, Callable, List, Optional, Tuple, Union
 
 from ._future import Future
@@ -98,8 +99,28 @@ class ScheduledFuture(Future):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        self._timer.discard(self._entry)
+        if self._timer.discard(self._entry) or self._entry.period is not None:
+            # It will never reach a worker that would notify waiters, so
+            # concurrent.futures.wait() must hear of the cancellation now.
+            self._notify_cancelled()
         return True
+
+    def _notify_cancelled(self) -> None:
+        with self._lock:
+            if self._state != CANCELLED:
+                return
+            self._state = CANCELLED_AND_NOTIFIED
+            for waiter in self._w or ():
+                waiter.add_cancelled(self)
+
+    def _start(self) -> bool:
+        """Mark a one-shot run as started; False (waiters notified) if it was cancelled."""
+        with self._lock:
+            if self._state == PENDING:
+                self._state = RUNNING
+                return True
+        self._notify_cancelled()
+        return False
 
 
 class _Timer:
@@ -142,16 +163,18 @@ class _Timer:
             self.thread = threading.Thread(target=self.run, name=f"{self.name}-timer", daemon=True)
             self.thread.start()
 
-    def discard(self, entry: _Entry) -> None:
+    def discard(self, entry: _Entry) -> bool:
+        """Take *entry* off the heap; True if it was there."""
         with self.lock:
             if not entry.in_heap:
-                return
+                return False
             entry.in_heap = False
             self.live -= 1
             if len(self.heap) > 2 * self.live + 16:
                 # Stale entries outnumber live ones: rebuild without them.
                 self.heap = [item for item in self.heap if item[2].in_heap]
                 heapq.heapify(self.heap)
+            return True
 
     def schedule(self, entry: _Entry, delay: float) -> None:
         with self.lock:
@@ -203,13 +226,14 @@ class _Timer:
         if pool_future.cancelled():
             self._unqueue()
             entry.future.cancel()
+            entry.future._notify_cancelled()
 
     # -- on the wrapped executor ------------------------------------------------------
     def run_entry(self, entry: _Entry) -> None:
         fut = entry.future
         self._unqueue()
         if entry.period is None:
-            if not fut.set_running_or_notify_cancel():
+            if not fut._start():
                 return
             result, error = None, None
             try:

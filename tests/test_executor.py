@@ -348,3 +348,19 @@ def test_ScheduledExecutor_runs_dropped_by_the_wrapped_executor_cancel_their_fut
     assert not not_done and all(f.cancelled() for f in futures)  # none hangs
     assert ex.queued_count == 0
     ex.shutdown(wait=True)
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_ScheduledFuture_cancel_wakes_concurrent_futures_wait(executor, periodic):
+    if periodic:
+        fut = executor.schedule_at_fixed_rate(lambda: None, 60, 1)
+    else:
+        fut = executor.schedule(lambda: None, 60)
+    waiting = cf.ThreadPoolExecutor(1)
+    try:
+        waited = waiting.submit(cf.wait, [fut], WAIT)
+        fut.cancel()
+        done, not_done = waited.result(timeout=WAIT * 2)
+        assert done == {fut} and not not_done
+    finally:
+        waiting.shutdown()
