@@ -1,0 +1,391 @@
+"""The end-to-end benchmark of the ticker seed (Bench.java), on graphene / graphql-core.
+
+Every variant serves the same query (tools/bench_workload.py: 200 loaders per
+request, 20 items × 3 nested levels, 10 field loaders, one chained "late" load
+per item) from ``--concurrency`` request threads, one after another in this
+process with identical settings, so their ratios hold on a noisy machine:
+
+  single-tick               this library: ticker-mode ScheduledDataLoaderRegistry per request (registry
+                            predicate DISPATCH_NEVER, each loader DISPATCH_ALWAYS, as DGS builds it), on
+                            ONE shared ScheduledExecutor with one worker thread, DataLoaderExecutionContext
+  per-loader-chains         the same with java-dataloader 6.0.0's per-loader chains (tools/per_loader_chains.py)
+  floor                     plain resolvers returning values, no loaders, no I/O: the lower bound
+  n-plus-one                plain resolvers, one I/O per loaded value (what users have without loaders)
+  graphql-sync-dataloaders  peers, when installed (never dependencies of this library)
+  aiodataloader
+
+Columns: throughput; latency p50/p99; batch calls per request (n-plus-one: I/O
+calls); scheduled tasks per request (the ScheduledExecutor's task_count
+delta); scheduler queue peak/end (pending + queued tasks, sampled every 5 ms);
+timer-thread CPU per request (the ScheduledExecutor's timer thread) and
+tick-worker CPU per request (the one thread running the ticks): their sum is
+what Bench.java calls scheduler-thread CPU; process CPU per request.
+
+    python tools/bench.py                      # the table, default settings
+    python tools/bench.py --quick              # small settings, under a minute
+    python tools/bench.py --io-ms 0            # CPU-bound
+    python tools/bench.py --micro --scaling    # per-operation costs and their shape (tools/bench_micro.py)
+    python tools/bench.py --json out.json      # the same figures as JSON too
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from importlib import metadata
+from typing import Any, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import graphql  # noqa: E402
+
+import bench_workload as bw  # noqa: E402
+from dataloader_sync import ScheduledDataLoaderRegistry  # noqa: E402
+from per_loader_chains import PerLoaderChainsRegistry  # noqa: E402
+
+VARIANTS = ["single-tick", "per-loader-chains", "floor", "n-plus-one", "graphql-sync-dataloaders", "aiodataloader"]
+N_PLUS_ONE_BUDGET = 30.0  # seconds of (estimated) wall time n-plus-one may take (5 with --quick)
+
+
+def _version(dist: str) -> Optional[str]:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# -- building the variants -------------------------------------------------------------
+def make_variant(name: str, w: bw.Workload) -> Any:
+    """The variant, or a string saying why it does not run."""
+    if name in ("single-tick", "per-loader-chains"):
+        try:
+            import dataloader_sync.graphql  # noqa: F401
+        except ImportError as exc:
+            return f"dataloader_sync.graphql is not importable: {exc}"
+        cls = ScheduledDataLoaderRegistry if name == "single-tick" else PerLoaderChainsRegistry
+        return bw.DataLoaderSyncVariant(w, name, cls)
+    if name in ("floor", "n-plus-one"):
+        return bw.PlainVariant(w, name)
+    if name == "graphql-sync-dataloaders":
+        version = _version("graphql-sync-dataloaders")
+        if version is None:
+            return "not installed (pip install graphql-sync-dataloaders)"
+        variant = bw.SyncDataLoadersVariant(w)
+        broken = bw.probe_graphql_sync_dataloaders()
+        if broken:  # the happy path may still run: the run itself checks every response
+            variant.notes.append(f"{version} is broken on graphql-core {graphql.__version__}: {broken}")
+        return variant
+    if name == "aiodataloader":
+        if _version("aiodataloader") is None:
+            return "not installed (pip install aiodataloader)"
+        return bw.AioDataLoaderVariant(w)
+    raise ValueError(name)
+
+
+# -- measuring -------------------------------------------------------------------------
+def thread_cpu(ident: Optional[int]) -> float:
+    """CPU seconds of the thread with pthread id *ident* (0.0 when unknown or gone)."""
+    if ident is None or not hasattr(time, "pthread_getcpuclockid"):
+        return 0.0
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(ident))
+    except (OSError, OverflowError):
+        return 0.0
+
+
+class QueueSampler:
+    """Samples ``pending_count + queued_count`` of a ScheduledExecutor every 5 ms on its own thread."""
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-queue-sampler", daemon=True)
+
+    def size(self) -> int:
+        return self.scheduler.pending_count + self.scheduler.queued_count
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self.size())
+
+    def __enter__(self) -> "QueueSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Outcome:
+    """Latencies and errors of a batch of requests (appends are atomic: any thread may add)."""
+
+    def __init__(self) -> None:
+        self.latencies: List[float] = []
+        self.errors: List[str] = []
+        self.started = 0
+
+
+def run_requests(variant: Any, n: int, concurrency: int, expected: Dict[str, Any], deadline: float) -> Outcome:
+    """Run *n* requests, at most *concurrency* at once (a semaphore over a pool of request threads)."""
+    out = Outcome()
+    permits = threading.Semaphore(concurrency)
+
+    def one() -> None:
+        try:
+            start = time.perf_counter()
+            result = variant.run_one()
+            out.latencies.append(time.perf_counter() - start)
+            if result.errors:
+                out.errors.append(f"{len(result.errors)} error(s), first: {result.errors[0]}")
+            elif result.data != expected:
+                out.errors.append("wrong data")
+        except Exception as exc:  # noqa: BLE001 - a crash is counted and shown, not fatal to the run
+            out.errors.append(f"{type(exc).__name__}: {exc}")
+        finally:
+            permits.release()
+
+    with cf.ThreadPoolExecutor(concurrency, thread_name_prefix="bench-request") as pool:
+        for _ in range(n):
+            permits.acquire()
+            if time.monotonic() > deadline:
+                permits.release()
+                break
+            out.started += 1
+            pool.submit(one)
+    return out
+
+
+def percentile(sorted_values: List[float], q: float) -> float:
+    return sorted_values[int((len(sorted_values) - 1) * q)] if sorted_values else float("nan")
+
+
+def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) -> Dict[str, Any]:
+    """Warm up, then run *requests* requests and gather every metric."""
+    w, sched = variant.w, variant.scheduler
+    deadline = time.monotonic() + args.variant_timeout
+    warm = run_requests(variant, warmup, args.concurrency, w.expected, deadline)
+    timer = sched.timer_thread.ident if sched is not None and sched.timer_thread is not None else None
+    tasks0 = sched.task_count if sched else 0
+    timer0, worker0 = thread_cpu(timer), thread_cpu(variant.scheduler_worker)
+    calls0, cpu0, t0 = w.io.calls, time.process_time(), time.perf_counter()
+    sampler = QueueSampler(sched) if sched is not None else None
+    if sampler:
+        sampler.__enter__()
+    try:
+        run = run_requests(variant, requests, args.concurrency, w.expected, deadline)
+    finally:
+        wall = time.perf_counter() - t0
+        if sampler:
+            sampler.__exit__()
+    cpu = time.process_time() - cpu0
+    done = max(len(run.latencies), 1)
+    lat = sorted(run.latencies)
+    row: Dict[str, Any] = {
+        "variant": variant.name, "status": "ran", "notes": list(variant.notes),
+        "requests": len(run.latencies), "warmup_requests": len(warm.latencies),
+        "errors": len(run.errors) + len(warm.errors), "first_error": (warm.errors + run.errors or [None])[0],
+        "throughput_rps": len(run.latencies) / wall if wall else 0.0,
+        "latency_p50_ms": percentile(lat, 0.5) * 1e3, "latency_p99_ms": percentile(lat, 0.99) * 1e3,
+        "batch_calls_per_request": (w.io.calls - calls0) / done,
+        "process_cpu_ms_per_request": cpu * 1e3 / done,
+    }
+    if run.started < requests:
+        row["notes"].append(f"stopped after {run.started} of {requests} requests: --variant-timeout "
+                            f"{args.variant_timeout:g} s reached")
+    if sched is not None:
+        row.update({
+            "scheduled_tasks_per_request": (sched.task_count - tasks0) / done,
+            "queue_peak": max(sampler.peak, sampler.size()) if sampler else 0,
+            "queue_end": sched.pending_count + sched.queued_count,
+            "timer_cpu_ms_per_request": (thread_cpu(timer) - timer0) * 1e3 / done,
+            "tick_worker_cpu_ms_per_request": (thread_cpu(variant.scheduler_worker) - worker0) * 1e3 / done,
+        })
+    return row
+
+
+def plan_requests(name: str, w: bw.Workload, args: argparse.Namespace) -> Any:
+    """``(requests, warmup)`` for a variant, or why it is skipped (n-plus-one's serial I/O is slow)."""
+    if name != "n-plus-one" or w.io.seconds == 0:
+        return args.requests, args.warmup
+    per_request = w.loads_per_request() * w.io.seconds
+    fits = int((5.0 if args.quick else N_PLUS_ONE_BUDGET) * args.concurrency / per_request)
+    if fits < 1 and not args.explicit:
+        return (f"~{per_request:.1f} s of serial I/O per request ({w.loads_per_request()} loads × "
+                f"{w.io.seconds * 1e3:g} ms); name it in --variants to run one wave of --concurrency requests")
+    return min(args.requests, max(fits, args.concurrency)), 0
+
+
+# -- reporting ---------------------------------------------------------------------------
+COLUMNS = [  # (header, key, format)
+    ("variant", "variant", "{}"), ("rps", "throughput_rps", "{:.1f}"), ("p50 ms", "latency_p50_ms", "{:.1f}"),
+    ("p99 ms", "latency_p99_ms", "{:.1f}"), ("batch calls/req", "batch_calls_per_request", "{:.1f}"),
+    ("sched tasks/req", "scheduled_tasks_per_request", "{:,.1f}"), ("queue peak/end", "queue", "{}"),
+    ("timer CPU ms/req", "timer_cpu_ms_per_request", "{:.3f}"),
+    ("tick-worker CPU ms/req", "tick_worker_cpu_ms_per_request", "{:.3f}"),
+    ("process CPU ms/req", "process_cpu_ms_per_request", "{:.1f}"), ("errors", "errors", "{}"),
+]
+
+
+def print_table(rows: List[Dict[str, Any]]) -> None:
+    cells = [[h for h, _, _ in COLUMNS]]
+    for row in rows:
+        if "queue_peak" in row:
+            row = dict(row, queue=f"{row['queue_peak']:,} / {row['queue_end']:,}")
+        cells.append([fmt.format(row[key]) if key in row else "-" for _, key, fmt in COLUMNS])
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    for r in cells:
+        print("| " + " | ".join(c.ljust(wd) if i == 0 else c.rjust(wd) for i, (c, wd) in enumerate(zip(r, widths)))
+              + " |")
+
+
+def targets(rows: List[Dict[str, Any]], io_ms: float) -> List[Dict[str, Any]]:
+    """The issue's targets, reported (never asserted) for the variants that ran."""
+    by = {r["variant"]: r for r in rows if r["status"] == "ran" and r["requests"]}
+    out: List[Dict[str, Any]] = []
+
+    def ratio(name: str, a: float, b: float, goal: str, ok: bool) -> None:
+        out.append({"target": name, "value": round(a / b, 2) if b else None, "goal": goal, "met": bool(ok)})
+
+    st, ch, fl, gsd = (by.get(n) for n in ("single-tick", "per-loader-chains", "floor", "graphql-sync-dataloaders"))
+    if st and ch:
+        a, b = st["throughput_rps"], ch["throughput_rps"]
+        ratio("throughput single-tick / per-loader-chains", a, b, ">= 2", b > 0 and a / b >= 2)
+        out.append({"target": "scheduled tasks per request, single-tick", "goal": "<= 5",
+                    "value": round(st["scheduled_tasks_per_request"], 1),
+                    "met": st["scheduled_tasks_per_request"] <= 5})
+        a, b = ch["timer_cpu_ms_per_request"], st["timer_cpu_ms_per_request"]
+        ratio("timer CPU per request per-loader-chains / single-tick", a, b, ">= 10", b == 0 or a / b >= 10)
+    if io_ms == 0 and st and fl:
+        a, b = fl["throughput_rps"], st["throughput_rps"]
+        ratio("time per request single-tick / floor (CPU-bound)", a, b, "<= 1.5", b > 0 and a / b <= 1.5)
+    if io_ms == 0 and st and gsd:
+        a, b = st["throughput_rps"], gsd["throughput_rps"]
+        ratio("throughput single-tick / graphql-sync-dataloaders (CPU-bound)", a, b, ">= 2.5", b > 0 and a / b >= 2.5)
+    return out
+
+
+def header(args: argparse.Namespace, w: bw.Workload) -> Dict[str, Any]:
+    io = ("none (batch functions return at once)" if w.io.seconds == 0 else
+          f"{args.io_ms:g} ms time.sleep " + ("inline on the dispatching thread" if w.io.inline else
+                                              f"on a shared ThreadPoolExecutor({args.io_threads})"))
+    return {
+        "settings": {"requests": args.requests, "warmup": args.warmup, "concurrency": args.concurrency,
+                     "io_ms": args.io_ms, "io": io, "loaders": args.loaders, "items": args.items,
+                     "depth": args.depth, "items_per_request": bw.item_count(args.items, args.depth),
+                     "tick_ms": args.tick_ms, "late_loaders": list(w.names["late"]),
+                     "children_loader": w.names["children"]},
+        "environment": {"python": platform.python_version(), "implementation": platform.python_implementation(),
+                        "graphql_core": graphql.__version__, "graphene": _version("graphene"),
+                        "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
+                        "platform": platform.platform()},
+    }
+
+
+def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--requests", type=int, default=400, help="measured requests per variant")
+    p.add_argument("--warmup", type=int, default=None, help="warm-up requests per variant (default requests/10)")
+    p.add_argument("--concurrency", type=int, default=48, help="request threads")
+    p.add_argument("--io-ms", type=float, default=3.0, help="simulated I/O per batch call (0: none)")
+    p.add_argument("--io-inline", action="store_true", help="sleep on the dispatching thread, not on an I/O pool")
+    p.add_argument("--io-threads", type=int, default=None, help="I/O pool size (default concurrency × 16)")
+    p.add_argument("--loaders", type=int, default=200, help="loaders registered per request")
+    p.add_argument("--items", type=int, default=20)
+    p.add_argument("--depth", type=int, default=3, help="nested children levels")
+    p.add_argument("--tick-ms", type=float, default=15.0, help="the registries' schedule")
+    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None, help="default: all")
+    p.add_argument("--variant-timeout", type=float, default=600.0, help="seconds before a variant stops early")
+    p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    p.add_argument("--quick", action="store_true", help="small settings: the whole run takes under a minute")
+    p.add_argument("--micro", action="store_true", help="ns per load/dispatch/tick (tools/bench_micro.py)")
+    p.add_argument("--scaling", action="store_true", help="cost vs keys pending; the executor case")
+    args = p.parse_args(argv)
+    args.explicit = args.variants is not None
+    if args.quick:
+        given = set(a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]))
+        for opt, value in (("requests", 40), ("concurrency", 8), ("items", 10), ("depth", 2)):
+            if f"--{opt}" not in given:
+                setattr(args, opt.replace("-", "_"), value)
+    args.variants = args.variants or VARIANTS
+    args.warmup = max(args.requests // 10, 1) if args.warmup is None else args.warmup
+    args.io_threads = args.io_threads or args.concurrency * 16
+    for name in ("requests", "concurrency", "io_threads", "items", "tick_ms", "variant_timeout"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be > 0")
+    if args.io_ms < 0 or args.depth < 0 or args.warmup < 0:
+        p.error("--io-ms, --depth and --warmup must be >= 0")
+    if args.loaders < bw.FIELDS + 3:
+        p.error(f"--loaders must be >= {bw.FIELDS + 3}")
+    return args
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    args = parse_args(argv)
+    report: Dict[str, Any] = {}
+    if args.micro or args.scaling:
+        import bench_micro
+        if args.micro:
+            report["micro"] = bench_micro.micro(quick=args.quick)
+        if args.scaling:
+            report["scaling"] = bench_micro.scaling(quick=args.quick)
+    if not (args.micro or args.scaling) or args.explicit:
+        report.update(end_to_end(args))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report, f, indent=2, default=str)
+    return 0
+
+
+def end_to_end(args: argparse.Namespace) -> Dict[str, Any]:
+    w = bw.Workload(items=args.items, depth=args.depth, loaders=args.loaders, io_ms=args.io_ms,
+                    io_inline=args.io_inline, io_threads=args.io_threads, tick_ms=args.tick_ms)
+    report = header(args, w)
+    s, e = report["settings"], report["environment"]
+    print(f"dataloader_sync bench: requests={s['requests']} (+{s['warmup']} warm-up) concurrency={s['concurrency']} "
+          f"loaders={s['loaders']} items={s['items']} depth={s['depth']} ({s['items_per_request']} items/request) "
+          f"tick={s['tick_ms']:g}ms\nI/O: {s['io']}\nPython {e['python']} ({e['implementation']}), graphql-core "
+          f"{e['graphql_core']}, graphene {e['graphene']}, {e['cores']} cores, load average {e['load_average']}",
+          flush=True)
+    rows: List[Dict[str, Any]] = []
+    try:
+        for name in args.variants:
+            plan = plan_requests(name, w, args)
+            variant = plan if isinstance(plan, str) else make_variant(name, w)
+            if isinstance(variant, str):
+                rows.append({"variant": name, "status": "skipped", "reason": variant})
+                print(f"  {name}: skipped: {variant}", flush=True)
+                continue
+            try:
+                row = measure(variant, args, *plan)
+            finally:
+                variant.close()
+            rows.append(row)
+            print(f"  {name}: {row['requests']} requests, {row['throughput_rps']:.1f} rps, {row['errors']} errors",
+                  flush=True)
+    finally:
+        w.io.close()
+    print()
+    print_table([r for r in rows if r["status"] == "ran"])
+    for row in rows:
+        for note in row.get("notes", []):
+            print(f"note: {row['variant']}: {note}")
+        if row.get("first_error"):
+            print(f"error: {row['variant']}: {row['first_error']}")
+        if row["status"] == "skipped":
+            print(f"skipped: {row['variant']}: {row['reason']}")
+    report["variants"] = rows
+    report["targets"] = targets(rows, args.io_ms)
+    for t in report["targets"]:
+        print(f"target: {t['target']}: {t['value']} (goal {t['goal']}): {'met' if t['met'] else 'MISSED'}")
+    return report
+
+
+if __name__ == "__main__":
+    sys.exit(main())
