@@ -1,0 +1,643 @@
+"""Tests for dataloader_sync.graphql with graphql-core alone (no graphene).
+
+They run on graphql-core 3.2.x (``execution_context_class=``) and 3.3.x
+(``executor_class=``).  The strongest evidence is ``test_same_result_as_plain``:
+the same schema and queries give the same data and errors whether resolvers
+return plain values (graphql-core's own ExecutionContext) or Futures in
+various shapes (this library's).
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import inspect
+import itertools
+import subprocess
+import sys
+import threading
+from typing import Any, Callable, Dict, List
+
+import pytest
+from graphql import build_schema, execute, graphql_sync, parse
+
+from dataloader_sync import (
+    DISPATCH_ALWAYS,
+    DISPATCH_NEVER,
+    DataLoader,
+    DataLoaderRegistry,
+    Future,
+    ScheduledDataLoaderRegistry,
+    completed_future,
+    failed_future,
+)
+from dataloader_sync.graphql import DataLoaderExecutionContext, ExecutionStalledError
+
+TIMEOUT = 10.0
+# graphql-core 3.3 renamed the option; detect it by the signature, as users would.
+CLASS_KW = (
+    "executor_class"
+    if "executor_class" in inspect.signature(graphql_sync).parameters
+    else "execution_context_class"
+)
+
+
+def run(schema: Any, query: str, cls: Any = DataLoaderExecutionContext, **kwargs: Any) -> Any:
+    return graphql_sync(schema, query, **{CLASS_KW: cls}, **kwargs)
+
+
+def plain(schema: Any, query: str, **kwargs: Any) -> Any:
+    return graphql_sync(schema, query, **kwargs)
+
+
+def normalized(result: Any) -> Dict[str, Any]:
+    """``result.formatted`` with errors in a fixed order (3.3 does not sort them)."""
+    out = dict(result.formatted)
+    if out.get("errors"):
+        out["errors"] = sorted(out["errors"], key=lambda e: (str(e.get("path")), e["message"]))
+    return out
+
+
+class Recorder:
+    """A batch function over a value function, recording every call."""
+
+    def __init__(self, fn: Callable[[Any], Any] = lambda key: key) -> None:
+        self.fn = fn
+        self.calls: List[List[Any]] = []
+        self.threads: List[int] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        with self.lock:
+            self.calls.append(list(keys))
+            self.threads.append(threading.get_ident())
+        return [self.fn(key) for key in keys]
+
+
+# -- a schema with every kind of position, resolved in several Future shapes --------------
+
+SDL = """
+interface Node { id: ID! }
+type Owner implements Node { id: ID! name: String! }
+type Item implements Node {
+  id: ID!
+  name: String
+  size: Int
+  nn: String!
+  tags: [String!]
+  children: [Item!]
+  kids: [Item]!
+  maybe: Item
+  owner: Owner!
+}
+union Thing = Item | Owner
+type Query {
+  items: [Item!]!
+  item(id: ID!): Item
+  node(id: ID!): Node
+  things: [Thing]
+  strictNull: Item!
+  numbers: [Int!]
+  broken: String
+  notList: [Int]
+}
+"""
+
+OWNERS = {"o1": {"id": "o1", "name": "Ann"}, "o2": {"id": "o2", "name": "Bob"}}
+ITEMS: Dict[str, Dict[str, Any]] = {
+    "1": {"id": "1", "name": "one", "size": 1, "nn": "a", "tags": ["x", "y"], "children": ["2", "3"],
+          "kids": ["2", None, "3"], "maybe": "2", "owner": "o1"},
+    "2": {"id": "2", "name": "two", "size": "big", "nn": "b", "tags": ["a", None], "children": [],
+          "kids": [], "maybe": None, "owner": "o2"},
+    "3": {"id": "3", "name": RuntimeError("no name for 3"), "size": 3, "nn": "c", "tags": None,
+          "children": ["1"], "kids": ["1"], "maybe": "1", "owner": "o1"},
+    "4": {"id": "4", "name": "four", "size": 4, "nn": None, "tags": [], "children": ["1", "4"],
+          "kids": ["4"], "maybe": "4", "owner": None},
+    "5": {"id": "5", "name": ValueError("five fails"), "size": 5, "nn": None, "tags": [], "children": [],
+          "kids": [], "maybe": None, "owner": "o2"},
+}
+
+
+def _value(v: Any) -> Any:
+    if isinstance(v, Exception):
+        raise v
+    return v
+
+
+def _plain_resolvers() -> Dict[str, Dict[str, Callable[..., Any]]]:
+    item = ITEMS.get
+    return {
+        "Query": {
+            "items": lambda _s, _i: [ITEMS[k] for k in ("1", "2", "3", "4")],
+            "item": lambda _s, _i, id: item(id),
+            "node": lambda _s, _i, id: ITEMS.get(id) or OWNERS.get(id),
+            "things": lambda _s, _i: [ITEMS["1"], OWNERS["o1"], None, ITEMS["2"]],
+            "strictNull": lambda _s, _i: None,
+            "numbers": lambda _s, _i: [1, 2, None, 3],
+            "broken": lambda _s, _i: _value(ValueError("broken")),
+            "notList": lambda _s, _i: 5,
+        },
+        "Item": {
+            "name": lambda s, _i: _value(s["name"]),
+            "size": lambda s, _i: s["size"],
+            "nn": lambda s, _i: s["nn"],
+            "tags": lambda s, _i: s["tags"],
+            "children": lambda s, _i: [ITEMS[k] for k in s["children"]],
+            "kids": lambda s, _i: [None if k is None else ITEMS[k] for k in s["kids"]],
+            "maybe": lambda s, _i: s["maybe"] and ITEMS[s["maybe"]],
+            "owner": lambda s, _i: s["owner"] and OWNERS[s["owner"]],
+        },
+    }
+
+
+def _type_name(value: Any, _info: Any, _type: Any) -> str:
+    return "Item" if "nn" in value else "Owner"
+
+
+class Deferrer:
+    """Turns a plain resolver into one returning a Future of the given shape."""
+
+    MODES = ("plain", "done", "loader", "then", "chained", "list-items", "mixed")
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.thunks: Dict[int, Callable[[], Any]] = {}
+        self.ids = itertools.count()
+        self.loader = DataLoader(self._batch, name="deferred")
+
+    def _batch(self, keys: List[int]) -> List[Any]:
+        out = []
+        for key in keys:
+            try:
+                out.append(self.thunks.pop(key)())
+            except Exception as exc:  # that key fails, as the plain resolver raised
+                out.append(exc)
+        return out
+
+    def load(self, thunk: Callable[[], Any]) -> Future:
+        key = next(self.ids)
+        self.thunks[key] = thunk
+        return self.loader.load(key)
+
+    def wrap(self, fn: Callable[..., Any], field: str) -> Callable[..., Any]:
+        mode = self.mode
+        if mode == "mixed":
+            mode = self.MODES[1 + sum(map(ord, field)) % (len(self.MODES) - 2)]
+
+        def resolve(*args: Any, **kwargs: Any) -> Any:
+            thunk = lambda: fn(*args, **kwargs)  # noqa: E731
+            if mode == "plain":
+                return thunk()
+            if mode == "done":
+                try:
+                    return completed_future(thunk())
+                except Exception as exc:
+                    return failed_future(exc)
+            if mode == "loader":
+                return self.load(thunk)
+            if mode == "then":
+                return self.load(lambda: None).then(lambda _: thunk())
+            if mode == "chained":
+                return self.load(lambda: None).then(lambda _: self.load(thunk))
+            value = thunk()  # list-items: lists of futures, other values as one future
+            if isinstance(value, list):
+                return [self.load(lambda v=v: v) for v in value]
+            return self.load(lambda: value)
+
+        return resolve
+
+
+def make_schema(deferrer: Any = None) -> Any:
+    schema = build_schema(SDL)
+    for type_name, fields in _plain_resolvers().items():
+        for name, fn in fields.items():
+            schema.type_map[type_name].fields[name].resolve = fn if deferrer is None else deferrer.wrap(fn, name)
+    for abstract in ("Node", "Thing"):
+        schema.type_map[abstract].resolve_type = (
+            _type_name if deferrer is None else deferrer.wrap(_type_name, abstract))
+    return schema
+
+
+QUERIES = {
+    "scalars": "{ items { id name size } }",
+    "non-null to the root": "{ items { id nn } }",
+    "lists and nesting": "{ item(id: 1) { children { id tags nn } kids { id name } maybe { id maybe { id } } } }",
+    "abstract types": ('{ node(id: "o1") { id ... on Owner { name } ... on Item { itemName: name } }'
+                       " things { __typename ... on Item { id size } ... on Owner { name } } }"),
+    "root errors": "{ numbers broken notList }",
+    "non-null root field": "{ item(id: 1) { id } strictNull { id } }",
+    "aliases and fragments": ("{ a: item(id: 1) { ...F } b: item(id: 2) { ...F x: name } }"
+                              " fragment F on Item { id label: name owner { name } }"),
+    "non-null object nulls its parent": "{ item(id: 4) { id owner { name } } }",
+    "sibling error first": "{ item(id: 5) { name nn } }",
+    "sibling error after": "{ item(id: 5) { nn name } }",
+    "deep recursion": "{ item(id: 4) { children { id children { id children { id nn owner { id } } } } } }",
+}
+
+
+def _nulled_prefix(data: Any, path: List[Any]) -> Any:
+    """The longest proper prefix of *path* whose value in *data* is null, or None."""
+    node, found = data, None
+    for i, key in enumerate(path[:-1]):
+        node = node[key]
+        if node is None:
+            return tuple(path[: i + 1])
+    return found
+
+
+def assert_same_result(got: Any, expected: Any, siblings_may_differ: bool = False) -> None:
+    """Same data and errors; with *siblings_may_differ*, errors of fields whose parent
+    was nulled by another field may differ (they depend on which completed first)."""
+    got_n, expected_n = normalized(got), normalized(expected)
+    if not siblings_may_differ or expected.data is None:
+        assert got_n == expected_n
+        return
+    assert got_n["data"] == expected_n["data"]
+
+    def split(errors: List[Dict[str, Any]]) -> Any:
+        kept = [e for e in errors if _nulled_prefix(got.data, e["path"]) is None]
+        nulled = {_nulled_prefix(got.data, e["path"]) for e in errors} - {None}
+        return kept, nulled
+
+    assert split(got_n.get("errors", [])) == split(expected_n.get("errors", []))
+
+
+# Futures complete in load order when one loader batch holds them all; in the
+# modes that defer siblings differently ('mixed', 'list-items'), a field that
+# nulls its parent may complete before or after an erroring sibling.
+SIBLING_QUERIES = {QUERIES["sibling error first"], QUERIES["sibling error after"]}
+
+
+@pytest.mark.parametrize("mode", Deferrer.MODES)
+@pytest.mark.parametrize("query", list(QUERIES.values()), ids=list(QUERIES))
+def test_same_result_as_plain(mode: str, query: str) -> None:
+    expected = plain(make_schema(), query)
+    assert expected.data is not None or expected.errors[0].path  # the query itself is valid
+    got = run(make_schema(Deferrer(mode)), query)
+    assert_same_result(got, expected, query in SIBLING_QUERIES and mode in ("mixed", "list-items"))
+    if got.errors:  # located: message, path and locations all present
+        assert all(e.path and e.locations for e in got.errors)
+
+
+def test_same_result_as_plain_with_graphql_cores_execute() -> None:
+    """``execute`` (not ``graphql_sync``) gives a plain ExecutionResult too."""
+    query = QUERIES["lists and nesting"]
+    expected = plain(make_schema(), query)
+    got = execute(make_schema(Deferrer("loader")), parse(query), **{CLASS_KW: DataLoaderExecutionContext})
+    assert normalized(got) == normalized(expected)
+
+
+# -- the failure modes of the existing add-ons, one test each -------------------------------
+
+NN_SDL = "type Query { item: Item } type Item { id: Int! name: String! }"
+
+
+def _nn_schema(loader: DataLoader) -> Any:
+    schema = build_schema(NN_SDL)
+    schema.query_type.fields["item"].resolve = lambda _s, _i: {"id": 1}
+    schema.type_map["Item"].fields["name"].resolve = lambda s, _i: loader.load(s["id"])
+    return schema
+
+
+def test_non_null_field_null_via_loader_propagates_with_one_located_error() -> None:
+    loader = DataLoader(lambda keys: [None for _ in keys])
+    result = run(_nn_schema(loader), "{ item { id name } }")
+    assert result.data == {"item": None}
+    assert [(e.message, e.path, [(l.line, l.column) for l in e.locations]) for e in result.errors] == [
+        ("Cannot return null for non-nullable field Item.name.", ["item", "name"], [(1, 13)])
+    ]
+
+
+def test_batch_function_that_raises_gives_located_field_errors() -> None:
+    def batch(keys: List[Any]) -> List[Any]:
+        raise RuntimeError("database down")
+
+    schema = build_schema("type Query { a: String b: String c: Int }")
+    loader = DataLoader(batch, name="db")
+    for name in ("a", "b"):
+        schema.query_type.fields[name].resolve = lambda _s, _i, n=name: loader.load(n)
+    schema.query_type.fields["c"].resolve = lambda _s, _i: 3
+    result = run(schema, "{ a b c }")
+    assert result.data == {"a": None, "b": None, "c": 3}
+    assert sorted((e.message, tuple(e.path)) for e in result.errors) == [
+        ("database down", ("a",)), ("database down", ("b",))]
+    assert all(e.locations for e in result.errors)
+
+
+def test_wrong_result_count_fails_the_fields_with_a_clear_error() -> None:
+    schema = build_schema("type Query { a: String b: String }")
+    loader = DataLoader(lambda keys: ["only one"], name="short")
+    for name in ("a", "b"):
+        schema.query_type.fields[name].resolve = lambda _s, _i, n=name: loader.load(n)
+    result = run(schema, "{ a b }")
+    assert result.data == {"a": None, "b": None}
+    assert len(result.errors) == 2
+    assert all("'short'" in e.message and "1 values for 2 keys" in e.message for e in result.errors)
+
+
+def test_serial_mutations_see_the_previous_fields_effect() -> None:
+    schema = build_schema("type Query { total: Int } type Mutation { add(n: Int!): Int! total: Int! }")
+    state = {"total": 0}
+    log: List[str] = []
+
+    def add_batch(keys: List[int]) -> List[int]:
+        log.append(f"add {keys}")
+        out = []
+        for n in keys:
+            state["total"] += n
+            out.append(state["total"])
+        return out
+
+    adder = DataLoader(add_batch, cache=False)
+    reader = DataLoader(lambda keys: [state["total"] for _ in keys], cache=False)
+    mutation = schema.mutation_type.fields
+    mutation["add"].resolve = lambda _s, _i, n: (log.append(f"resolve add {n}"), adder.load(n))[1]
+    mutation["total"].resolve = lambda _s, _i: reader.load("t")
+    result = run(schema, "mutation { a: add(n: 1) b: add(n: 2) t: total c: add(n: 3) }")
+    assert result.errors is None
+    assert result.data == {"a": 1, "b": 3, "t": 3, "c": 6}
+    # Each field is resolved only after the previous one completed: no batching across them.
+    assert log == ["resolve add 1", "add [1]", "resolve add 2", "add [2]", "resolve add 3", "add [3]"]
+
+
+def test_serial_mutation_non_null_failure_nulls_data_and_stops() -> None:
+    schema = build_schema("type Query { x: Int } type Mutation { a: Int! b: Int }")
+    called: List[str] = []
+    loader = DataLoader(lambda keys: [None for _ in keys])
+    schema.mutation_type.fields["a"].resolve = lambda _s, _i: loader.load("a")
+    schema.mutation_type.fields["b"].resolve = lambda _s, _i: called.append("b") or 2
+    result = run(schema, "mutation { a b }")
+    assert result.data is None  # as graphql-core gives when a non-null root field is null
+    assert [(e.message, e.path) for e in result.errors] == [
+        ("Cannot return null for non-nullable field Mutation.a.", ["a"])]
+    assert called == []  # the fields after it are not executed
+
+
+def _one_field_schema(resolve: Callable[..., Any], type_: str = "String") -> Any:
+    schema = build_schema(f"type Query {{ f: {type_} }}")
+    schema.query_type.fields["f"].resolve = resolve
+    return schema
+
+
+def test_then_on_an_already_resolved_cached_future() -> None:
+    recorder = Recorder(lambda k: f"v{k}")
+    loader = DataLoader(recorder)
+    loader.prime(1, "cached")
+    schema = _one_field_schema(lambda _s, _i: loader.load(1).then(lambda v: v + "!"))
+    assert run(schema, "{ f }").data == {"f": "cached!"}
+    assert recorder.calls == []
+
+
+def test_then_on_a_failed_future_propagates_the_error_not_none() -> None:
+    loader = DataLoader(lambda keys: [ValueError(f"no {k}") for k in keys])
+    seen: List[Any] = []
+    schema = _one_field_schema(lambda _s, _i: loader.load(7).then(lambda v: seen.append(v) or "never"))
+    result = run(schema, "{ f }")
+    assert result.data == {"f": None}
+    assert [(e.message, e.path) for e in result.errors] == [("no 7", ["f"])]
+    assert seen == []
+
+
+def test_a_chained_load_inside_then_is_dispatched_in_one_batch() -> None:
+    first, second = Recorder(lambda k: k * 10), Recorder(lambda k: f"v{k}")
+    a, b = DataLoader(first, name="a"), DataLoader(second, name="b")
+    schema = build_schema("type Query { items: [Item] } type Item { id: Int late: String }")
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [{"id": i} for i in range(5)]
+    schema.type_map["Item"].fields["late"].resolve = lambda s, _i: a.load(s["id"]).then(b.load)
+    result = run(schema, "{ items { id late } }")
+    assert result.errors is None
+    assert [i["late"] for i in result.data["items"]] == ["v0", "v10", "v20", "v30", "v40"]
+    assert first.calls == [[0, 1, 2, 3, 4]]
+    assert second.calls == [[0, 10, 20, 30, 40]]
+
+
+def test_lists_of_futures_and_a_future_of_a_list() -> None:
+    loader = DataLoader(Recorder(lambda k: k + 1))
+    schema = build_schema("type Query { xs: [Int] ys: [Int!]! }")
+    schema.query_type.fields["xs"].resolve = lambda _s, _i: [loader.load(1), 5, loader.load(2)]
+    schema.query_type.fields["ys"].resolve = lambda _s, _i: loader.load_many([10, 20])
+    assert run(schema, "{ xs ys }").data == {"xs": [2, 5, 3], "ys": [11, 21]}
+
+
+def test_an_executors_plain_future() -> None:
+    with cf.ThreadPoolExecutor(2) as pool:
+        schema = build_schema("type Query { f: String g: [Int] }")
+        schema.query_type.fields["f"].resolve = lambda _s, _i: pool.submit(lambda: "from pool")
+        schema.query_type.fields["g"].resolve = lambda _s, _i: [pool.submit(lambda: 1), pool.submit(int, "2")]
+        assert run(schema, "{ f g }").data == {"f": "from pool", "g": [1, 2]}
+
+
+def test_a_future_nobody_completes_stalls_then_fails_clearly() -> None:
+    class Quick(DataLoaderExecutionContext):
+        stall_timeout = 0.05
+
+    orphan: cf.Future = cf.Future()
+    schema = _one_field_schema(lambda _s, _i: orphan)
+    result = run(schema, "{ f }", cls=Quick)
+    assert result.data == {"f": None}
+    assert "no progress for 0.05 s" in result.errors[0].message
+    assert "futures are pending elsewhere" in result.errors[0].message
+    assert isinstance(result.errors[0].original_error, ExecutionStalledError)
+
+
+# -- batching ---------------------------------------------------------------------------------
+
+TREE_SDL = """
+type Query { roots(n: Int!): [Node!]! }
+type Node { id: Int! label: String! children: [Node!]! }
+"""
+
+
+def _tree_schema(node_loader: DataLoader, children_loader: DataLoader, label_loader: DataLoader) -> Any:
+    schema = build_schema(TREE_SDL)
+    schema.query_type.fields["roots"].resolve = lambda _s, _i, n: node_loader.load_many(range(1, n + 1))
+    fields = schema.type_map["Node"].fields
+    fields["label"].resolve = lambda s, _i: label_loader.load(s["id"])
+    fields["children"].resolve = lambda s, _i: children_loader.load(s["id"]).then(node_loader.load_many)
+    return schema
+
+
+def test_three_levels_over_n_objects_make_one_batch_per_loader_per_level() -> None:
+    nodes, kids, labels = Recorder(lambda k: {"id": k}), Recorder(lambda k: [k * 10 + 1, k * 10 + 2]), Recorder(str)
+    schema = _tree_schema(DataLoader(nodes), DataLoader(kids), DataLoader(labels))
+    query = "{ roots(n: 7) { label children { label children { label children { id } } } } }"
+    result = run(schema, query)
+    assert result.errors is None
+    assert len(result.data["roots"]) == 7
+    assert result.data["roots"][3]["children"][1]["children"][0] == {"label": "421", "children": [
+        {"id": 4211}, {"id": 4212}]}
+    assert len(labels.calls) == 3  # one per level, not one per field
+    assert len(kids.calls) == 3
+    assert len(nodes.calls) == 4  # roots + the children of 3 levels
+    assert [len(c) for c in labels.calls] == [7, 14, 28]
+
+
+def test_batches_of_different_loaders_run_in_parallel_with_an_executor() -> None:
+    barrier = threading.Barrier(2, timeout=TIMEOUT)
+
+    def batch(keys: List[Any]) -> List[Any]:
+        barrier.wait()  # passes only when both loaders' batches run at the same time
+        return [f"v{k}" for k in keys]
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        a, b = DataLoader(batch, executor=pool), DataLoader(batch, executor=pool)
+        schema = build_schema("type Query { a: String b: String }")
+        schema.query_type.fields["a"].resolve = lambda _s, _i: a.load(1)
+        schema.query_type.fields["b"].resolve = lambda _s, _i: b.load(2)
+        assert run(schema, "{ a b }").data == {"a": "v1", "b": "v2"}
+
+
+def test_completions_run_on_the_request_thread() -> None:
+    threads: List[int] = []
+    with cf.ThreadPoolExecutor(3) as pool:
+        loader = DataLoader(Recorder(lambda k: {"id": k}), executor=pool)
+        schema = build_schema("type Query { items: [Item] } type Item { id: Int tid: Int }")
+        schema.query_type.fields["items"].resolve = lambda _s, _i: loader.load_many(range(4))
+        schema.type_map["Item"].fields["tid"].resolve = lambda s, _i: threads.append(threading.get_ident()) or 1
+        result = run(schema, "{ items { id tid } }")
+    assert result.errors is None
+    assert threads == [threading.get_ident()] * 4
+
+
+def test_sixteen_concurrent_requests_with_per_request_loaders_never_mix() -> None:
+    schema = build_schema("type Query { items(req: Int!): [Item] } type Item { key: String owner: Int }")
+    seen: Dict[int, List[List[Any]]] = {}
+
+    def items(_s: Any, info: Any, req: int) -> Any:
+        loader = info.context["loader"]
+        return [loader.load(f"{req}-{i}") for i in range(20)]
+
+    schema.query_type.fields["items"].resolve = items
+    schema.type_map["Item"].fields["owner"].resolve = lambda s, info: info.context["owner"].load(s["key"])
+
+    def one_request(req: int) -> Any:
+        calls: List[List[Any]] = []
+        loader = DataLoader(lambda keys: (calls.append(list(keys)), [{"key": k} for k in keys])[1])
+        owner = DataLoader(lambda keys: [int(k.split("-")[0]) for k in keys])
+        result = run(schema, f"{{ items(req: {req}) {{ key owner }} }}", context_value={"loader": loader, "owner": owner})
+        seen[req] = calls
+        return result
+
+    with cf.ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(one_request, range(16)))
+    for req, result in enumerate(results):
+        assert result.errors is None
+        assert [i["key"] for i in result.data["items"]] == [f"{req}-{i}" for i in range(20)]
+        assert {i["owner"] for i in result.data["items"]} == {req}
+        assert seen[req] == [[f"{req}-{i}" for i in range(20)]]
+
+
+# -- registries ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shape", ["registry", "attribute", "key"])
+def test_a_registry_in_the_context_dispatches_through_dispatch_all(shape: str) -> None:
+    class Registry(DataLoaderRegistry):
+        dispatches = 0
+
+        def dispatch_all(self) -> None:
+            Registry.dispatches += 1
+            super().dispatch_all()
+
+    registry = Registry()
+    inside, outside = Recorder(lambda k: f"in{k}"), Recorder(lambda k: f"out{k}")
+    registry.register("inside", DataLoader(inside))
+    stray = DataLoader(outside)  # not registered: dispatched directly
+    context: Any = {"registry": registry, "attribute": type("Ctx", (), {"loaders": registry})(),
+                    "key": {"loaders": registry}}[shape]
+    schema = build_schema("type Query { a: String b: String }")
+    schema.query_type.fields["a"].resolve = lambda _s, _i: registry["inside"].load(1)
+    schema.query_type.fields["b"].resolve = lambda _s, _i: stray.load(2)
+    result = run(schema, "{ a b }", context_value=context)
+    assert result.data == {"a": "in1", "b": "out2"}
+    assert Registry.dispatches == 1
+    assert inside.calls == [[1]] and outside.calls == [[2]]
+
+
+def test_a_registry_that_never_dispatches_fails_the_fields_clearly_instead_of_hanging() -> None:
+    class Quick(DataLoaderExecutionContext):
+        stall_timeout = 0.05
+
+    with ScheduledDataLoaderRegistry(dispatch_predicate=DISPATCH_NEVER, schedule=0.01) as registry:
+        registry.register("never", DataLoader(lambda keys: keys, name="never"))
+        schema = _one_field_schema(lambda _s, _i: registry["never"].load("k"))
+        result = run(schema, "{ f }", cls=Quick, context_value=registry)
+    assert result.data == {"f": None}
+    message = result.errors[0].message
+    assert "never (1 keys)" in message and "predicate" in message
+
+
+BENCH_SDL = """
+type Query { items: [Item!]! }
+type Item { id: Int! %s late: String children: [Item!]! }
+""" % " ".join(f"f{i}: String" for i in range(10))
+
+
+def bench_schema() -> Any:
+    """The Bench shape: 10 field loaders, a chained late load, children via a loader then a list."""
+    schema = build_schema(BENCH_SDL)
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [{"id": i, "depth": 1} for i in range(1, 21)]
+    fields = schema.type_map["Item"].fields
+    for i in range(10):
+        fields[f"f{i}"].resolve = lambda s, info, i=i: info.context[f"loader-{i}"].load(s["id"])
+    fields["late"].resolve = lambda s, info: info.context["loader-100"].load(s["id"]).then(
+        info.context["loader-101"].load)
+    fields["children"].resolve = lambda s, info: info.context["loader-150"].load((s["id"], s["depth"])).then(
+        lambda kids: kids)
+    return schema
+
+
+BENCH_QUERY = "{ items { id %s late children { id %s late children { id %s late } } } }" % (
+    (" ".join(f"f{i}" for i in range(10)),) * 3)
+
+
+def test_bench_shape_on_a_ticker_registry_gives_one_batch_per_loader_per_level() -> None:
+    recorders = {i: Recorder(lambda k, i=i: f"{i}:{k}") for i in range(200)}
+    recorders[100] = Recorder(lambda k: k + 1000)
+    recorders[150] = Recorder(lambda key: [] if key[1] == 3 else [
+        {"id": key[0] * 1000 + j, "depth": key[1] + 1} for j in (1, 2)])
+    # A long schedule: the ticker must not split a level while the request thread is busy.
+    with ScheduledDataLoaderRegistry(ticker_mode=True, schedule=60.0, dispatch_predicate=DISPATCH_NEVER) as reg:
+        for i in range(200):
+            reg.register(f"loader-{i}", DataLoader(recorders[i], name=f"loader-{i}"), predicate=DISPATCH_ALWAYS)
+        context = {f"loader-{i}": reg[f"loader-{i}"] for i in range(200)}
+        context["loaders"] = reg
+        result = run(bench_schema(), BENCH_QUERY, context_value=context)
+    assert result.errors is None
+    items = result.data["items"]
+    assert len(items) == 20 and items[3]["f7"] == "7:4" and items[3]["late"] == "101:1004"
+    assert items[3]["children"][1]["children"][0]["f0"] == "0:4002001"
+    assert items[3]["children"][1]["children"][0]["late"] == "101:4003001"
+    for i in range(10):
+        assert [len(c) for c in recorders[i].calls] == [20, 40, 80]  # one batch per level
+    assert [len(c) for c in recorders[100].calls] == [20, 40, 80]
+    assert [len(c) for c in recorders[101].calls] == [20, 40, 80]
+    assert [len(c) for c in recorders[150].calls] == [20, 40]  # level 3 asks no children
+    assert all(recorders[i].calls == [] for i in range(10, 100))
+
+
+# -- abstract types ------------------------------------------------------------------------------
+
+def test_resolve_type_and_is_type_of_may_return_futures() -> None:
+    schema = build_schema("""
+        interface Pet { name: String }
+        type Cat implements Pet { name: String meows: Boolean }
+        type Dog implements Pet { name: String }
+        type Query { pets: [Pet] dog: Dog }
+    """)
+    kinds = DataLoader(Recorder(lambda name: "Cat" if name.startswith("c") else "Dog"))
+    checks = DataLoader(Recorder(lambda name: name.startswith("d")))
+    schema.type_map["Pet"].resolve_type = lambda v, _i, _t: kinds.load(v["name"])
+    schema.type_map["Dog"].is_type_of = lambda v, _i: checks.load(v["name"])
+    schema.query_type.fields["pets"].resolve = lambda _s, _i: [{"name": "cleo"}, {"name": "dex"}]
+    schema.query_type.fields["dog"].resolve = lambda _s, _i: {"name": "cat-in-disguise"}
+    result = run(schema, "{ pets { name ... on Cat { meows } } dog { name } }")
+    assert result.data == {"pets": [{"name": "cleo", "meows": None}, {"name": "dex"}], "dog": None}
+    assert [e.message for e in result.errors] == [
+        "Expected value of type 'Dog' but got: {'name': 'cat-in-disguise'}."]
+    assert result.errors[0].path == ["dog"]
+
+
+# -- packaging -----------------------------------------------------------------------------------
+
+def test_the_core_never_imports_graphql() -> None:
+    code = "import sys, dataloader_sync; print(sorted(m for m in sys.modules if m.split('.')[0] == 'graphql'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
