@@ -5,9 +5,9 @@ Guarantees:
   only append under its lock: a future's done-callback enqueues the
   placeholder it completes (``ready``); a load that queues a new key records
   its loader (``loader_queued``, called by the core's ``DataLoader``).
-- ``take()`` hands completions out before loaders: the request thread
-  dispatches only when it has nothing else to run, so one level of loads goes
-  out as one batch per loader.
+- The request thread takes what was reported and dispatches loaders only
+  when it has nothing else to run, so one level of loads goes out as one
+  batch per loader.
 - Waiting is a ``Condition.wait`` that any ``ready``/``loader_queued`` ends;
   nothing polls.
 """
@@ -61,36 +61,44 @@ class _Scope:
 
     def loader_queued(self, loader: Any) -> None:
         """A load queued a new key in *loader* (called by ``DataLoader`` in this scope)."""
+        # Lock-free fast path: the loader is recorded and not yet taken, so a
+        # dispatch that sends this (already queued) key is still to come, and
+        # the request thread has news, so it is not waiting.
+        if loader in self._loaders:
+            return
         with self._lock:
             self._loaders[loader] = None
             if self._waiting:
                 self._changed.notify()
 
-    def ready(self, pending: Any) -> None:
-        """*pending*'s future is done: queue it for the request thread."""
+    def ready(self, pending: Any, _future: Any = None) -> None:
+        """*pending*'s future is done: queue it for the request thread.
+
+        Used as ``future.add_done_callback(functools.partial(scope.ready, pending))``.
+        """
         with self._lock:
             self._ready.append(pending)
             if self._waiting:
                 self._changed.notify()
 
-    def take(self, timeout: Optional[float]) -> Tuple[Optional[List[Any]], Dict[Any, None]]:
-        """``(ready, {})`` when completions wait, else ``(None, loaders)``.
+    def take(self) -> Tuple[List[Any], Dict[Any, None]]:
+        """Hand out (and forget) the completions and loaders reported so far."""
+        with self._lock:
+            ready, self._ready = self._ready, []
+            loaders, self._loaders = self._loaders, {}
+        return ready, loaders
 
-        With nothing to hand out, wait up to *timeout* seconds (0: not at
-        all; None: until something arrives); both are empty after a timeout.
+    def wait(self, timeout: Optional[float]) -> bool:
+        """Wait until something is reported, at most *timeout* seconds (None: no limit).
+
+        Returns False when the time ran out with nothing reported.
         """
         with self._lock:
-            if timeout != 0 and not self._ready and not self._loaders:
-                self._waiting = True
-                try:
-                    self._changed.wait_for(self._has_news, timeout)
-                finally:
-                    self._waiting = False
-            if self._ready:
-                ready, self._ready = self._ready, []
-                return ready, {}
-            loaders, self._loaders = self._loaders, {}
-            return None, loaders
+            self._waiting = True
+            try:
+                return self._changed.wait_for(self._has_news, timeout)
+            finally:
+                self._waiting = False
 
     def _has_news(self) -> bool:
         return bool(self._ready or self._loaders)

@@ -1,0 +1,210 @@
+"""Placeholders, the positions they stand for, and one execution's loop state.
+
+Guarantees:
+- A ``_Pending`` is what the result holds at a position whose value waits for
+  a future; it carries exactly the arguments graphql-core's ``complete_value``
+  received there, plus the enclosing frame, so the completion can resume as if
+  the value had been there all along.
+- Positions are graphql-core ``Path``s; a frame is the tuple
+  ``(parent frame, info, path, nodes)`` of an object being completed, where
+  ``info`` is the resolve info of the field that holds it.  ``levels()`` turns
+  a field's info and a position into the ``(path, type)`` pairs that
+  graphql-core's own error handling visits (field, then list items).
+- ``_Run`` is touched by the request thread only; only its ``scope`` is shared.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import functools
+import logging
+from typing import Any, Dict, List, Optional
+
+from .._registry import DataLoaderRegistry
+from . import _compat
+from ._scope import _Scope, registry_of
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+# What a placeholder waits for.
+VALUE, TYPE, IS_TYPE_OF = "value", "resolve_type", "is_type_of"
+
+
+def outcome(future: cf.Future) -> Any:
+    """The value of a done future; raises its error (a cancellation gets a message)."""
+    try:
+        return future.result()
+    except cf.CancelledError as exc:
+        if str(exc):
+            raise
+        raise cf.CancelledError("the future of this field was cancelled") from None
+
+
+class Pending:
+    """A position whose value waits for a future; it sits in the result until replaced."""
+
+    __slots__ = ("kind", "future", "frame", "return_type", "nodes", "info", "path", "rest", "source")
+
+    def __init__(self, kind: str, future: cf.Future, frame: Any, return_type: Any, nodes: Any, info: Any,
+                 path: Any, rest: tuple, source: Any) -> None:
+        self.kind = kind
+        self.future = future
+        self.frame = frame  # (parent frame, info, path, nodes) of the enclosing object, or None
+        self.return_type = return_type
+        self.nodes = nodes
+        self.info = info
+        self.path = path
+        self.rest = rest
+        self.source = source  # the object value, for TYPE and IS_TYPE_OF
+
+    def __repr__(self) -> str:
+        return f"<pending {self.kind} at {self.path.as_list()}>"
+
+
+class FutureType:
+    """What ``ensure_valid_runtime_type`` returns for a ``resolve_type`` Future not yet done."""
+
+    __slots__ = ("future", "abstract_type")
+
+    def __init__(self, future: cf.Future, abstract_type: Any) -> None:
+        self.future = future
+        self.abstract_type = abstract_type
+
+
+def _item_type(type_: Any) -> Any:
+    if _compat.is_non_null_type(type_):
+        type_ = type_.of_type
+    return type_.of_type
+
+
+def levels(info: Any, path: Any) -> List[Any]:
+    """``[(path, type)]`` from *path* up to the field ``info.path``, innermost first."""
+    top = info.path
+    chain = []
+    while path is not top and path is not None:
+        chain.append(path)
+        path = path.prev
+    type_ = info.return_type
+    types = [type_]
+    for _ in chain:
+        type_ = _item_type(type_)
+        types.append(type_)
+    depth = len(chain)
+    out = [(p, types[depth - i]) for i, p in enumerate(chain)]
+    out.append((top, types[0]))
+    return out
+
+
+def locate(root: Any, path: Any) -> Any:
+    """``(container, key)`` holding the value at *path*, or None when it is gone."""
+    keys = []
+    while path is not None:
+        keys.append(path.key)
+        path = path.prev
+    node = root
+    try:
+        for i in range(len(keys) - 1, 0, -1):
+            node = node[keys[i]]
+        node[keys[0]]
+    except (KeyError, IndexError, TypeError):  # an enclosing position was nulled
+        return None
+    return node, keys[0]
+
+
+class Run:
+    """The state of one execution's root selection set (request thread only).
+
+    A placeholder is *unwatched* (its future has no callback: the loop checks
+    it after each step, which is all a loader completed on this thread needs)
+    until the loop is about to wait; then it is *watched* (its done-callback
+    enqueues it in the scope, waking the loop).
+    """
+
+    __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "root", "root_error", "registry",
+                 "seen")
+
+    def __init__(self, context_value: Any) -> None:
+        self.scope = _Scope()
+        self.unwatched: List[Pending] = []  # in creation order
+        self.watched: Dict[Pending, None] = {}
+        self.to_dispatch: Dict[Any, None] = {}  # loaders reported by the scope, not yet dispatched
+        # id(parent path) -> (parent path, container): where placeholders under it live.
+        # Cleared whenever a position is nulled (a cached container may be detached).
+        self.parents: Dict[int, Any] = {}
+        self.root: Any = None  # the root data dict, once the root fields have run
+        self.root_error: Optional[Exception] = None  # an error that nulled the whole data
+        self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
+        self.seen: Dict[Any, None] = {}  # every loader that queued keys in this execution
+
+    def slot(self, path: Any) -> Any:
+        """``(container, key)`` of the value at *path*, or None when it is gone."""
+        parent = path.prev
+        cached = self.parents.get(id(parent))
+        if cached is not None and cached[0] is parent:
+            return cached[1], path.key
+        found = locate(self.root, path)
+        if found is not None:
+            self.parents[id(parent)] = (parent, found[0])
+        return found
+
+    def watch(self) -> None:
+        """Give every unwatched placeholder a done-callback (before the loop waits)."""
+        ready, watched = self.scope.ready, self.watched
+        unwatched, self.unwatched = self.unwatched, []
+        for pending in unwatched:
+            watched[pending] = None
+            # Runs at once if the future completed meanwhile; otherwise on the
+            # completing thread, where it only enqueues.
+            pending.future.add_done_callback(functools.partial(ready, pending))
+
+    def _registry_members(self) -> set:
+        registry = self.registry
+        return set() if registry is None else {id(loader) for loader in registry.values()}
+
+    def dispatch(self, loaders: Dict[Any, None]) -> None:
+        """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
+        one (its predicates apply; the first call starts a ticker), directly otherwise."""
+        self.seen.update(loaders)
+        registry = self.registry
+        if registry is not None:
+            members = self._registry_members()
+            try:
+                registry.dispatch_all()
+            except Exception:
+                _LOGGER.exception("dispatch_all() of %r raised", registry)
+            loaders = {loader: None for loader in loaders if id(loader) not in members}
+        for loader in loaders:
+            try:
+                loader.dispatch_count()
+            except Exception:
+                _LOGGER.exception("dispatch of %r raised", loader)
+
+    def sweep(self) -> int:
+        """Dispatch keys queued where the scope could not see them; how many were sent."""
+        sent = 0
+        registry = self.registry
+        members = self._registry_members()
+        if registry is not None and registry.dispatch_depth:
+            try:
+                sent += registry.dispatch_all_with_count()
+            except Exception:
+                _LOGGER.exception("dispatch_all() of %r raised", registry)
+        for loader in self.seen:
+            if loader.dispatch_depth and id(loader) not in members:
+                try:
+                    sent += loader.dispatch_count()
+                except Exception:
+                    _LOGGER.exception("dispatch of %r raised", loader)
+        return sent
+
+    def stall_message(self, stall_timeout: Optional[float]) -> str:
+        """Why the execution stalled: the loaders still holding keys, or none."""
+        waiting: List[Any] = [loader for loader in self.seen if loader.dispatch_depth]
+        if self.registry is not None:
+            waiting.extend(loader for loader in self.registry.values()
+                           if loader.dispatch_depth and loader not in self.seen)
+        described = ", ".join(f"{loader.name or repr(loader)} ({loader.dispatch_depth} keys)" for loader in waiting)
+        why = (f"keys queued but never dispatched: {described} (a dispatch predicate kept refusing them)"
+               if waiting else "no loader has queued keys: the futures are pending elsewhere"
+               " (an executor, or a future nobody completes)")
+        count = len(self.watched) + len(self.unwatched)
+        return f"no progress for {stall_timeout} s with {count} field(s) still waiting; {why}"
