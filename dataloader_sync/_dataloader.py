@@ -347,13 +347,13 @@ class DataLoader(Generic[K, V]):
             self._last_dispatch = now
         return queue
 
-    def _send(self, queue: List[_Entry]) -> None:
+    def _send(self, queue: List[_Entry], sink: Optional["_DispatchSink"] = None) -> None:
         size = self._max_batch_size
         if size is None or len(queue) <= size:
-            self._call_batch(queue)
+            self._call_batch(queue, sink, 0)
         else:
             for i in range(0, len(queue), size):
-                self._call_batch(queue[i : i + size])
+                self._call_batch(queue[i : i + size], sink, i)
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
@@ -367,8 +367,10 @@ class DataLoader(Generic[K, V]):
         queue = self._take_queue()
         if not queue:
             return DispatchResult(completed_future([]), 0)
-        self._send(queue)
-        return DispatchResult(gather([e[3] for e in queue]), len(queue))
+        size = self._max_batch_size or len(queue)
+        sink = _DispatchSink(len(queue), -(-len(queue) // size))
+        self._send(queue, sink)
+        return DispatchResult(sink.future, len(queue))
 
     def dispatch(self) -> "Future[List[Any]]":
         """Send every queued key to the batch function; a future of their values.
@@ -391,7 +393,7 @@ class DataLoader(Generic[K, V]):
         return values
 
     # -- the batch call --------------------------------------------------------
-    def _call_batch(self, entries: List[_Entry]) -> None:
+    def _call_batch(self, entries: List[_Entry], sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
         keys = [e[0] for e in entries]
         with self._lock:
             self._batch_invoke_count += 1
@@ -405,14 +407,14 @@ class DataLoader(Generic[K, V]):
             else:
                 result = self._executor.submit(self._batch_load_fn, *args)
         except BaseException as exc:
-            self._fail_batch(entries, exc)
+            self._fail_batch(entries, exc, sink)
             if not isinstance(exc, Exception):
                 raise
             return
         if isinstance(result, cf.Future):
-            result.add_done_callback(lambda f: self._on_batch_future(entries, f))
+            result.add_done_callback(lambda f: self._on_batch_future(entries, f, sink, offset))
         else:
-            self._complete_batch(entries, result)
+            self._complete_batch(entries, result, sink, offset)
 
     def _environment(self, entries: List[_Entry]) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
@@ -425,19 +427,20 @@ class DataLoader(Generic[K, V]):
                     pass
         return BatchLoaderEnvironment(context, key_contexts, [e[2] for e in entries])
 
-    def _on_batch_future(self, entries: List[_Entry], fut: cf.Future) -> None:
+    def _on_batch_future(self, entries: List[_Entry], fut: cf.Future,
+                         sink: Optional["_DispatchSink"], offset: int) -> None:
         if fut.cancelled():
-            self._fail_batch(entries, cf.CancelledError(f"batch of {self._label()} was cancelled"))
+            self._fail_batch(entries, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
             return
         exc = fut.exception()
         if exc is not None:
-            self._fail_batch(entries, exc)
+            self._fail_batch(entries, exc, sink)
             return
         result = fut.result()
         if isinstance(result, cf.Future):  # a Future of a Future, from executor + async fn
-            result.add_done_callback(lambda f: self._on_batch_future(entries, f))
+            result.add_done_callback(lambda f: self._on_batch_future(entries, f, sink, offset))
         else:
-            self._complete_batch(entries, result)
+            self._complete_batch(entries, result, sink, offset)
 
     def _label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
@@ -464,14 +467,15 @@ class DataLoader(Generic[K, V]):
             f"or a mapping, got {type(result).__name__}"
         )
 
-    def _complete_batch(self, entries: List[_Entry], result: Any) -> None:
+    def _complete_batch(self, entries: List[_Entry], result: Any,
+                        sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
         # A result that cannot be matched to the keys (wrong kind or count, a
         # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
         # the futures must complete whatever the result looks like.
         try:
             values = self._values_for(entries, result)
         except Exception as exc:
-            self._fail_batch(entries, exc)
+            self._fail_batch(entries, exc, sink)
             return
         failed: List[_Entry] = []
         for entry, value in zip(entries, values):
@@ -487,6 +491,9 @@ class DataLoader(Generic[K, V]):
                 entry[3]._settle(None, value)
             else:
                 entry[3]._settle(value, None)
+        if sink is not None:
+            first_error = next((v for v in values if isinstance(v, BaseException)), None) if failed else None
+            sink.report(offset, values, first_error)
 
     def _evict_locked(self, entries: List[_Entry]) -> None:
         if not self._cache_enabled:
@@ -496,10 +503,40 @@ class DataLoader(Generic[K, V]):
             if cache.get(ck) is fut:
                 del cache[ck]
 
-    def _fail_batch(self, entries: List[_Entry], exc: BaseException) -> None:
+    def _fail_batch(self, entries: List[_Entry], exc: BaseException,
+                    sink: Optional["_DispatchSink"] = None) -> None:
         with self._lock:
             self._batch_load_exception_count += 1
             self._load_error_count += len(entries)
             self._evict_locked(entries)
         for entry in entries:
             entry[3]._settle(None, exc)
+        if sink is not None:
+            sink.report(0, entries, exc)
+
+
+class _DispatchSink:
+    """The future of one ``dispatch()``, completed from its batch slices' outcomes.
+
+    One report per slice instead of a done-callback per key: the dispatch
+    future costs O(slices) callbacks, not O(keys).
+    """
+
+    __slots__ = ("future", "values", "slices_left", "lock")
+
+    def __init__(self, n_keys: int, n_slices: int) -> None:
+        self.future: Future[List[Any]] = Future()
+        self.values: List[Any] = [None] * n_keys
+        self.slices_left = n_slices  # guarded by lock; 0 once the future is decided
+        self.lock = threading.Lock()
+
+    def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
+        if error is None:
+            self.values[offset : offset + len(values)] = values
+        with self.lock:
+            if self.slices_left == 0:
+                return  # already failed by another slice
+            self.slices_left = 0 if error is not None else self.slices_left - 1
+            decided = self.slices_left == 0
+        if decided:
+            self.future._settle(None if error is not None else self.values, error)

@@ -88,8 +88,10 @@ def dispatch_if_longer_than(seconds: float) -> DispatchPredicate:
     """Dispatch a loader once its last dispatch is more than *seconds* ago."""
     if hasattr(seconds, "total_seconds"):
         seconds = seconds.total_seconds()
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds):
-        raise ValueError("seconds must be a number of seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        raise TypeError("seconds must be a number of seconds or a timedelta")
+    if math.isnan(seconds):
+        raise ValueError("seconds must not be NaN")
     return DispatchPredicate(
         lambda name, loader: loader.time_since_dispatch() > seconds,
         f"dispatch_if_longer_than({seconds!r})",

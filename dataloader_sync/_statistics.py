@@ -63,6 +63,11 @@ class Statistics:
             *(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other)))
         )
 
+    def __radd__(self, other: object) -> "Statistics":
+        if other == 0:  # so that sum(stats) works
+            return self
+        return NotImplemented
+
     def to_dict(self) -> Dict[str, Union[int, float]]:
         """The counts and the ratios, by name."""
         d: Dict[str, Union[int, float]] = dict(dataclasses.asdict(self))

@@ -1473,3 +1473,38 @@ def test_DataLoader_load_dispatch_result_cost_grows_linearly_with_pending_keys()
     large = _load_dispatch_result(50_000)
     # The dispatch sends every pending key (linear, ~10x); quadratic would be ~100x.
     assert large / small <= 20, f"50k pending cost {large / small:.1f}x 5k pending"
+
+
+def test_DataLoader_dispatch_future_joins_slices_completing_out_of_order():
+    pending = []  # the batch futures, completed by the test in reverse order
+
+    def batch(keys):
+        fut = cf.Future()
+        pending.append((fut, list(keys)))
+        return fut
+
+    loader = DataLoader(batch, max_batch_size=2)
+    futures = [loader.load(k) for k in range(5)]
+    result = loader.dispatch()
+    assert [keys for _, keys in pending] == [[0, 1], [2, 3], [4]]
+    for fut, keys in reversed(pending):
+        assert not result.done()
+        fut.set_result([k * 10 for k in keys])
+    assert result.result(timeout=5) == [0, 10, 20, 30, 40]
+    assert [f.result(timeout=5) for f in futures] == [0, 10, 20, 30, 40]
+
+
+def test_DataLoader_dispatch_future_fails_with_a_slice_error_and_keeps_other_keys():
+    def batch(keys):
+        if 2 in keys:
+            raise ValueError("slice with 2 failed")
+        return [KeyError(k) if k == 4 else k for k in keys]
+
+    loader = DataLoader(batch, max_batch_size=2)
+    futures = [loader.load(k) for k in range(6)]
+    result = loader.dispatch()
+    with pytest.raises(ValueError, match="slice with 2 failed"):
+        result.result(timeout=5)
+    assert futures[0].result(timeout=5) == 0 and futures[5].result(timeout=5) == 5
+    with pytest.raises(KeyError):
+        futures[4].result(timeout=5)

@@ -184,3 +184,9 @@ def test_Statistics_is_frozen():
 
 def test_Statistics_fields_are_the_documented_ones_in_order():
     assert tuple(f.name for f in dataclasses.fields(Statistics)) == COUNTS
+
+
+def test_Statistics_sum_of_many():
+    parts = [Statistics(load_count=i, cache_hit_count=1) for i in range(1, 4)]
+    assert sum(parts) == Statistics(load_count=6, cache_hit_count=3)
+    assert sum([], Statistics()) == Statistics()
