@@ -1,0 +1,53 @@
+"""tools/bench.py runs end to end on tiny settings and writes the JSON it promises (no speed asserted)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+VARIANTS = ["floor", "single-tick", "per-loader-chains", "n-plus-one"]
+ROW_KEYS = {"variant", "status", "notes", "requests", "warmup_requests", "errors", "first_error", "throughput_rps",
+            "latency_p50_ms", "latency_p99_ms", "batch_calls_per_request", "process_cpu_ms_per_request"}
+SCHEDULER_KEYS = {"scheduled_tasks_per_request", "queue_peak", "queue_end", "timer_cpu_ms_per_request",
+                  "tick_worker_cpu_ms_per_request"}
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, os.path.join(TOOLS, "bench.py"), *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def test_bench_tiny_run_writes_every_variant_with_zero_errors(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = _bench("--requests", "20", "--concurrency", "4", "--io-ms", "1", "--items", "3", "--depth", "1",
+                  "--loaders", "20", "--tick-ms", "5", "--json", str(out), "--variants", *VARIANTS)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert {"settings", "environment", "variants", "targets"} <= set(report)
+    assert report["settings"]["items_per_request"] == 3 + 9
+    rows = {row["variant"]: row for row in report["variants"]}
+    assert list(rows) == VARIANTS
+    graphql_integration = importlib.util.find_spec("dataloader_sync.graphql") is not None
+    for name, row in rows.items():
+        if row["status"] == "skipped":  # only ours may be skipped, and only without the integration
+            assert name in ("single-tick", "per-loader-chains") and not graphql_integration, row
+            continue
+        assert row["status"] == "ran"
+        assert ROW_KEYS <= set(row), name
+        assert row["errors"] == 0, row["first_error"]
+        assert row["requests"] > 0
+    for name in ("single-tick", "per-loader-chains"):
+        if rows[name]["status"] == "ran":
+            assert SCHEDULER_KEYS <= set(rows[name])
+            assert rows[name]["batch_calls_per_request"] > 0
+    assert rows["n-plus-one"]["batch_calls_per_request"] > rows["floor"]["batch_calls_per_request"] == 0
+    assert "| variant" in proc.stdout and "graphql-core" in proc.stdout
+
+
+def test_bench_refuses_bad_arguments():
+    proc = _bench("--loaders", "5")
+    assert proc.returncode != 0
+    assert "--loaders" in proc.stderr

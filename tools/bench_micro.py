@@ -1,0 +1,233 @@
+"""Per-operation costs for tools/bench.py ``--micro`` and their shape for ``--scaling``.
+
+``micro()``: ns per ``load()`` (cached, queued), per ``dispatch()`` of 100 keys,
+per tick of an idle 200-loader registry, beside graphql-sync-dataloaders'
+``SyncDataLoader`` (when installed) and a bare ``concurrent.futures.Future``
+lifecycle, in the same run.  Each figure is the best of 5 repeats with the
+cyclic GC off; the DataLoader and Future figures are tools/microbench.py's own
+functions, and the peer's are measured the same way.
+
+``scaling()``: ``load_many`` of 5k / 50k / 500k keys (GC on and off), one
+``load()`` + ``result()`` and one queued ``load()`` with 5k / 50k / 500k keys pending (their cost
+must not grow with the pending keys: seeds/graphql-ruby-sync-efficiency.txt),
+and the executor case: a level of k loaders with t ms of I/O each costs ≈ t
+with ``DataLoader(executor=pool)``, k·t without.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import gc
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import microbench as mb  # noqa: E402  (tools/microbench.py: the DataLoader figures are its own)
+from dataloader_sync import (  # noqa: E402
+    DISPATCH_ALWAYS,
+    DISPATCH_NEVER,
+    DataLoader,
+    DataLoaderRegistry,
+    Future,
+    ScheduledDataLoaderRegistry,
+    ScheduledExecutor,
+)
+
+_now = time.perf_counter_ns
+REPEAT = 5
+
+
+def _echo(keys: List[Any]) -> List[Any]:
+    return keys
+
+
+def _timed(case: Callable[[], float]) -> float:
+    """ns per operation: the best of REPEAT runs of *case* (seconds per op), cyclic GC off (microbench's way)."""
+    return mb.best_of(REPEAT, case) * 1e9
+
+
+# -- cases microbench.py does not have; each returns seconds per operation -------------------------
+def _dispatch_count_100() -> float:
+    """``dispatch_count()`` of 100 keys queued by ``load()`` (no gather callbacks, as SyncDataLoader's)."""
+    total = 0.0
+    for _ in range(200):
+        loader = DataLoader(_echo)
+        for k in range(100):
+            loader.load(k)
+        t = time.perf_counter()
+        loader.dispatch_count()
+        total += time.perf_counter() - t
+    return total / 200
+
+
+def _dgs_registry(executor: ScheduledExecutor, loaders: int = 200) -> ScheduledDataLoaderRegistry:
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=3600,
+                                           dispatch_predicate=DISPATCH_NEVER)
+    for i in range(loaders):
+        registry.register(f"loader-{i}", DataLoader(_echo, name=f"loader-{i}"), DISPATCH_ALWAYS)
+    return registry
+
+
+def _idle_tick(path: str) -> Callable[[], float]:
+    """``dispatch_all_with_count()`` of an idle 200-loader registry, or its ``_tick`` (which also re-arms)."""
+    def case() -> float:
+        executor = ScheduledExecutor(name="bench-micro")
+        try:
+            registry = _dgs_registry(executor)
+            registry.dispatch_all()
+            call = registry.dispatch_all_with_count if path == "dispatch_all" else registry._tick
+            t = time.perf_counter()
+            for _ in range(200):
+                call()
+            elapsed = time.perf_counter() - t
+            registry.close()
+            return elapsed / 200
+        finally:
+            executor.shutdown(cancel_futures=True)
+    return case
+
+
+def _gsd_cases(overhead: float) -> List[Any]:
+    """``(name, seconds per op)`` for graphql-sync-dataloaders' SyncDataLoader, measured as microbench measures ours."""
+    try:
+        from graphql_sync_dataloaders import SyncDataLoader
+    except ImportError:
+        return []
+    cached_loader = SyncDataLoader(_echo)
+    cached_loader.load(1)
+    cached_loader.dispatch_queue()
+    load = cached_loader.load
+
+    def queued() -> float:
+        loader = SyncDataLoader(_echo)
+        load = loader.load
+        t = time.perf_counter()
+        for k in range(100_000):
+            load(k)
+        return (time.perf_counter() - t) / 100_000
+
+    def dispatch() -> float:
+        total = 0.0
+        for _ in range(200):
+            loader = SyncDataLoader(_echo)
+            for k in range(100):
+                loader.load(k)
+            t = time.perf_counter()
+            loader.dispatch_queue()
+            total += time.perf_counter() - t
+        return total / 200
+
+    return [("SyncDataLoader.load, cached", _timed(mb.per_op(lambda: load(1), 200_000)) - overhead),
+            ("SyncDataLoader.load, queued", _timed(queued)),
+            ("SyncDataLoader.dispatch_queue, 100 keys", _timed(dispatch))]
+
+
+def micro(quick: bool = False) -> Dict[str, float]:
+    """Print and return ns per operation (microbench.py's figures beside the peer's and the registry's)."""
+    overhead = mb.loop_overhead(200_000, REPEAT) * 1e9
+    rows = [
+        ("DataLoader.load, cached", mb.bench_cached_load(REPEAT) * 1e9 - overhead),
+        ("DataLoader.load, queued", mb.bench_queued_load(REPEAT) * 1e9),
+        ("DataLoader.dispatch, 100 keys queued by load_many (microbench)", mb.bench_dispatch(REPEAT) * 1e9),
+        ("DataLoader.dispatch_count, 100 keys queued by load()", _timed(_dispatch_count_100)),
+    ]
+    gsd = _gsd_cases(overhead)
+    rows += gsd
+    rows += [
+        ("registry dispatch_all_with_count, 200 idle loaders", _timed(_idle_tick("dispatch_all"))),
+        ("registry _tick (re-arm + 200 idle loaders)", _timed(_idle_tick("tick"))),
+        ("dataloader_sync.Future: create, set_result, result", mb.bench_future_cycle(Future, REPEAT) * 1e9 - overhead),
+        ("concurrent.futures.Future: create, set_result, result",
+         mb.bench_future_cycle(cf.Future, REPEAT) * 1e9 - overhead),
+    ]
+    print(f"\nmicro: ns per operation, best of {REPEAT}, cyclic GC off (tools/microbench.py's method)"
+          + ("" if gsd else "; graphql-sync-dataloaders not installed"))
+    for name, ns in rows:
+        print(f"  {name:<66} {ns:>10,.0f}", flush=True)
+    return dict(rows)
+
+
+# -- scaling ----------------------------------------------------------------------------------
+def _load_many_gc_on(n: int) -> float:
+    """ns per key of ``load_many`` + ``dispatch`` + ``result`` with the cyclic GC on (as in a server)."""
+    keys = list(range(n))
+    loader = DataLoader(_echo)
+    gc.collect()
+    t = _now()
+    fut = loader.load_many(keys)
+    loader.dispatch()
+    fut.result()
+    return (_now() - t) / n
+
+
+def _with_pending(pending: int, m: int = 5000) -> Dict[str, float]:
+    """ns of one cached load()+result() and of one queued load(), *pending* keys queued (best of 5, GC off)."""
+    loader = DataLoader(_echo)
+    for k in range(pending):
+        loader.load(k)
+    loader.prime("hit", 1)
+    load = loader.load
+    cached, queued = [], []
+    gc.collect()
+    gc.disable()  # what grows with the heap is the cyclic GC's work, not the load (see load_many above)
+    for r in range(5):
+        t = _now()
+        for _ in range(m):
+            load("hit").result()
+        cached.append((_now() - t) / m)
+        t = _now()
+        for i in range(m):
+            load((r, i))
+        queued.append((_now() - t) / m)
+    gc.enable()
+    del loader
+    return {"cached load()+result()": min(cached), "queued load()": min(queued)}
+
+
+def executor_case(k: int, ms: float) -> Dict[str, float]:
+    """Wall ms to dispatch a level of *k* loaders with *ms* of I/O each, with and without an executor."""
+    def io(keys: List[Any]) -> List[Any]:
+        time.sleep(ms / 1000.0)
+        return keys
+
+    out: Dict[str, float] = {}
+    with cf.ThreadPoolExecutor(k, thread_name_prefix="bench-executor-case") as pool:
+        list(pool.map(lambda _: None, range(k)))  # start the threads outside the timing
+        for label, executor in (("with executor", pool), ("inline", None)):
+            registry = DataLoaderRegistry()
+            futures = []
+            for i in range(k):
+                registry.register(f"l{i}", DataLoader(io, executor=executor))
+                futures.append(registry[f"l{i}"].load(i))
+            t = _now()
+            registry.dispatch_all()
+            for f in futures:
+                f.result()
+            out[label] = (_now() - t) / 1e6
+    return out
+
+
+def scaling(quick: bool = False) -> Dict[str, Any]:
+    """Print and return how costs grow with keys (they should not, per key)."""
+    sizes = (5_000, 50_000, 500_000)
+    print("\nscaling: load_many(n keys) + dispatch + result, ns per key (cyclic GC on / off)")
+    many = {n: (_load_many_gc_on(n), mb.bench_load_many(n, 1 if quick else 3)[1] * 1e9) for n in sizes}
+    for n in sizes:
+        on, off = many[n]
+        print(f"  {n:>9,} keys  {on:>8,.0f} / {off:>8,.0f} ns/key  "
+              f"({on / many[sizes[0]][0]:.2f}× / {off / many[sizes[0]][1]:.2f}× the 5k figure)")
+    print("scaling: one operation with n keys pending, GC off (must not grow with n)")
+    pending = (5_000, 50_000, 500_000)
+    pend = {n: _with_pending(n) for n in pending}
+    for op in ("cached load()+result()", "queued load()"):
+        cells = "   ".join(f"{n // 1000}k pending {pend[n][op]:>6,.0f} ns" for n in pending)
+        print(f"  {op:<24} {cells}   ratio 500k/5k {pend[pending[-1]][op] / pend[pending[0]][op]:.2f}")
+    k, ms = 10, (10.0 if quick else 20.0)
+    ex = executor_case(k, ms)
+    print(f"executor case: a level of {k} loaders × {ms:g} ms I/O: {ex['with executor']:.1f} ms with "
+          f"DataLoader(executor=pool) (≈ t = {ms:g}), {ex['inline']:.1f} ms inline (≈ k·t = {k * ms:g})")
+    return {"load_many_ns_per_key": {str(n): {"gc_on": on, "gc_off": off} for n, (on, off) in many.items()},
+            "with_pending_ns": {str(n): v for n, v in pend.items()},
+            "executor_case": {"loaders": k, "io_ms": ms, **{f"{lbl}_ms": v for lbl, v in ex.items()}}}
