@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable, Dict, ItemsView, Iterator, KeysView, List, Optional, ValuesView
+from typing import Any, Callable, Dict, ItemsView, Iterator, KeysView, List, Optional, TypeVar, ValuesView
 
 from ._dataloader import DataLoader
 from ._statistics import Statistics
 
 __all__ = ["DataLoaderRegistry"]
+
+_R = TypeVar("_R", bound="DataLoaderRegistry")
 
 
 class DataLoaderRegistry:
@@ -25,6 +27,29 @@ class DataLoaderRegistry:
         # (a dict read is atomic) or a snapshot of it, so dispatch never holds it.
         self._lock = threading.Lock()
         self._loaders: Dict[str, DataLoader] = {}
+        self._closed = False  # OPEN -> CLOSED, once; written under _lock
+
+    # -- lifecycle ---------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Mark the registry closed (idempotent).
+
+        A plain registry schedules nothing, so this only records the state;
+        ``ScheduledDataLoaderRegistry.close()`` also cancels its pending tasks.
+        Loaders keep working, and ``dispatch_all()`` still dispatches.
+        Integrations call it when a request ends, whatever the registry type.
+        """
+        with self._lock:
+            self._closed = True
+
+    def __enter__(self: _R) -> _R:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     # -- registration ------------------------------------------------------------
     def register(self, name: str, loader: DataLoader) -> "DataLoaderRegistry":

@@ -112,7 +112,6 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         self._ticker_mode = bool(ticker_mode)
         self._predicate = as_predicate(dispatch_predicate, "dispatch_predicate")
         self._loader_predicates: Dict[str, DispatchPredicate] = {}  # changed under _lock
-        self._closed = False  # guarded by _lock; read without it (a bool read is atomic)
         self._pending = _Pending()  # guarded by _lock
         self._ref = weakref.ref(self)
         weakref.finalize(self, self._pending.cancel_all).atexit = False
@@ -126,10 +125,6 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
     def schedule(self) -> float:
         """Seconds between ticks / checks."""
         return self._schedule
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     @property
     def scheduled_executor(self) -> ScheduledExecutor:
@@ -250,12 +245,6 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             self._closed = True
             pending, self._pending = self._pending, _Pending()
         pending.cancel_all()
-
-    def __enter__(self) -> "ScheduledDataLoaderRegistry":
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         state = "CLOSED" if self._closed else "OPEN"

@@ -211,3 +211,16 @@ def test_DataLoaderRegistry_rejects_bad_arguments_naming_the_parameter(call, err
     with pytest.raises(error, match=parameter):
         call(registry)
     assert len(registry) == 0
+
+
+def test_DataLoaderRegistry_close_is_idempotent_and_loaders_keep_working():
+    calls = []
+    registry = DataLoaderRegistry()
+    registry.register("a", DataLoader(lambda keys: calls.append(list(keys)) or keys))
+    with registry as entered:
+        assert entered is registry and not registry.closed
+    assert registry.closed
+    registry.close()
+    fut = registry["a"].load(1)
+    registry.dispatch_all()
+    assert fut.result(timeout=5) == 1 and calls == [[1]]

@@ -6,7 +6,6 @@ can depend on it (``request.user`` for permission-filtered queries).
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Union
 
 from django.conf import settings
@@ -14,10 +13,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from .._registry import DataLoaderRegistry
+from .._request_registry import close_quietly, make_request_registry
 
 __all__ = ["SETTING", "close_registry", "get_registry_factory", "make_registry", "resolve_factory"]
 
-_LOGGER = logging.getLogger("dataloader_sync")
 
 #: The Django setting naming the registry factory.
 SETTING = "DATALOADER_SYNC_REGISTRY_FACTORY"
@@ -64,25 +63,8 @@ def get_registry_factory() -> RegistryFactory:
 
 
 def make_registry(factory: RegistryFactory, request: Any) -> DataLoaderRegistry:
-    """Call ``factory(request)`` and check that it made a registry.
-
-    Raises:
-        TypeError: the factory returned something else than a DataLoaderRegistry.
-    """
-    registry = factory(request)
-    if not isinstance(registry, DataLoaderRegistry):
-        raise TypeError(
-            f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
-        )
-    return registry
+    """Call ``factory(request)`` and check that it made a registry."""
+    return make_request_registry(factory, request)
 
 
-def close_registry(registry: DataLoaderRegistry) -> None:
-    """Close *registry* if it can be closed; log (never raise) an error of ``close()``."""
-    close = getattr(registry, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except Exception:
-        _LOGGER.exception("closing the request's DataLoaderRegistry %r raised", registry)
+close_registry = close_quietly

@@ -20,16 +20,15 @@ Guarantees:
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable, Dict, Optional
 
 import flask
 
 from .._registry import DataLoaderRegistry
+from .._request_registry import close_quietly, make_request_registry
 
 __all__ = ["DataLoaders"]
 
-_LOGGER = logging.getLogger("dataloader_sync")
 
 #: The name of the ``flask.g`` attribute holding ``{extension: registry}``.
 _G_KEY = "_dataloader_sync_registries"
@@ -38,29 +37,12 @@ _G_KEY = "_dataloader_sync_registries"
 EXTENSION_KEY = "dataloader_sync"
 
 
-def close_registry(registry: DataLoaderRegistry) -> None:
-    """Close *registry* if it can be closed; log (never raise) an error of ``close()``."""
-    close = getattr(registry, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except Exception:
-        _LOGGER.exception("closing the request's DataLoaderRegistry %r raised", registry)
+close_registry = close_quietly
 
 
 def make_registry(factory: Callable[[], Any]) -> DataLoaderRegistry:
-    """Call *factory* and check that it made a registry.
-
-    Raises:
-        TypeError: the factory returned something else than a DataLoaderRegistry.
-    """
-    registry = factory()
-    if not isinstance(registry, DataLoaderRegistry):
-        raise TypeError(
-            f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
-        )
-    return registry
+    """Call *factory* and check that it made a registry."""
+    return make_request_registry(factory)
 
 
 class DataLoaders:
