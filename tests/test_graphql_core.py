@@ -485,6 +485,21 @@ def test_batches_of_different_loaders_run_in_parallel_with_an_executor() -> None
         assert run(schema, "{ a b }").data == {"a": "v1", "b": "v2"}
 
 
+def test_loads_chained_on_an_executor_thread_are_dispatched_on_the_request_thread() -> None:
+    second = Recorder(lambda k: f"v{k}")
+    with cf.ThreadPoolExecutor(2) as pool:
+        a = DataLoader(Recorder(lambda k: k * 10), executor=pool)  # its then-callbacks run on the pool
+        b = DataLoader(second)  # no executor: runs where it is dispatched
+        schema = build_schema("type Query { items: [Item] } type Item { id: Int late: String }")
+        schema.query_type.fields["items"].resolve = lambda _s, _i: [{"id": i} for i in range(5)]
+        schema.type_map["Item"].fields["late"].resolve = lambda s, _i: a.load(s["id"]).then(b.load)
+        result = run(schema, "{ items { id late } }")
+    assert result.errors is None
+    assert [i["late"] for i in result.data["items"]] == ["v0", "v10", "v20", "v30", "v40"]
+    assert sorted(k for call in second.calls for k in call) == [0, 10, 20, 30, 40]
+    assert set(second.threads) == {threading.get_ident()}
+
+
 def test_completions_run_on_the_request_thread() -> None:
     threads: List[int] = []
     with cf.ThreadPoolExecutor(3) as pool:
