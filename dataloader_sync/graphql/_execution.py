@@ -76,6 +76,7 @@ _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _handle = _compat.handle
 
+
 class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     """A graphql-core execution context whose resolvers may return Futures.
 
@@ -141,7 +142,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _defer(self, kind: str, future: cf.Future, return_type: Any, field_nodes: Any, info: Any, path: Any,
                rest: tuple, source: Any) -> Any:
         run = self._run
-        if run is None:  # not inside a root hook (a custom entry point): wait here
+        if run is None:  # not inside the root hook (a custom entry point): wait here, bounded
+            if not cf.wait([future], timeout=self.stall_timeout).done:
+                raise ExecutionStalledError(
+                    f"no result after {self.stall_timeout} s; outside the root selection set"
+                    " nothing dispatches loaders"
+                )
             value = outcome(future)
             if kind == VALUE:
                 return self.complete_value(return_type, field_nodes, info, path, value, *rest)
