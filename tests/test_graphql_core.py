@@ -425,6 +425,21 @@ def test_an_executors_plain_future() -> None:
         assert run(schema, "{ f g }").data == {"f": "from pool", "g": [1, 2]}
 
 
+def test_a_cancelled_future_is_a_field_error_that_says_so() -> None:
+    cancelled: cf.Future = cf.Future()
+    cancelled.cancel()  # done before the field sees it
+    later: cf.Future = cf.Future()  # cancelled while the field waits
+    canceller = DataLoader(lambda keys: [later.cancel() for _ in keys])
+    schema = build_schema("type Query { a: String b: String c: Boolean }")
+    schema.query_type.fields["a"].resolve = lambda _s, _i: cancelled
+    schema.query_type.fields["b"].resolve = lambda _s, _i: later
+    schema.query_type.fields["c"].resolve = lambda _s, _i: canceller.load(1)
+    result = run(schema, "{ a b c }")
+    assert result.data == {"a": None, "b": None, "c": True}
+    assert sorted((e.path[0], e.message) for e in result.errors) == [
+        ("a", "the future of this field was cancelled"), ("b", "the future of this field was cancelled")]
+
+
 def test_a_future_nobody_completes_stalls_then_fails_clearly() -> None:
     class Quick(DataLoaderExecutionContext):
         stall_timeout = 0.05

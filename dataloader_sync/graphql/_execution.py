@@ -279,7 +279,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             try:
                 if error is not None:
                     raise error
-                value = outcome(pending.future)
+                value = pending.future.result()  # done: raises its error at once
                 kind = pending.kind
                 if kind == VALUE:
                     completed = self.complete_value(pending.return_type, pending.nodes, pending.info, path,
@@ -296,6 +296,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                     completed = self._complete_fields(pending.return_type, pending.nodes, pending.info, path,
                                                       pending.source, pending.rest)
             except Exception as raw_error:
+                if isinstance(raw_error, cf.CancelledError) and not str(raw_error):
+                    raw_error = cf.CancelledError("the future of this field was cancelled")
                 completed = None
                 self._fail(run, pending, raw_error)
             container[key] = completed
