@@ -3,17 +3,21 @@
 graphql-core 3.2.0–3.2.9, 3.2.10–3.2.14 and 3.3.x differ in exactly the places
 ``DataLoaderExecutionContext`` touches:
 
-==========================  ====================  =====================  ======================
-feature                     3.2.0 – 3.2.9         3.2.10 – 3.2.14        3.3.x
-==========================  ====================  =====================  ======================
-base class                  ``ExecutionContext``  ``ExecutionContext``   ``Executor``
-passed to ``execute`` as    ``execution_context_class=``                 ``executor_class=``
-``handle_field_error``      ``(error, type)``     ``(error, type, path)`` ``(raw, type, details, path)``
-root fields run by          ``execute_operation(operation, root_value)`` ``execute_root_grouped_field_set``
-sub-fields run by           ``execute_fields(type, value, path, collect_subfields(...))``
-                                                                         ``collect_and_execute_subfields``
-extra trailing argument     none                  none                   ``position_context``
-==========================  ====================  =====================  ======================
+- base class: ``ExecutionContext`` (3.2, passed as ``execution_context_class=``)
+  or ``Executor`` (3.3, passed as ``executor_class=``; 3.3 has no
+  ``execution_context_class`` any more);
+- ``handle_field_error``: ``(error, return_type)`` up to 3.2.9,
+  ``(error, return_type, path)`` from 3.2.10 (errors of nulled positions are
+  dropped), ``(raw_error, return_type, field_details_list, path)`` in 3.3
+  (it locates the error itself);
+- the root fields run in ``execute_operation(operation, root_value)`` (3.2)
+  or ``execute_root_grouped_field_set(...)`` (3.3);
+- an object's sub-fields run through ``execute_fields(type, value, path,
+  collect_subfields(type, nodes))`` (3.2) or ``collect_and_execute_subfields``
+  (3.3);
+- 3.3 adds a trailing ``position_context`` argument to the completion methods
+  (passed through as ``*rest``), and passes ``field_details_list`` where 3.2
+  passes ``field_nodes``.
 
 Everything here is decided once, at import, from signatures and attributes.
 """

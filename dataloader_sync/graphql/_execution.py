@@ -43,6 +43,17 @@ Guarantees:
   ``execute_operation`` (3.2) / ``execute_root_grouped_field_set`` (3.3) —
   the root hook: installs the dispatch scope and runs the loop.
   ``handle_field_error`` is called, never overridden (``_compat.handle``).
+- Batching: loaders are dispatched only when no completion is waiting to
+  run, so loads of one level go out as one batch per loader.  Batches that
+  run on executors complete at different times; the request thread
+  dispatches the next level's loads when it is idle (as DataLoader.js does at
+  the end of a tick), so a slow loader does not hold the others back — at
+  worst one batch per loader per completed batch, never one per field.  A
+  ticker-mode registry may also dispatch on its own thread mid-level.
+- A registry in ``context_value`` (``_scope.registry_of``) is dispatched with
+  ``dispatch_all()`` (its predicates apply); reported loaders outside it are
+  dispatched directly.  Keys queued where no scope saw them are swept up
+  before the loop waits.
 - A plain value costs one ``isinstance`` per completed value and one frame
   tuple per object; a pending Future costs one placeholder, and a callback
   only if the loop has to wait for it.
