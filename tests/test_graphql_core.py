@@ -671,3 +671,10 @@ def test_the_core_never_imports_graphql() -> None:
     code = "import sys, dataloader_sync; print(sorted(m for m in sys.modules if m.split('.')[0] == 'graphql'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_without_graphql_core_the_import_error_names_the_extra() -> None:
+    code = ("import sys; sys.modules['graphql'] = None\n"
+            "try:\n    import dataloader_sync.graphql\nexcept ImportError as exc:\n    print(exc)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install dataloader_sync[graphql]" in out.stdout
