@@ -69,6 +69,7 @@ def build_schema(items: Callable, field: Callable[[int], Callable], id_: Callabl
     attrs: Dict[str, Any] = {f"f{i}": graphene.Int(resolver=field(i)) for i in range(FIELDS)}
     attrs["id"] = graphene.Int(resolver=id_)
     attrs["late"] = graphene.Int(resolver=late)
+    item_type: Any = None  # children are Items: the lambda reads it once the type exists
     attrs["children"] = graphene.List(lambda: item_type, resolver=children)
     item_type = type("Item", (graphene.ObjectType,), attrs)
     query = type("Query", (graphene.ObjectType,), {"items": graphene.List(item_type, resolver=items)})
@@ -103,25 +104,31 @@ class IO:
         time.sleep(self.seconds)
         return keys
 
+    def io(self, keys: Any) -> Any:
+        """One counted I/O call, inline."""
+        self.count()
+        if self.seconds:
+            time.sleep(self.seconds)
+        return keys
+
     def batch_fn(self, *, blocking: bool = False) -> Callable[[List[Any]], Any]:
         """A batch function; *blocking* ones return values (a peer that takes no future)."""
-        seconds, count, wait = self.seconds, self.count, self.wait
-        if seconds == 0:
-            return lambda keys: (count(), keys)[1]
-        if self.inline or blocking:
-            return lambda keys: (count(), wait(keys))[1]
-        submit = self.pool.submit  # type: ignore[union-attr]
-        return lambda keys: (count(), submit(wait, keys))[1]
+        if self.pool is None or blocking:
+            return self.io
+        count, submit, wait = self.count, self.pool.submit, self.wait
+
+        def batch(keys: List[Any]) -> Any:
+            count()
+            return submit(wait, keys)
+        return batch
 
     def async_batch_fn(self) -> Callable[[List[Any]], Any]:
-        seconds, count, wait, pool = self.seconds, self.count, self.wait, self.pool
+        io, count, wait, pool = self.io, self.count, self.wait, self.pool
 
         async def batch(keys: List[Any]) -> List[Any]:
-            count()
-            if seconds == 0:
-                return keys
             if pool is None:
-                return wait(keys)
+                return io(keys)
+            count()
             return await asyncio.wrap_future(pool.submit(wait, keys))
         return batch
 
@@ -194,12 +201,12 @@ class DataLoaderSyncVariant(Variant):
         self.execution_context_class = DataLoaderExecutionContext
         self.worker_pool = cf.ThreadPoolExecutor(1, thread_name_prefix=f"bench-{name}-scheduler")
         self.scheduler_worker = self.worker_pool.submit(threading.get_ident).result()
-        self.scheduler = ScheduledExecutor(self.worker_pool, name=f"bench-{name}")
+        self.scheduler = self.shared = ScheduledExecutor(self.worker_pool, name=f"bench-{name}")
         self.schema = loader_schema(w)
         self.batch_fn = w.io.batch_fn()
 
     def registry(self) -> ScheduledDataLoaderRegistry:
-        registry = self.registry_class(scheduled_executor=self.scheduler, ticker_mode=True, schedule=self.w.tick,
+        registry = self.registry_class(scheduled_executor=self.shared, ticker_mode=True, schedule=self.w.tick,
                                        dispatch_predicate=DISPATCH_NEVER)
         batch_fn = self.batch_fn
         for name in self.w.names["all"]:
@@ -215,7 +222,7 @@ class DataLoaderSyncVariant(Variant):
             registry.close()
 
     def close(self) -> None:
-        self.scheduler.shutdown(wait=True, cancel_futures=True)
+        self.shared.shutdown(wait=True, cancel_futures=True)
         self.worker_pool.shutdown(wait=True, cancel_futures=True)
 
 
@@ -229,7 +236,7 @@ class PlainVariant(Variant):
     def __init__(self, w: "Workload", name: str) -> None:
         super().__init__(w)
         self.name = name
-        io: Callable[[Any], Any] = (lambda v: v) if name == "floor" else (lambda v: (w.io.count(), w.io.wait(v))[1])
+        io: Callable[[Any], Any] = (lambda v: v) if name == "floor" else w.io.io
         if name == "n-plus-one":
             self.notes.append("one time.sleep per loaded value on the request thread (no batching, no cache)")
         self.schema = build_schema(w.root_items, lambda i: lambda item, info: io(item), lambda item, info: item,
