@@ -19,11 +19,16 @@ calls); scheduled tasks per request (the ScheduledExecutor's task_count
 delta); scheduler queue peak/end (pending + queued tasks, sampled every 5 ms);
 timer-thread CPU per request (the ScheduledExecutor's timer thread) and
 tick-worker CPU per request (the one thread running the ticks): their sum is
-what Bench.java calls scheduler-thread CPU; process CPU per request.
+what Bench.java calls scheduler-thread CPU; process CPU and context switches
+per request.  Python threads share one GIL: the timer thread and the tick
+worker wait for it like the request threads, so under load ticks run late
+(fewer scheduled tasks, not more), and CPU per request rises with the objects
+that concurrent requests keep alive (the cyclic GC walks them).
 
     python tools/bench.py                      # the table, default settings
     python tools/bench.py --quick              # small settings, under a minute
     python tools/bench.py --io-ms 0            # CPU-bound
+    python tools/bench.py --gc-threshold 50000 # the same with fewer cyclic-GC passes (see the header's gc line)
     python tools/bench.py --micro --scaling    # per-operation costs and their shape (tools/bench_micro.py)
     python tools/bench.py --json out.json      # the same figures as JSON too
 """
@@ -31,9 +36,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures as cf
+import gc
 import json
 import os
 import platform
+import resource
 import sys
 import threading
 import time
@@ -162,6 +169,12 @@ def run_requests(variant: Any, n: int, concurrency: int, expected: Dict[str, Any
     return out
 
 
+def _switches() -> int:
+    """Context switches of the process so far (voluntary + involuntary): GIL hand-offs show up here."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_nvcsw + usage.ru_nivcsw
+
+
 def _timer_ident(sched: Any) -> Optional[int]:
     thread = sched.timer_thread if sched is not None else None
     return thread.ident if thread is not None else None
@@ -178,7 +191,7 @@ def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) 
     warm = run_requests(variant, warmup, args.concurrency, w.expected, deadline)
     tasks0 = sched.task_count if sched else 0
     timer0, worker0 = thread_cpu(_timer_ident(sched)), thread_cpu(variant.scheduler_worker)  # 0.0: not started
-    calls0, cpu0, t0 = w.io.calls, time.process_time(), time.perf_counter()
+    calls0, cpu0, switches0, t0 = w.io.calls, time.process_time(), _switches(), time.perf_counter()
     sampler = QueueSampler(sched) if sched is not None else None
     if sampler:
         sampler.__enter__()
@@ -199,6 +212,7 @@ def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) 
         "latency_p50_ms": percentile(lat, 0.5) * 1e3, "latency_p99_ms": percentile(lat, 0.99) * 1e3,
         "batch_calls_per_request": (w.io.calls - calls0) / done,
         "process_cpu_ms_per_request": cpu * 1e3 / done,
+        "context_switches_per_request": (_switches() - switches0) / done,
     }
     if run.started < requests:
         row["notes"].append(f"stopped after {run.started} of {requests} requests: --variant-timeout "
@@ -233,7 +247,8 @@ COLUMNS = [  # (header, key, format)
     ("sched tasks/req", "scheduled_tasks_per_request", "{:,.1f}"), ("queue peak/end", "queue", "{}"),
     ("timer CPU ms/req", "timer_cpu_ms_per_request", "{:.3f}"),
     ("tick-worker CPU ms/req", "tick_worker_cpu_ms_per_request", "{:.3f}"),
-    ("process CPU ms/req", "process_cpu_ms_per_request", "{:.1f}"), ("errors", "errors", "{}"),
+    ("process CPU ms/req", "process_cpu_ms_per_request", "{:.1f}"),
+    ("ctx switches/req", "context_switches_per_request", "{:,.0f}"), ("errors", "errors", "{}"),
 ]
 
 
@@ -270,9 +285,11 @@ def targets(rows: List[Dict[str, Any]], io_ms: float, tick_ms: float) -> List[Di
         r = ratio(st["throughput_rps"], ch["throughput_rps"])
         add("throughput single-tick / per-loader-chains", r, ">= 2", r is not None and r >= 2)
         tasks = st["scheduled_tasks_per_request"]
+        on_time = st["latency_p50_ms"] / tick_ms
         add("scheduled tasks per request, single-tick", tasks, "<= 5", tasks <= 5,
-            f"one pending tick per open registry: ≈ 1 + (time open after the first dispatch) / tick; "
-            f"p50 / tick = {st['latency_p50_ms'] / tick_ms:.1f}")
+            f"one pending tick per open registry, so ≈ 1 + (time open after the first dispatch) / tick; "
+            f"p50 / tick = {on_time:.1f}" + (" — far fewer ran: ticks were late (the timer and the tick worker "
+                                             "wait for the GIL like every thread)" if tasks < on_time / 4 else ""))
         r = ratio(ch["timer_cpu_ms_per_request"], st["timer_cpu_ms_per_request"])
         add("timer-thread CPU per request, per-loader-chains / single-tick", r, ">= 10", r is None or r >= 10)
     if io_ms == 0 and st and fl:
@@ -299,7 +316,7 @@ def header(args: argparse.Namespace, w: bw.Workload) -> Dict[str, Any]:
                      "children_loader": w.names["children"]},
         "environment": {"python": platform.python_version(), "implementation": platform.python_implementation(),
                         "graphql_core": graphql.__version__, "graphene": _version("graphene"),
-                        "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
+                        "gc_threshold": list(gc.get_threshold()), "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
                         "platform": platform.platform()},
     }
 
@@ -318,6 +335,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--tick-ms", type=float, default=15.0, help="the registries' schedule")
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None, help="default: all")
     p.add_argument("--variant-timeout", type=float, default=600.0, help="seconds before a variant stops early")
+    p.add_argument("--gc-threshold", type=int, default=None, metavar="N",
+                   help="gc.set_threshold(N, …) for the run: the cyclic GC's cost grows with the objects that "
+                        "concurrent requests keep alive (default: the interpreter's)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
     p.add_argument("--quick", action="store_true", help="small settings: the whole run takes under a minute")
     p.add_argument("--micro", action="store_true", help="ns per load/dispatch/tick (tools/bench_micro.py)")
@@ -335,6 +355,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     for name in ("requests", "concurrency", "io_threads", "items", "tick_ms", "variant_timeout"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be > 0")
+    if args.gc_threshold is not None and args.gc_threshold < 0:
+        p.error("--gc-threshold must be >= 0 (0 disables the cyclic GC)")
     if args.io_ms < 0 or args.depth < 0 or args.warmup < 0:
         p.error("--io-ms, --depth and --warmup must be >= 0")
     if args.loaders < bw.FIELDS + 3:
@@ -344,6 +366,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = parse_args(argv)
+    if args.gc_threshold is not None:
+        gc.set_threshold(args.gc_threshold, *gc.get_threshold()[1:])
     report: Dict[str, Any] = {}
     if args.micro or args.scaling:
         import bench_micro
@@ -367,7 +391,8 @@ def end_to_end(args: argparse.Namespace) -> Dict[str, Any]:
     print(f"dataloader_sync bench: requests={s['requests']} (+{s['warmup']} warm-up) concurrency={s['concurrency']} "
           f"loaders={s['loaders']} items={s['items']} depth={s['depth']} ({s['items_per_request']} items/request) "
           f"tick={s['tick_ms']:g}ms\nI/O: {s['io']}\nPython {e['python']} ({e['implementation']}), graphql-core "
-          f"{e['graphql_core']}, graphene {e['graphene']}, {e['cores']} cores, load average {e['load_average']}",
+          f"{e['graphql_core']}, graphene {e['graphene']}, {e['cores']} cores, load average {e['load_average']}, "
+          f"gc threshold {tuple(e['gc_threshold'])}",
           flush=True)
     rows: List[Dict[str, Any]] = []
     try:
