@@ -229,7 +229,15 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        ck = self._cache_key(key) if self._cache_enabled else None
+        # The hot path: _cache_key inlined (a cached or queued load is a few
+        # dict/list operations; every GraphQL field that loads comes here).
+        ck = None
+        if self._cache_enabled:
+            ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
+            try:
+                hash(ck)
+            except TypeError:
+                self._cache_key(key)  # raises the error that names the parameter
         with self._lock:
             self._load_count += 1
             if self._cache_enabled:
