@@ -348,11 +348,15 @@ class DataLoader(Generic[K, V]):
         return self
 
     # -- dispatching ---------------------------------------------------------
-    def _take_queue(self) -> List[_Entry]:
+    def _take_queue(self) -> Optional[List[_Entry]]:
+        """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time."""
         now = self._clock()  # an injected clock is user code: not under the lock
         with self._lock:
-            queue, self._queue = self._queue, []
             self._last_dispatch = now
+            queue = self._queue
+            if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
+                return None
+            self._queue = []
         return queue
 
     def _send(self, queue: List[_Entry], sink: Optional["_DispatchSink"] = None) -> None:
@@ -366,14 +370,15 @@ class DataLoader(Generic[K, V]):
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
         queue = self._take_queue()
-        if queue:
-            self._send(queue)
+        if queue is None:
+            return 0
+        self._send(queue)
         return len(queue)
 
     def dispatch_with_counts(self) -> DispatchResult:
         """Dispatch the queued keys; return their future and how many there were."""
         queue = self._take_queue()
-        if not queue:
+        if queue is None:
             return DispatchResult(completed_future([]), 0)
         size = self._max_batch_size or len(queue)
         sink = _DispatchSink(len(queue), -(-len(queue) // size))
@@ -485,23 +490,22 @@ class DataLoader(Generic[K, V]):
         except Exception as exc:
             self._fail_batch(entries, exc, sink)
             return
-        failed: List[_Entry] = []
-        for entry, value in zip(entries, values):
-            if isinstance(value, BaseException):
-                failed.append(entry)
+        failed = [(entry, value) for entry, value in zip(entries, values) if isinstance(value, BaseException)]
         if failed:
             with self._lock:
                 self._load_error_count += len(failed)
                 if not self._cache_exceptions:
-                    self._evict_locked(failed)
-        for entry, value in zip(entries, values):
-            if isinstance(value, BaseException):
-                entry[3]._settle(None, value)
-            else:
+                    self._evict_locked([entry for entry, _ in failed])
+            for entry, value in zip(entries, values):
+                if isinstance(value, BaseException):
+                    entry[3]._settle(None, value)
+                else:
+                    entry[3]._settle(value, None)
+        else:
+            for entry, value in zip(entries, values):
                 entry[3]._settle(value, None)
         if sink is not None:
-            first_error = next((v for v in values if isinstance(v, BaseException)), None) if failed else None
-            sink.report(offset, values, first_error)
+            sink.report(offset, values, failed[0][1] if failed else None)
 
     def _evict_locked(self, entries: List[_Entry]) -> None:
         if not self._cache_enabled:

@@ -210,13 +210,20 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
 
     def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
         """Complete unless already done (e.g. cancelled by a user); True if it did."""
+        # The hot path of every batch: no method call unless someone waits or
+        # a callback is registered.
         with self._lock:
-            if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
+            state = self._state
+            if state != PENDING and state != RUNNING:
                 return False
             self._result = result
             self._exception = exception
-            self._finish_locked(FINISHED)
-        self._invoke_callbacks()
+            if self._cond is None and not self._w:
+                self._state = FINISHED
+            else:
+                self._finish_locked(FINISHED)
+        if self._done_callbacks is not None:
+            self._invoke_callbacks()
         return True
 
     # -- chaining --------------------------------------------------------------

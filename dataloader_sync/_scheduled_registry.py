@@ -156,6 +156,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
     # -- predicates ----------------------------------------------------------------
     def _should_dispatch(self, name: str, loader: DataLoader) -> bool:
         predicate = self._loader_predicates.get(name, self._predicate)
+        if predicate is DISPATCH_ALWAYS:  # the common per-loader predicate: no call on the tick's path
+            return True
         try:
             return predicate(name, loader)
         except Exception:
