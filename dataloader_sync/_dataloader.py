@@ -47,8 +47,64 @@ __all__ = ["BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 K = TypeVar("K")
 V = TypeVar("V")
 
-# A queued load: (key, cache key, key context, future).
-_Entry = Tuple[Any, Hashable, Any, Future]
+
+class _Queue:
+    """Queued loads as parallel columns, in load order.
+
+    No tuple per load: the cyclic GC then tracks one object (the future) per
+    queued key instead of two, which matters with many requests in flight.
+    ``cache_keys`` exists only with a ``cache_key_fn`` (otherwise a key is its
+    own cache key); ``contexts`` only once a key context was given.
+    """
+
+    __slots__ = ("keys", "futures", "cache_keys", "contexts")
+
+    def __init__(self, with_cache_keys: bool) -> None:
+        self.keys: List[Any] = []
+        self.futures: List[Future] = []
+        self.cache_keys: Optional[List[Hashable]] = [] if with_cache_keys else None
+        self.contexts: Optional[List[Any]] = None
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
+        self.keys.append(key)
+        self.futures.append(fut)
+        if self.cache_keys is not None:
+            self.cache_keys.append(ck)
+        if key_context is not None or self.contexts is not None:
+            if self.contexts is None:
+                self.contexts = [None] * (len(self.keys) - 1)
+            self.contexts.append(key_context)
+
+    def extend(self, other: "_Queue") -> None:
+        n = len(self.keys)
+        self.keys.extend(other.keys)
+        self.futures.extend(other.futures)
+        if self.cache_keys is not None:
+            self.cache_keys.extend(other.cached_under())
+        if other.contexts is not None or self.contexts is not None:
+            if self.contexts is None:
+                self.contexts = [None] * n
+            self.contexts.extend(other.context_list())
+
+    def slice(self, start: int, stop: int) -> "_Queue":
+        part = _Queue(False)
+        part.keys = self.keys[start:stop]
+        part.futures = self.futures[start:stop]
+        if self.cache_keys is not None:
+            part.cache_keys = self.cache_keys[start:stop]
+        if self.contexts is not None:
+            part.contexts = self.contexts[start:stop]
+        return part
+
+    def cached_under(self) -> List[Hashable]:
+        """The cache key of each load."""
+        return self.keys if self.cache_keys is None else self.cache_keys
+
+    def context_list(self) -> List[Any]:
+        return [None] * len(self.keys) if self.contexts is None else self.contexts
 
 
 class BatchLoaderEnvironment(NamedTuple):
@@ -174,7 +230,7 @@ class DataLoader(Generic[K, V]):
         self._clock = clock
         # _lock guards _queue, _cache, _last_dispatch and the statistics counters.
         self._lock = threading.Lock()
-        self._queue: List[_Entry] = []
+        self._queue = _Queue(cache_key_fn is not None)
         self._last_dispatch = clock()
         self._load_count = 0
         self._load_error_count = 0
@@ -249,9 +305,14 @@ class DataLoader(Generic[K, V]):
             if self._cache_enabled:
                 self._cache[ck] = fut
             if self._batch:
-                self._queue.append((key, ck, key_context, fut))
+                queue = self._queue
+                if queue.cache_keys is None and key_context is None and queue.contexts is None:
+                    queue.keys.append(key)  # the common case of _Queue.add, inlined
+                    queue.futures.append(fut)
+                else:
+                    queue.add(key, ck, key_context, fut)
         if not self._batch:
-            self._call_batch([(key, ck, key_context, fut)])
+            self._call_single(key, ck, key_context, fut)
             return fut
         scope = current_scope()
         if scope is not None:
@@ -289,7 +350,7 @@ class DataLoader(Generic[K, V]):
                 raise ValueError("key_contexts must have the same length as keys")
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
         futures: List[Future] = []
-        new: List[_Entry] = []
+        new = _Queue(self._cache_key_fn is not None)
         with self._lock:
             self._load_count += len(keys)
             cache = self._cache if self._cache_enabled else None
@@ -303,14 +364,14 @@ class DataLoader(Generic[K, V]):
                 fut = Future()
                 if cache is not None:
                     cache[ck] = fut
-                new.append((key, ck, kc, fut))
+                new.add(key, ck, kc, fut)
                 futures.append(fut)
             if self._batch:
                 self._queue.extend(new)
         if new:
             if not self._batch:
-                for entry in new:
-                    self._call_batch([entry])
+                for args in zip(new.keys, new.cached_under(), new.context_list(), new.futures):
+                    self._call_single(*args)
             else:
                 scope = current_scope()
                 if scope is not None:
@@ -348,7 +409,7 @@ class DataLoader(Generic[K, V]):
         return self
 
     # -- dispatching ---------------------------------------------------------
-    def _take_queue(self) -> Optional[List[_Entry]]:
+    def _take_queue(self) -> Optional[_Queue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time."""
         now = self._clock()  # an injected clock is user code: not under the lock
         with self._lock:
@@ -356,16 +417,22 @@ class DataLoader(Generic[K, V]):
             queue = self._queue
             if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
                 return None
-            self._queue = []
+            self._queue = _Queue(self._cache_key_fn is not None)
         return queue
 
-    def _send(self, queue: List[_Entry], sink: Optional["_DispatchSink"] = None) -> None:
+    def _send(self, queue: _Queue, sink: Optional["_DispatchSink"] = None) -> None:
         size = self._max_batch_size
         if size is None or len(queue) <= size:
             self._call_batch(queue, sink, 0)
         else:
             for i in range(0, len(queue), size):
-                self._call_batch(queue[i : i + size], sink, i)
+                self._call_batch(queue.slice(i, i + size), sink, i)
+
+    def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
+        """``batch=False``: one batch call for this one load, now."""
+        one = _Queue(self._cache_key_fn is not None)
+        one.add(key, ck, key_context, fut)
+        self._call_batch(one)
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
@@ -401,78 +468,80 @@ class DataLoader(Generic[K, V]):
             Exception: the first error of a dispatched key.
         """
         values = self.dispatch().result()
-        while self._queue:
+        while len(self._queue):
             values.extend(self.dispatch().result())
         return values
 
     # -- the batch call --------------------------------------------------------
-    def _call_batch(self, entries: List[_Entry], sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
-        keys = [e[0] for e in entries]
+    def _call_batch(self, batch: _Queue, sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
+        keys = list(batch.keys)  # the user's copy: our columns stay as they are
         with self._lock:
             self._batch_invoke_count += 1
             self._batch_load_count += len(keys)
         try:
             args: Tuple[Any, ...] = (keys,)
             if self._pass_env:
-                args = (keys, self._environment(entries))
+                args = (keys, self._environment(batch))
             if self._executor is None:
                 result = self._batch_load_fn(*args)
             else:
                 result = self._executor.submit(self._batch_load_fn, *args)
         except BaseException as exc:
-            self._fail_batch(entries, exc, sink)
+            self._fail_batch(batch, exc, sink)
             if not isinstance(exc, Exception):
                 raise
             return
         if isinstance(result, cf.Future):
-            result.add_done_callback(lambda f: self._on_batch_future(entries, f, sink, offset))
+            result.add_done_callback(lambda f: self._on_batch_future(batch, f, sink, offset))
         else:
-            self._complete_batch(entries, result, sink, offset)
+            self._complete_batch(batch, result, sink, offset)
 
-    def _environment(self, entries: List[_Entry]) -> BatchLoaderEnvironment:
+    def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
+        contexts = batch.context_list()
         key_contexts: Dict[Any, Any] = {}
-        for key, _ck, kc, _fut in entries:
-            if kc is not None:
-                try:
-                    key_contexts[key] = kc
-                except TypeError:  # an unhashable key (see cache_key_fn): in the list only
-                    pass
-        return BatchLoaderEnvironment(context, key_contexts, [e[2] for e in entries])
+        if batch.contexts is not None:
+            for key, kc in zip(batch.keys, contexts):
+                if kc is not None:
+                    try:
+                        key_contexts[key] = kc
+                    except TypeError:  # an unhashable key (see cache_key_fn): in the list only
+                        pass
+        return BatchLoaderEnvironment(context, key_contexts, list(contexts))
 
-    def _on_batch_future(self, entries: List[_Entry], fut: cf.Future,
+    def _on_batch_future(self, batch: _Queue, fut: cf.Future,
                          sink: Optional["_DispatchSink"], offset: int) -> None:
         if fut.cancelled():
-            self._fail_batch(entries, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
+            self._fail_batch(batch, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
             return
         exc = fut.exception()
         if exc is not None:
-            self._fail_batch(entries, exc, sink)
+            self._fail_batch(batch, exc, sink)
             return
         result = fut.result()
         if isinstance(result, cf.Future):  # a Future of a Future, from executor + async fn
-            result.add_done_callback(lambda f: self._on_batch_future(entries, f, sink, offset))
+            result.add_done_callback(lambda f: self._on_batch_future(batch, f, sink, offset))
         else:
-            self._complete_batch(entries, result, sink, offset)
+            self._complete_batch(batch, result, sink, offset)
 
     def _label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
 
-    def _values_for(self, entries: List[_Entry], result: Any) -> List[Any]:
-        """The batch result as one value per entry, in order.
+    def _values_for(self, batch: _Queue, result: Any) -> List[Any]:
+        """The batch result as one value per key, in order.
 
         Raises:
             BatchLoadError: a non-sequence, or a sequence of the wrong length.
             Exception: whatever the result's own ``get``/``len``/iteration raises.
         """
         if isinstance(result, Mapping):
-            return [result.get(e[0]) for e in entries]
+            return [result.get(key) for key in batch.keys]
         if isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
             values = list(result)
-            if len(values) != len(entries):
+            if len(values) != len(batch):
                 raise BatchLoadError(
                     f"{self._label()}: batch function returned {len(values)} values "
-                    f"for {len(entries)} keys; it must return one per key, in order"
+                    f"for {len(batch)} keys; it must return one per key, in order"
                 )
             return values
         raise BatchLoadError(
@@ -480,51 +549,54 @@ class DataLoader(Generic[K, V]):
             f"or a mapping, got {type(result).__name__}"
         )
 
-    def _complete_batch(self, entries: List[_Entry], result: Any,
+    def _complete_batch(self, batch: _Queue, result: Any,
                         sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
         # A result that cannot be matched to the keys (wrong kind or count, a
         # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
         # the futures must complete whatever the result looks like.
         try:
-            values = self._values_for(entries, result)
+            values = self._values_for(batch, result)
         except Exception as exc:
-            self._fail_batch(entries, exc, sink)
+            self._fail_batch(batch, exc, sink)
             return
-        failed = [(entry, value) for entry, value in zip(entries, values) if isinstance(value, BaseException)]
+        failed = [i for i, value in enumerate(values) if isinstance(value, BaseException)]
+        futures = batch.futures
         if failed:
             with self._lock:
                 self._load_error_count += len(failed)
                 if not self._cache_exceptions:
-                    self._evict_locked([entry for entry, _ in failed])
-            for entry, value in zip(entries, values):
+                    self._evict_locked(batch, failed)
+            for fut, value in zip(futures, values):
                 if isinstance(value, BaseException):
-                    entry[3]._settle(None, value)
+                    fut._settle(None, value)
                 else:
-                    entry[3]._settle(value, None)
+                    fut._settle(value, None)
         else:
-            for entry, value in zip(entries, values):
-                entry[3]._settle(value, None)
+            for fut, value in zip(futures, values):
+                fut._settle(value, None)
         if sink is not None:
-            sink.report(offset, values, failed[0][1] if failed else None)
+            sink.report(offset, values, values[failed[0]] if failed else None)
 
-    def _evict_locked(self, entries: List[_Entry]) -> None:
+    def _evict_locked(self, batch: _Queue, indexes: Optional[List[int]] = None) -> None:
+        """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs."""
         if not self._cache_enabled:
             return
         cache = self._cache
-        for _key, ck, _kc, fut in entries:
-            if cache.get(ck) is fut:
-                del cache[ck]
+        cks, futures = batch.cached_under(), batch.futures
+        for i in range(len(futures)) if indexes is None else indexes:
+            if cache.get(cks[i]) is futures[i]:
+                del cache[cks[i]]
 
-    def _fail_batch(self, entries: List[_Entry], exc: BaseException,
+    def _fail_batch(self, batch: _Queue, exc: BaseException,
                     sink: Optional["_DispatchSink"] = None) -> None:
         with self._lock:
             self._batch_load_exception_count += 1
-            self._load_error_count += len(entries)
-            self._evict_locked(entries)
-        for entry in entries:
-            entry[3]._settle(None, exc)
+            self._load_error_count += len(batch)
+            self._evict_locked(batch)
+        for fut in batch.futures:
+            fut._settle(None, exc)
         if sink is not None:
-            sink.report(0, entries, exc)
+            sink.report(0, [], exc)
 
 
 class _DispatchSink:

@@ -29,7 +29,7 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from typing import Any, Callable, Generic, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar
 
 from ._dispatch_scope import current_scope, reset_scope, set_scope
 
@@ -56,7 +56,7 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         self._state = PENDING
         self._result: Any = None
         self._exception: Optional[BaseException] = None
-        self._done_callbacks: Optional[list] = None
+        self._done_callbacks: Any = None  # None, one callable, or a list of them
         self._cond: Optional[threading.Condition] = None
         self._w: Optional[list] = None
 
@@ -133,10 +133,14 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         if self._state in (PENDING, RUNNING):
             with self._lock:
                 if self._state in (PENDING, RUNNING):
-                    if self._done_callbacks is None:
-                        self._done_callbacks = [fn]
+                    # One callback (the common case) is kept as it is; a list only from the second.
+                    callbacks = self._done_callbacks
+                    if callbacks is None:
+                        self._done_callbacks = fn
+                    elif type(callbacks) is list:
+                        callbacks.append(fn)
                     else:
-                        self._done_callbacks.append(fn)
+                        self._done_callbacks = [callbacks, fn]
                     return
         try:
             fn(self)
@@ -145,8 +149,8 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
 
     def _invoke_callbacks(self) -> None:
         callbacks, self._done_callbacks = self._done_callbacks, None
-        if callbacks:
-            for fn in callbacks:
+        if callbacks is not None:
+            for fn in callbacks if type(callbacks) is list else (callbacks,):
                 try:
                     fn(self)
                 except Exception:
@@ -298,38 +302,59 @@ def failed_future(exc: BaseException) -> Future[Any]:
 
 
 class _Gather:
-    """Collects the outcomes of futures into one list future, in order."""
+    """Collects the outcomes of futures into one list future, in order.
 
-    __slots__ = ("out", "values", "left", "lock", "return_exceptions")
+    One bound method serves every future (no closure per future), and a
+    future listed twice gets one callback: ``positions`` maps ``id(future)``
+    to its index, or to a list of indexes.  Ids are stable and unique here:
+    every future of the gather is alive when the gather is built, and each
+    is alive when its callback runs.
+    """
 
-    def __init__(self, n: int, return_exceptions: bool) -> None:
+    __slots__ = ("out", "values", "left", "lock", "return_exceptions", "positions")
+
+    def __init__(self, futures: List[cf.Future], return_exceptions: bool) -> None:
         self.out: Future[List[Any]] = Future()
-        self.values: List[Any] = [None] * n
-        self.left = n  # guarded by lock
+        self.values: List[Any] = [None] * len(futures)
+        positions: Dict[int, Any] = {}
+        for i, fut in enumerate(futures):
+            key = id(fut)
+            where = positions.get(key)
+            if where is None:
+                positions[key] = i
+            elif isinstance(where, list):
+                where.append(i)
+            else:
+                positions[key] = [where, i]
+        self.positions = positions
+        self.left = len(positions)  # distinct futures not yet done; guarded by lock
         self.lock = _Lock()  # guards left and the decision to complete out
         self.return_exceptions = return_exceptions
 
-    def callback_for(self, index: int) -> Callable[[cf.Future], None]:
-        def done(fut: cf.Future) -> None:
-            if fut.cancelled():
-                exc: Optional[BaseException] = cf.CancelledError()
-            else:
-                exc = fut.exception()
-            if exc is not None and not self.return_exceptions:
-                with self.lock:
-                    first = self.left > 0
-                    self.left = 0
-                if first:
-                    self.out.set_exception(exc)
-                return
-            self.values[index] = exc if exc is not None else fut.result()
+    def done(self, fut: cf.Future) -> None:
+        if fut.cancelled():
+            exc: Optional[BaseException] = cf.CancelledError()
+        else:
+            exc = fut.exception()
+        if exc is not None and not self.return_exceptions:
             with self.lock:
-                self.left -= 1
-                last = self.left == 0
-            if last:
-                self.out.set_result(self.values)
-
-        return done
+                first = self.left > 0
+                self.left = 0
+            if first:
+                self.out._settle(None, exc)
+            return
+        value = exc if exc is not None else fut.result()
+        where = self.positions[id(fut)]
+        if isinstance(where, list):
+            for i in where:
+                self.values[i] = value
+        else:
+            self.values[where] = value
+        with self.lock:
+            self.left -= 1
+            last = self.left == 0
+        if last:
+            self.out._settle(self.values, None)
 
 
 def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> Future[List[Any]]:
@@ -341,7 +366,8 @@ def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> 
     futures = list(futures)
     if not futures:
         return completed_future([])
-    g = _Gather(len(futures), return_exceptions)
-    for i, fut in enumerate(futures):
-        fut.add_done_callback(g.callback_for(i))
+    g = _Gather(futures, return_exceptions)
+    done = g.done
+    for fut in {id(f): f for f in futures}.values():  # each distinct future once
+        fut.add_done_callback(done)
     return g.out
