@@ -36,11 +36,11 @@ class DispatchPredicate:
 
     def __and__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
         a, b = self, as_predicate(other, "other")
-        return DispatchPredicate(lambda n, l: a(n, l) and b(n, l), f"({a!r} & {b!r})")
+        return DispatchPredicate(lambda name, loader: a(name, loader) and b(name, loader), f"({a!r} & {b!r})")
 
     def __or__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
         a, b = self, as_predicate(other, "other")
-        return DispatchPredicate(lambda n, l: a(n, l) or b(n, l), f"({a!r} | {b!r})")
+        return DispatchPredicate(lambda name, loader: a(name, loader) or b(name, loader), f"({a!r} | {b!r})")
 
     # ``plain_fn & predicate`` lands here: keep the user's order, both when
     # evaluating (short-circuit) and in the repr.
@@ -52,7 +52,7 @@ class DispatchPredicate:
 
     def __invert__(self) -> "DispatchPredicate":
         a = self
-        return DispatchPredicate(lambda n, l: not a(n, l), f"~{a!r}")
+        return DispatchPredicate(lambda name, loader: not a(name, loader), f"~{a!r}")
 
     def __repr__(self) -> str:
         return self._repr

@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import datetime
 import logging
-import threading
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._dataloader import DataLoader
 from ._executor import ScheduledExecutor, ScheduledFuture, _seconds, get_default_scheduled_executor
