@@ -6,10 +6,10 @@ imported only when used.
 """
 from __future__ import annotations
 
-from ._dataloader import BatchLoaderEnvironment as BatchLoaderEnvironment
-from ._dataloader import BatchLoadError as BatchLoadError
+from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
+from ._batch import BatchLoadError as BatchLoadError
+from ._batch import DispatchResult as DispatchResult
 from ._dataloader import DataLoader as DataLoader
-from ._dataloader import DispatchResult as DispatchResult
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import ScheduledFuture as ScheduledFuture
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
@@ -20,14 +20,18 @@ from ._future import gather as gather
 from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
 from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
 from ._predicates import DispatchPredicate as DispatchPredicate
-from ._predicates import dispatch_if_depth_greater_than as dispatch_if_depth_greater_than
+from ._predicates import (
+    dispatch_if_depth_greater_than as dispatch_if_depth_greater_than,
+)
 from ._predicates import dispatch_if_longer_than as dispatch_if_longer_than
 from ._refresher import PeriodicRefresher as PeriodicRefresher
 from ._refresher import RefresherStatistics as RefresherStatistics
 from ._refresher import daily_at as daily_at
 from ._refresher import refreshed_every as refreshed_every
 from ._registry import DataLoaderRegistry as DataLoaderRegistry
-from ._scheduled_registry import ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry
+from ._scheduled_registry import (
+    ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry,
+)
 from ._statistics import Statistics as Statistics
 from ._worker import RestartableWorker as RestartableWorker
 from ._worker import WorkerState as WorkerState

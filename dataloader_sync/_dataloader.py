@@ -32,107 +32,26 @@ from typing import (
     Iterable,
     List,
     MutableMapping,
-    NamedTuple,
     Optional,
     Tuple,
     TypeVar,
 )
 
+from ._batch import (
+    BatchLoaderEnvironment,
+    BatchLoadError,
+    DispatchResult,
+    _DispatchSink,
+    _Queue,
+)
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, gather
 from ._statistics import Statistics
 
-__all__ = ["BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
+__all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-class _Queue:
-    """Queued loads as parallel columns, in load order.
-
-    No tuple per load: the cyclic GC then tracks one object (the future) per
-    queued key instead of two, which matters with many requests in flight.
-    ``cache_keys`` exists only with a ``cache_key_fn`` (otherwise a key is its
-    own cache key); ``contexts`` only once a key context was given.
-    """
-
-    __slots__ = ("keys", "futures", "cache_keys", "contexts")
-
-    def __init__(self, with_cache_keys: bool) -> None:
-        self.keys: List[Any] = []
-        self.futures: List[Future] = []
-        self.cache_keys: Optional[List[Hashable]] = [] if with_cache_keys else None
-        self.contexts: Optional[List[Any]] = None
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
-        self.keys.append(key)
-        self.futures.append(fut)
-        if self.cache_keys is not None:
-            self.cache_keys.append(ck)
-        if key_context is not None or self.contexts is not None:
-            if self.contexts is None:
-                self.contexts = [None] * (len(self.keys) - 1)
-            self.contexts.append(key_context)
-
-    def extend(self, other: "_Queue") -> None:
-        n = len(self.keys)
-        self.keys.extend(other.keys)
-        self.futures.extend(other.futures)
-        if self.cache_keys is not None:
-            self.cache_keys.extend(other.cached_under())
-        if other.contexts is not None or self.contexts is not None:
-            if self.contexts is None:
-                self.contexts = [None] * n
-            self.contexts.extend(other.context_list())
-
-    def slice(self, start: int, stop: int) -> "_Queue":
-        part = _Queue(False)
-        part.keys = self.keys[start:stop]
-        part.futures = self.futures[start:stop]
-        if self.cache_keys is not None:
-            part.cache_keys = self.cache_keys[start:stop]
-        if self.contexts is not None:
-            part.contexts = self.contexts[start:stop]
-        return part
-
-    def cached_under(self) -> List[Hashable]:
-        """The cache key of each load."""
-        return self.keys if self.cache_keys is None else self.cache_keys
-
-    def context_list(self) -> List[Any]:
-        return [None] * len(self.keys) if self.contexts is None else self.contexts
-
-
-class BatchLoaderEnvironment(NamedTuple):
-    """What a ``pass_env=True`` batch function receives as its second argument.
-
-    Attributes:
-        context: the loader's ``context=`` value, or what ``context_provider()``
-            returned for this batch (None when neither was given).
-        key_contexts: ``{key: key_context}`` for the keys of this batch that
-            were loaded with a key context (hashable keys only; an unhashable
-            key's context is in ``key_contexts_list``).
-        key_contexts_list: the key contexts in batch order (None where absent).
-    """
-
-    context: Any
-    key_contexts: Dict[Any, Any]
-    key_contexts_list: List[Any]
-
-
-class DispatchResult(NamedTuple):
-    """``dispatch_with_counts()``: the dispatch's future and how many keys it sent."""
-
-    future: "Future[List[Any]]"
-    keys_count: int
-
-
-class BatchLoadError(Exception):
-    """A batch function's result could not be matched to its keys."""
 
 
 def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
@@ -597,30 +516,3 @@ class DataLoader(Generic[K, V]):
             fut._settle(None, exc)
         if sink is not None:
             sink.report(0, [], exc)
-
-
-class _DispatchSink:
-    """The future of one ``dispatch()``, completed from its batch slices' outcomes.
-
-    One report per slice instead of a done-callback per key: the dispatch
-    future costs O(slices) callbacks, not O(keys).
-    """
-
-    __slots__ = ("future", "values", "slices_left", "lock")
-
-    def __init__(self, n_keys: int, n_slices: int) -> None:
-        self.future: Future[List[Any]] = Future()
-        self.values: List[Any] = [None] * n_keys
-        self.slices_left = n_slices  # guarded by lock; 0 once the future is decided
-        self.lock = threading.Lock()
-
-    def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
-        if error is None:
-            self.values[offset : offset + len(values)] = values
-        with self.lock:
-            if self.slices_left == 0:
-                return  # already failed by another slice
-            self.slices_left = 0 if error is not None else self.slices_left - 1
-            decided = self.slices_left == 0
-        if decided:
-            self.future._settle(None if error is not None else self.values, error)
