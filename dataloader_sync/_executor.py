@@ -346,11 +346,14 @@ class ScheduledExecutor(cf.Executor):
     def name(self) -> str:
         return self._name
 
-    def _new(self, fn: Callable[..., Any], args: tuple, kwargs: dict, period: Optional[float], fixed_rate: bool) -> ScheduledFuture:
+    def _start(self, fn: Callable[..., Any], args: tuple, kwargs: dict, delay: float,
+               period: Optional[float], fixed_rate: bool) -> ScheduledFuture:
+        """Put a new task on the heap, due *delay* seconds from now (delays already checked)."""
         if not callable(fn):
             raise TypeError("fn must be callable")
         entry = _Entry(fn, args, kwargs, period, fixed_rate)
         entry.future = ScheduledFuture(self._timer, entry)
+        self._timer.schedule(entry, delay)
         return entry.future
 
     def schedule(self, fn: Callable[..., Any], delay: Delay, /, *args: Any, **kwargs: Any) -> ScheduledFuture:
@@ -360,10 +363,7 @@ class ScheduledExecutor(cf.Executor):
             TypeError, ValueError: *fn* is not callable, *delay* is not a finite number.
             RuntimeError: after ``shutdown()``.
         """
-        seconds = _seconds("delay", delay)
-        fut = self._new(fn, args, kwargs, None, False)
-        self._timer.schedule(fut._entry, seconds)
-        return fut
+        return self._start(fn, args, kwargs, _seconds("delay", delay), None, False)
 
     def schedule_at_fixed_rate(self, fn: Callable[..., Any], initial_delay: Delay, period: Delay, /,
                                *args: Any, **kwargs: Any) -> ScheduledFuture:
@@ -376,10 +376,7 @@ class ScheduledExecutor(cf.Executor):
             ValueError: *period* ≤ 0, or a delay that is not finite.
         """
         first = _seconds("initial_delay", initial_delay)
-        step = _seconds("period", period, positive=True)
-        fut = self._new(fn, args, kwargs, step, True)
-        self._timer.schedule(fut._entry, first)
-        return fut
+        return self._start(fn, args, kwargs, first, _seconds("period", period, positive=True), True)
 
     def schedule_with_fixed_delay(self, fn: Callable[..., Any], initial_delay: Delay, delay: Delay, /,
                                   *args: Any, **kwargs: Any) -> ScheduledFuture:
@@ -389,10 +386,7 @@ class ScheduledExecutor(cf.Executor):
             ValueError: *delay* ≤ 0, or a delay that is not finite.
         """
         first = _seconds("initial_delay", initial_delay)
-        step = _seconds("delay", delay, positive=True)
-        fut = self._new(fn, args, kwargs, step, False)
-        self._timer.schedule(fut._entry, first)
-        return fut
+        return self._start(fn, args, kwargs, first, _seconds("delay", delay, positive=True), False)
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
         """Run *fn* now on the wrapped executor (counted in ``task_count``/``completed_count``)."""
