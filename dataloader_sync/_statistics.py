@@ -13,7 +13,7 @@ def _ratio(part: int, whole: int) -> float:
 class Statistics:
     """What a loader has done, as of the ``statistics()`` call that made it.
 
-    Fields:
+    Attributes:
         load_count: ``load()`` calls (each key of ``load_many`` counts once).
         load_error_count: loads whose future failed (a per-key error, or a
             failed batch).
