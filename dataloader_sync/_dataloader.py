@@ -11,15 +11,29 @@ Guarantees:
   callbacks) never runs under the loader's lock.  ``cache_map`` is a container
   and is the one exception: its ``get``/``__setitem__``/``__delitem__``/
   ``clear`` are called under the lock and must not call back into the loader.
+- A failing ``cache_map`` degrades, it does not poison the loader: a ``get``
+  that raises is a miss, a ``__setitem__`` that raises leaves the key uncached
+  (it is still queued and loaded), a ``__delitem__`` that raises while a failed
+  batch is evicted leaves that entry; each kind of failure is logged once per
+  loader.  ``clear()``/``clear_all()`` raise the cache map's error to their
+  caller.  ``load_many`` registers every key (cached and queued) or none.
 - A batch that fails as a whole fails all its keys and evicts them from the
   cache, so a later load retries; a per-key ``Exception`` result fails only
   that key (and stays cached unless ``cache_exceptions=False``).
+- Every dispatch settles every key it took, even when a ``BaseException``
+  that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, a
+  gevent timeout) escapes a batch function, ``context_provider`` or a
+  callback: the keys of the batch that raised fail with it, the keys of
+  slices not called yet fail with ``CancelledError`` (its ``__cause__`` is
+  the exception), all of them leave the cache, and then the exception
+  propagates to the dispatcher.  Callbacks of settled futures all run before.
 - A cached or queued ``load()`` is constant work: a few dict/list operations
   and, for a miss, one lean future.  Nothing scans the pending keys.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import logging
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -45,13 +59,15 @@ from ._batch import (
     _Queue,
 )
 from ._dispatch_scope import current_scope
-from ._future import Future, completed_future, gather
+from ._future import Future, completed_future, failed_future, gather
 from ._statistics import Statistics
 
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+_LOGGER = logging.getLogger("dataloader_sync")
 
 
 def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
@@ -157,6 +173,7 @@ class DataLoader(Generic[K, V]):
         self._batch_load_count = 0
         self._batch_load_exception_count = 0
         self._cache_hit_count = 0
+        self._cache_errors_logged: set = set()  # "read"/"write"/"delete" already logged; guarded by _lock
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -213,16 +230,23 @@ class DataLoader(Generic[K, V]):
                 hash(ck)
             except TypeError:
                 self._cache_key(key)  # raises the error that names the parameter
+        cache_error = None
         with self._lock:
             self._load_count += 1
             if self._cache_enabled:
-                fut = self._cache.get(ck)
+                try:
+                    fut = self._cache.get(ck)
+                except Exception as exc:  # a failing cache_map: a miss
+                    fut, cache_error = None, ("read", exc)
                 if fut is not None:
                     self._cache_hit_count += 1
                     return fut
             fut = Future()
             if self._cache_enabled:
-                self._cache[ck] = fut
+                try:
+                    self._cache[ck] = fut
+                except Exception as exc:  # uncached, still loaded
+                    cache_error = ("write", exc)
             if self._batch:
                 queue = self._queue
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
@@ -230,6 +254,8 @@ class DataLoader(Generic[K, V]):
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
+        if cache_error is not None:
+            self._cache_failed(*cache_error)
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
             return fut
@@ -270,27 +296,41 @@ class DataLoader(Generic[K, V]):
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
         futures: List[Future] = []
         new = _Queue(self._cache_key_fn is not None)
+        cache_errors: List[Tuple[str, Exception]] = []
         with self._lock:
-            self._load_count += len(keys)
             cache = self._cache if self._cache_enabled else None
-            for key, ck, kc in zip(keys, cks, contexts):
-                if cache is not None:
-                    fut = cache.get(ck)
-                    if fut is not None:
-                        self._cache_hit_count += 1
-                        futures.append(fut)
-                        continue
-                fut = Future()
-                if cache is not None:
-                    cache[ck] = fut
-                new.add(key, ck, kc, fut)
-                futures.append(fut)
-            if self._batch:
-                self._queue.extend(new)
+            # Invariant: a key is in ``futures`` iff it is either answered from
+            # the cache or in ``new`` (cached or not); even a BaseException from
+            # the cache map leaves no key cached without being queued.
+            try:
+                for key, ck, kc in zip(keys, cks, contexts):
+                    if cache is not None:
+                        try:
+                            fut = cache.get(ck)
+                        except Exception as exc:  # a failing cache_map: a miss
+                            fut = None
+                            cache_errors.append(("read", exc))
+                        if fut is not None:
+                            self._cache_hit_count += 1
+                            futures.append(fut)
+                            continue
+                    fut = Future()
+                    if cache is not None:
+                        try:
+                            cache[ck] = fut
+                        except Exception as exc:  # uncached, still loaded
+                            cache_errors.append(("write", exc))
+                    new.add(key, ck, kc, fut)
+                    futures.append(fut)
+            finally:
+                self._load_count += len(futures)
+                if self._batch and new:
+                    self._queue.extend(new)
+        for kind, exc in cache_errors:
+            self._cache_failed(kind, exc)
         if new:
             if not self._batch:
-                for args in zip(new.keys, new.cached_under(), new.context_list(), new.futures):
-                    self._call_single(*args)
+                self._call_each(new)
             else:
                 scope = current_scope()
                 if scope is not None:
@@ -298,17 +338,47 @@ class DataLoader(Generic[K, V]):
         return gather(futures, return_exceptions=return_exceptions)
 
     def prime(self, key: K, value: Any) -> "DataLoader[K, V]":
-        """Put *value* (or an ``Exception``, as a failure) in the cache unless *key* is there."""
+        """Put *value* in the cache for *key*, unless *key* is cached already.
+
+        As java-dataloader's ``prime(K, V)`` and ``prime(K, CompletableFuture<V>)``:
+        an ``Exception`` is cached as a failure; a ``concurrent.futures.Future``
+        is cached as its outcome (its value, or its failure; a cancelled one as
+        a ``CancelledError`` failure), also when it is not done yet: loads of
+        *key* then complete when it does, and nothing is queued for *key*.
+
+        Returns:
+            This loader (calls chain).
+
+        Raises:
+            TypeError: the key (or its cache key) is not hashable.
+        """
         ck = self._cache_key(key)
-        fut: Future = Future()
-        if isinstance(value, Exception):
-            fut._exception = value
+        pending: Optional[cf.Future] = None
+        if isinstance(value, cf.Future):
+            if value.done():
+                fut: Future = _outcome_of(value)
+            else:
+                fut, pending = Future(), value
+        elif isinstance(value, Exception):
+            fut = failed_future(value)
         else:
-            fut._result = value
-        fut._state = "FINISHED"
+            fut = completed_future(value)
+        cache_error = None
         with self._lock:
-            if self._cache.get(ck) is None:
-                self._cache[ck] = fut
+            try:
+                present = self._cache.get(ck) is not None
+            except Exception as exc:  # a failing cache_map: a miss
+                present, cache_error = False, ("read", exc)
+            if not present:
+                try:
+                    self._cache[ck] = fut
+                except Exception as exc:
+                    present, cache_error = True, ("write", exc)  # not cached: nothing to complete
+        if cache_error is not None:
+            self._cache_failed(*cache_error)
+        if pending is not None and not present:
+            # Outside the lock: a done future runs the callback at once.
+            pending.add_done_callback(lambda src: _copy_outcome(src, fut))
         return self
 
     def clear(self, key: K) -> "DataLoader[K, V]":
@@ -345,13 +415,36 @@ class DataLoader(Generic[K, V]):
             self._call_batch(queue, sink, 0)
         else:
             for i in range(0, len(queue), size):
-                self._call_batch(queue.slice(i, i + size), sink, i)
+                try:
+                    self._call_batch(queue.slice(i, i + size), sink, i)
+                except BaseException as exc:  # only non-Exceptions get here: see _call_batch
+                    self._abandon(queue.slice(i + size, len(queue)), exc, sink)
+                    raise
+
+    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional["_DispatchSink"] = None) -> None:
+        """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
+        if not rest:
+            return
+        error = cf.CancelledError(
+            f"{self._label()}: batch not called, an earlier batch of the same dispatch raised {type(exc).__name__}"
+        )
+        error.__cause__ = exc
+        self._fail_keys(rest, error, sink)
 
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
         self._call_batch(one)
+
+    def _call_each(self, new: _Queue) -> None:
+        """``batch=False`` and ``load_many``: one batch call per key, now."""
+        for i in range(len(new)):
+            try:
+                self._call_batch(new.slice(i, i + 1))
+            except BaseException as exc:
+                self._abandon(new.slice(i + 1, len(new)), exc)
+                raise
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
@@ -475,44 +568,109 @@ class DataLoader(Generic[K, V]):
         # the futures must complete whatever the result looks like.
         try:
             values = self._values_for(batch, result)
-        except Exception as exc:
+        except BaseException as exc:
             self._fail_batch(batch, exc, sink)
+            if not isinstance(exc, Exception):
+                raise
             return
         failed = [i for i, value in enumerate(values) if isinstance(value, BaseException)]
         futures = batch.futures
+        evict_error = None
         if failed:
             with self._lock:
                 self._load_error_count += len(failed)
                 if not self._cache_exceptions:
-                    self._evict_locked(batch, failed)
-            for fut, value in zip(futures, values):
+                    evict_error = self._evict_locked(batch, failed)
+            if evict_error is not None:
+                self._cache_failed("delete", evict_error)
+        # A callback's BaseException (see Future._invoke_callbacks) must not
+        # leave the rest of the batch pending: settle on, then re-raise.
+        escaped: Optional[BaseException] = None
+        for fut, value in zip(futures, values):
+            try:
                 if isinstance(value, BaseException):
                     fut._settle(None, value)
                 else:
                     fut._settle(value, None)
-        else:
-            for fut, value in zip(futures, values):
-                fut._settle(value, None)
+            except BaseException as exc:
+                if escaped is None:
+                    escaped = exc
         if sink is not None:
             sink.report(offset, values, values[failed[0]] if failed else None)
+        if escaped is not None:
+            raise escaped
 
-    def _evict_locked(self, batch: _Queue, indexes: Optional[List[int]] = None) -> None:
-        """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs."""
+    def _evict_locked(self, batch: _Queue, indexes: Optional[List[int]] = None) -> Optional[Exception]:
+        """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs.
+
+        Returns:
+            The first error of a failing ``cache_map`` (for the caller to log
+            once the lock is released), or None; the other keys are evicted
+            all the same.
+        """
         if not self._cache_enabled:
-            return
+            return None
         cache = self._cache
         cks, futures = batch.cached_under(), batch.futures
+        error = None
         for i in range(len(futures)) if indexes is None else indexes:
-            if cache.get(cks[i]) is futures[i]:
-                del cache[cks[i]]
+            try:
+                if cache.get(cks[i]) is futures[i]:
+                    del cache[cks[i]]
+            except Exception as exc:
+                if error is None:
+                    error = exc
+        return error
 
     def _fail_batch(self, batch: _Queue, exc: BaseException,
                     sink: Optional["_DispatchSink"] = None) -> None:
         with self._lock:
             self._batch_load_exception_count += 1
+        self._fail_keys(batch, exc, sink)
+
+    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional["_DispatchSink"]) -> None:
+        """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
+        with self._lock:
             self._load_error_count += len(batch)
-            self._evict_locked(batch)
+            evict_error = self._evict_locked(batch)
+        if evict_error is not None:
+            self._cache_failed("delete", evict_error)
+        escaped: Optional[BaseException] = None
         for fut in batch.futures:
-            fut._settle(None, exc)
+            try:
+                fut._settle(None, exc)
+            except BaseException as cb_exc:
+                if escaped is None:
+                    escaped = cb_exc
         if sink is not None:
             sink.report(0, [], exc)
+        if escaped is not None:
+            raise escaped
+
+    def _cache_failed(self, kind: str, exc: Exception) -> None:
+        """Log a failing ``cache_map`` once per loader and kind ("read", "write", "delete")."""
+        with self._lock:
+            if kind in self._cache_errors_logged:
+                return
+            self._cache_errors_logged.add(kind)
+        what = {"read": "a miss", "write": "the key stays uncached but is loaded",
+                "delete": "the entry stays"}[kind]
+        _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self._label(), kind, what,
+                        exc_info=exc)
+
+
+def _outcome_of(src: cf.Future) -> Future:
+    """A done future holding the outcome of the done *src* (a cancellation as a CancelledError)."""
+    if src.cancelled():
+        return failed_future(cf.CancelledError())
+    exc = src.exception()
+    return failed_future(exc) if exc is not None else completed_future(src.result())
+
+
+def _copy_outcome(src: cf.Future, dst: Future) -> None:
+    try:
+        value = src.result()
+    except BaseException as exc:  # CancelledError included
+        dst._settle(None, exc)
+    else:
+        dst._settle(value, None)

@@ -148,13 +148,22 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
             _LOGGER.exception("exception calling callback for %r", self)
 
     def _invoke_callbacks(self) -> None:
+        # A callback raising a BaseException that is not an Exception (a
+        # KeyboardInterrupt, a gevent Timeout) does not stop the others: they
+        # all run, then the first such exception propagates.
         callbacks, self._done_callbacks = self._done_callbacks, None
         if callbacks is not None:
+            escaped: Optional[BaseException] = None
             for fn in callbacks if type(callbacks) is list else (callbacks,):
                 try:
                     fn(self)
                 except Exception:
                     _LOGGER.exception("exception calling callback for %r", self)
+                except BaseException as exc:
+                    if escaped is None:
+                        escaped = exc
+            if escaped is not None:
+                raise escaped
 
     # -- completing ------------------------------------------------------------
     def _finish_locked(self, state: str) -> None:

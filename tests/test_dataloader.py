@@ -1509,3 +1509,284 @@ def test_DataLoader_dispatch_future_fails_with_a_slice_error_and_keeps_other_key
     assert futures[0].result(timeout=5) == 0 and futures[5].result(timeout=5) == 5
     with pytest.raises(KeyError):
         futures[4].result(timeout=5)
+
+
+# -- a BaseException mid-dispatch settles every key of that dispatch ------------------
+
+
+class Interrupt(BaseException):
+    """Stands for KeyboardInterrupt/SystemExit or a gevent Timeout (not an Exception)."""
+
+
+def raise_interrupt(_: Any) -> None:
+    raise Interrupt()
+
+
+def test_DataLoader_BaseException_in_the_first_slice_settles_and_evicts_every_key_then_propagates():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[int]:
+        calls.append(list(keys))
+        if len(calls) == 1:
+            raise Interrupt()
+        return list(keys)
+
+    loader = DataLoader(batch, max_batch_size=2)
+    futures = [loader.load(k) for k in range(4)]
+    with pytest.raises(Interrupt):
+        loader.dispatch()
+    assert calls == [[0, 1]]  # later slices are not called once the dispatch is interrupted
+    assert all(f.done() for f in futures)
+    assert isinstance(futures[0].exception(0), Interrupt)
+    assert isinstance(futures[2].exception(0), cf.CancelledError)
+    assert isinstance(futures[2].exception(0).__cause__, Interrupt)
+    # every key left the cache: a later load retries
+    again = [loader.load(k) for k in range(4)]
+    assert all(a is not f for a, f in zip(again, futures))
+    loader.dispatch()
+    assert [f.result(TIMEOUT) for f in again] == [0, 1, 2, 3]
+    stats = loader.statistics()
+    assert stats.load_error_count == 4 and stats.batch_invoke_count == 3
+
+
+def test_DataLoader_BaseException_in_a_then_callback_settles_the_rest_of_the_batch_then_propagates():
+    loader = DataLoader(lambda keys: list(keys))
+    first = loader.load(1)
+    ran: List[int] = []
+    chained = first.then(raise_interrupt)
+    first.add_done_callback(lambda f: ran.append(f.result()))  # a later callback of the same future
+    others = [loader.load(k) for k in (2, 3, 4)]
+    with pytest.raises(Interrupt):
+        loader.dispatch()
+    # ... but only after everything was settled
+    assert ran == [1]
+    assert [f.result(0) for f in others] == [2, 3, 4]
+    assert isinstance(chained.exception(0), Interrupt)
+    assert loader.dispatch_depth == 0
+
+
+def test_DataLoader_BaseException_in_a_slice_after_the_first_settles_the_rest():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[int]:
+        calls.append(list(keys))
+        if len(calls) == 2:
+            raise Interrupt()
+        return list(keys)
+
+    loader = DataLoader(batch, max_batch_size=1)
+    futures = [loader.load(k) for k in range(3)]
+    with pytest.raises(Interrupt):
+        loader.dispatch()
+    assert futures[0].result(0) == 0
+    assert isinstance(futures[1].exception(0), Interrupt)
+    assert isinstance(futures[2].exception(0), cf.CancelledError)
+
+
+def test_DataLoader_BaseException_from_a_mapping_result_fails_the_batch_then_propagates():
+    class Exploding(dict):
+        def get(self, key: Any, default: Any = None) -> Any:
+            raise Interrupt()
+
+    loader = DataLoader(lambda keys: Exploding())
+    futures = [loader.load(k) for k in range(2)]
+    with pytest.raises(Interrupt):
+        loader.dispatch()
+    assert all(isinstance(f.exception(0), Interrupt) for f in futures)
+    assert loader.load(0) is not futures[0]
+
+
+def test_DataLoader_BaseException_from_context_provider_settles_every_slice():
+    def provider() -> Any:
+        raise Interrupt()
+
+    loader = DataLoader(lambda keys, env: keys, pass_env=True, context_provider=provider, max_batch_size=1)
+    futures = [loader.load(k) for k in range(3)]
+    with pytest.raises(Interrupt):
+        loader.dispatch()
+    assert all(f.done() for f in futures)
+    assert loader.load(2) is not futures[2]
+
+
+def test_DataLoader_batch_false_load_many_BaseException_settles_the_keys_not_called():
+    calls: List[List[int]] = []
+
+    def batch(keys: List[int]) -> List[int]:
+        calls.append(list(keys))
+        if len(calls) == 1:
+            raise Interrupt()
+        return list(keys)
+
+    loader = DataLoader(batch, batch=False)
+    with pytest.raises(Interrupt):
+        loader.load_many([1, 2, 3])
+    assert calls == [[1]]
+    # no key stays cached unsettled: each is loaded again
+    assert [loader.load(k).result(0) for k in (1, 2, 3)] == [1, 2, 3]
+    assert calls == [[1], [1], [2], [3]]
+
+
+def test_DataLoader_BaseException_in_a_done_callback_still_runs_the_other_callbacks():
+    fut: Future[int] = Future()
+    seen: List[str] = []
+    fut.add_done_callback(raise_interrupt)
+    fut.add_done_callback(lambda f: seen.append("second"))
+    with pytest.raises(Interrupt):
+        fut.set_result(1)
+    assert seen == ["second"] and fut.result(0) == 1
+
+
+# -- prime(key, future) ------------------------------------------------------------------
+
+
+def test_DataLoader_prime_with_a_future_caches_its_outcome():
+    loader, calls = id_loader()
+    loader.prime("A", completed_future("a"))
+    loader.prime("B", failed_future(KeyError("b")))
+    assert loader.load("A").result(TIMEOUT) == "a"
+    with pytest.raises(KeyError):
+        loader.load("B").result(TIMEOUT)
+    std: cf.Future = cf.Future()
+    std.set_result("c")
+    loader.prime("C", std)
+    assert loader.load("C").result(TIMEOUT) == "c"
+    assert calls == [] and loader.dispatch_depth == 0
+
+
+def test_DataLoader_prime_with_a_pending_future_completes_the_load_when_it_completes():
+    loader, calls = id_loader()
+    source: cf.Future = cf.Future()
+    loader.prime("A", source)
+    f = loader.load("A")
+    assert not f.done() and loader.dispatch_depth == 0
+    done = threading.Event()
+
+    def complete() -> None:
+        source.set_result("from another thread")
+        done.set()
+
+    t = threading.Thread(target=complete)
+    t.start()
+    assert f.result(TIMEOUT) == "from another thread"
+    t.join(TIMEOUT)
+    assert loader.load("A") is f and calls == []
+
+
+def test_DataLoader_prime_with_a_pending_future_that_fails_or_is_cancelled():
+    loader, _ = id_loader()
+    failing: Future[Any] = Future()
+    cancelled: cf.Future = cf.Future()
+    loader.prime("F", failing).prime("C", cancelled)
+    failing.set_exception(ValueError("no"))
+    cancelled.cancel()
+    with pytest.raises(ValueError):
+        loader.load("F").result(TIMEOUT)
+    assert isinstance(loader.load("C").exception(TIMEOUT), cf.CancelledError)
+
+
+def test_DataLoader_prime_with_a_future_does_not_replace_a_cached_key():
+    loader, _ = id_loader()
+    loader.prime("A", "a")
+    source: Future[str] = Future()
+    loader.prime("A", source)
+    assert loader.load("A").result(TIMEOUT) == "a"
+    assert source._done_callbacks is None  # nothing left waiting on a future that was not used
+
+
+# -- a failing cache_map -----------------------------------------------------------------
+
+
+class FailingCacheMap(CustomCacheMap):
+    """A cache map that raises on reads and/or writes of the keys in *bad*."""
+
+    def __init__(self, bad: Any, reads: bool = True, writes: bool = False, deletes: bool = False) -> None:
+        super().__init__()
+        self.bad, self.reads, self.writes, self.deletes = set(bad), reads, writes, deletes
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if self.reads and key in self.bad:
+            raise ConnectionError(f"cache read of {key!r}")
+        return super().get(key, default)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        if self.writes and key in self.bad:
+            raise ConnectionError(f"cache write of {key!r}")
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        if self.deletes and key in self.bad:
+            raise ConnectionError(f"cache delete of {key!r}")
+        super().__delitem__(key)
+
+
+def test_DataLoader_cache_map_read_error_is_a_miss_logged_once(caplog: pytest.LogCaptureFixture):
+    loader, calls = id_loader(cache_map=FailingCacheMap({"bad"}))
+    with caplog.at_level("WARNING", logger="dataloader_sync"):
+        f1, f2 = loader.load("bad"), loader.load("bad")
+        loader.dispatch()
+    assert (f1.result(TIMEOUT), f2.result(TIMEOUT)) == ("bad", "bad")
+    assert calls == [["bad", "bad"]]
+    records = [r for r in caplog.records if r.name == "dataloader_sync"]
+    assert len(records) == 1 and "cache_map" in records[0].getMessage()
+    stats = loader.statistics()
+    assert stats.load_count == 2 and stats.cache_hit_count == 0 and stats.load_error_count == 0
+
+
+def test_DataLoader_load_many_with_a_failing_cache_read_never_half_registers(caplog: pytest.LogCaptureFixture):
+    cache = FailingCacheMap({"bad"})
+    loader, calls = id_loader(cache_map=cache)
+    with caplog.at_level("WARNING", logger="dataloader_sync"):
+        many = loader.load_many(["a", "bad"])
+    assert loader.dispatch_depth == 2
+    loader.dispatch()
+    assert many.result(TIMEOUT) == ["a", "bad"]
+    assert loader.load("a").result(TIMEOUT) == "a"  # cached, completes
+    assert calls == [["a", "bad"]]
+    assert loader.statistics().load_count == 3
+
+
+def test_DataLoader_cache_map_write_error_leaves_the_key_uncached_but_loaded(caplog: pytest.LogCaptureFixture):
+    cache = FailingCacheMap({"bad"}, reads=False, writes=True)
+    loader, calls = id_loader(cache_map=cache)
+    with caplog.at_level("WARNING", logger="dataloader_sync"):
+        many = loader.load_many(["a", "bad", "b"])
+        single = loader.load("bad")
+        loader.dispatch()
+    assert many.result(TIMEOUT) == ["a", "bad", "b"] and single.result(TIMEOUT) == "bad"
+    assert set(cache.stash) == {"a", "b"}
+    assert calls == [["a", "bad", "b", "bad"]]
+    records = [r for r in caplog.records if r.name == "dataloader_sync"]
+    assert len(records) == 1 and "cache_map" in records[0].getMessage()
+
+
+def test_DataLoader_cache_map_delete_error_on_a_failed_batch_still_settles_every_key(
+        caplog: pytest.LogCaptureFixture):
+    cache = FailingCacheMap({1}, reads=False, deletes=True)
+
+    def fail(keys: List[int]) -> List[int]:
+        raise RuntimeError("backend down")
+
+    loader = DataLoader(fail, cache_map=cache)
+    futures = [loader.load(k) for k in (1, 2)]
+    with caplog.at_level("WARNING", logger="dataloader_sync"):
+        loader.dispatch()
+    assert all(isinstance(f.exception(0), RuntimeError) for f in futures)
+    assert list(cache.stash) == [1]  # could not be evicted: logged, the other key left
+    assert any("cache_map" in r.getMessage() for r in caplog.records if r.name == "dataloader_sync")
+
+
+def test_DataLoader_load_many_interrupted_by_the_cache_map_queues_every_key_it_cached():
+    class InterruptingCacheMap(CustomCacheMap):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if key == "bad":
+                raise Interrupt()
+            super().__setitem__(key, value)
+
+    loader, calls = id_loader(cache_map=InterruptingCacheMap())
+    with pytest.raises(Interrupt):
+        loader.load_many(["a", "bad", "c"])
+    assert loader.dispatch_depth == 1  # "a" was cached, so it is queued too
+    loader.dispatch()
+    assert loader.load("a").result(0) == "a"
+    assert calls == [["a"]]
+    assert loader.statistics().load_count == 2
