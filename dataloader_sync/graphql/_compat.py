@@ -19,7 +19,12 @@ graphql-core 3.2.0–3.2.9, 3.2.10–3.2.14 and 3.3.x differ in exactly the plac
   (passed through as ``*rest``), and passes ``field_details_list`` where 3.2
   passes ``field_nodes``.
 
-Everything here is decided once, at import, from signatures and attributes.
+Everything here is decided once, at import, from signatures and attributes —
+except one version check: the graphql-core 3.3 prereleases before 3.3.0rc1
+changed the executor's internals between releases (3.3.0a7's
+``handle_field_error`` takes an ``incremental_data_record``; 3.3.0a12 –
+3.3.0rc0 return ``Pending`` records where values are expected) and are
+refused at import with :data:`SUPPORTED`, rather than crashing mid-request.
 """
 from __future__ import annotations
 
@@ -34,18 +39,55 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "dataloader_sync.graphql needs graphql-core: pip install dataloader_sync[graphql]"
     ) from exc
 
+import graphql as _graphql
 from graphql import GraphQLError, located_error
 from graphql.type import is_non_null_type
 
 __all__ = [
+    "IS_EXECUTOR",
+    "NOT_GIVEN",
+    "SUPPORTED",
     "Base",
     "GraphQLError",
-    "IS_EXECUTOR",
+    "adopt_strawberry",
     "execute_subfields",
     "handle",
     "invalid_return_type_error",
     "is_non_null_type",
+    "unsupported_version",
 ]
+
+#: The graphql-core versions this integration supports, as users read them.
+SUPPORTED = "graphql-core 3.2.0 - 3.2.x, or 3.3.0rc1 and later 3.3.x releases"
+
+
+def unsupported_version(version_info: Any) -> Any:
+    """Why *version_info* (``graphql.version_info``) is refused, or None when supported.
+
+    Args:
+        version_info: graphql-core's ``VersionInfo`` (major, minor, micro,
+            releaselevel, serial).
+
+    Returns:
+        A message naming the installed and the supported versions, or None.
+    """
+    major, minor, micro = version_info.major, version_info.minor, version_info.micro
+    level, serial = version_info.releaselevel, version_info.serial
+    prerelease_33 = (major, minor, micro) == (3, 3, 0) and (
+        level in ("alpha", "beta") or (level == "candidate" and serial < 1)
+    )
+    if (major, minor) < (3, 2) or prerelease_33:
+        return (
+            f"dataloader_sync.graphql does not support graphql-core {_graphql.__version__};"
+            f" it supports {SUPPORTED}: pip install 'graphql-core>=3.2,<3.4'"
+            " (or 'graphql-core>=3.3.0rc1,<3.4' for 3.3)"
+        )
+    return None
+
+
+_REFUSED = unsupported_version(_graphql.version_info)
+if _REFUSED is not None:
+    raise ImportError(_REFUSED)
 
 #: The class to subclass: ``Executor`` (3.3+) or ``ExecutionContext`` (3.2).
 Base: Any = getattr(_execution, "Executor", None) or _execution.ExecutionContext
@@ -101,3 +143,29 @@ else:
     def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
         """Run the sub-selections of an object value (3.2)."""
         return ctx.execute_fields(return_type, result, path, ctx.collect_subfields(return_type, nodes))
+
+
+#: Default of ``operation_extensions``: graphql-core itself never passes it.
+NOT_GIVEN: Any = object()
+
+
+def adopt_strawberry(ctx: Any, operation_extensions: Any) -> None:
+    """Do for *ctx* what strawberry's own execution context does with ``operation_extensions``.
+
+    strawberry passes ``operation_extensions`` to the class it is given and,
+    on graphql-core 3.3, its ``StrawberryGraphQLCoreExecutionContext`` builds
+    resolve infos that carry them (``info.input_extensions``) and plain
+    variable values.  That method is borrowed (strawberry is imported by
+    then: it is the caller) unless the class overrides ``build_resolve_info``
+    itself; nothing is imported here.
+
+    Args:
+        ctx: the execution context being built.
+        operation_extensions: what strawberry passed (may be None).
+    """
+    ctx.operation_extensions = operation_extensions
+    module = sys.modules.get("strawberry.schema.schema")
+    strawberry_cls = getattr(module, "StrawberryGraphQLCoreExecutionContext", None)
+    build = getattr(strawberry_cls, "__dict__", {}).get("build_resolve_info")
+    if build is not None and type(ctx).build_resolve_info is Base.build_resolve_info:
+        ctx.build_resolve_info = build.__get__(ctx, type(ctx))

@@ -63,8 +63,20 @@ Guarantees:
   ``stall_timeout`` seconds while fields wait, they fail with
   ``ExecutionStalledError`` naming the loaders whose keys were never
   dispatched (e.g. a registry predicate that never passes).
-- Not supported: awaitables (coroutines) from resolvers — the execution is
-  synchronous; ``is_type_of`` returning a Future *inside graphql-core's
+- Awaitables (``async def`` resolvers, ``is_type_of``, ``resolve_type``) are
+  refused wherever they appear: the instance's ``is_awaitable`` is
+  ``_awaitables.refuse_awaitable``, which closes the coroutine and raises, so
+  the field fails with one clear message at its own path.
+- A ``promise.Promise`` (graphene-django wraps thenables in it, e.g. in
+  ``DjangoConnectionField``) is settled in ``complete_value``: its value, its
+  error, or a Future deferred like a loader's (``_promises``).
+- strawberry passes ``operation_extensions`` to the class it is given; the
+  constructor takes it and does what strawberry's own class does with it
+  (``_compat.adopt_strawberry``).
+- After a mutation's top-level field, ``clear_loaders_after_mutation_fields``
+  (off by default) clears the request's loaders.  Each loader an execution
+  dispatches is checked once for reuse across requests (``_reuse``).
+- Not supported: ``is_type_of`` returning a Future *inside graphql-core's
   default type resolver* (it takes any non-awaitable as a bool; return the
   type name, or a Future of it, from ``resolve_type`` instead).
 """
@@ -75,7 +87,19 @@ from typing import Any, Optional
 
 from .._dispatch_scope import reset_scope, set_scope
 from . import _compat
-from ._run import IS_TYPE_OF, TYPE, VALUE, FutureType, Pending, Run, levels, locate, outcome
+from ._awaitables import refuse_awaitable
+from ._promises import PromiseType, settle
+from ._run import (
+    IS_TYPE_OF,
+    TYPE,
+    VALUE,
+    FutureType,
+    Pending,
+    Run,
+    levels,
+    locate,
+    outcome,
+)
 from ._scope import ExecutionStalledError
 
 __all__ = ["DataLoaderExecutionContext", "ExecutionStalledError"]
@@ -101,12 +125,32 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             future completes, no load is queued) before it fails the waiting
             fields with ``ExecutionStalledError``; None waits forever.
             Subclass to change it.
+        clear_loaders_after_mutation_fields: when True, after each top-level
+            field of a mutation (its value and all its futures completed),
+            ``clear_all()`` every loader of the context's registry and every
+            loader the execution dispatched, so the next mutation field (and
+            its payload) loads rows again instead of reading values cached
+            before the change — graphql-ruby's behaviour.  False by default:
+            a mutation that changes what a loader caches may ``clear(key)``
+            itself.  Subclass to turn it on.
     """
 
     stall_timeout: Optional[float] = 30.0
+    clear_loaders_after_mutation_fields: bool = False
 
     _frame: Any = None  # (parent frame, info, path, nodes) of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
+
+    def __init__(self, *args: Any, operation_extensions: Any = _compat.NOT_GIVEN, **kwargs: Any) -> None:
+        """Arguments as graphql-core's class (it builds the instance); plus, for strawberry,
+        ``operation_extensions`` (strawberry passes it to the class it is given on
+        graphql-core 3.3, and ``is_async_iterable``, which the base class takes)."""
+        super().__init__(*args, **kwargs)
+        # Awaitables fail their field with one clear message (see _awaitables);
+        # whatever predicate the caller passed is replaced.
+        self.is_awaitable = refuse_awaitable
+        if operation_extensions is not _compat.NOT_GIVEN:
+            _compat.adopt_strawberry(self, operation_extensions)
 
     # -- values ----------------------------------------------------------------------
     def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
@@ -115,6 +159,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if result.done():
                 return self.complete_value(return_type, field_nodes, info, path, outcome(result), *rest)
             return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
+        if result.__class__ is PromiseType:  # graphene-django's wrapper of a thenable
+            return self.complete_value(return_type, field_nodes, info, path, settle(result), *rest)
         return _base_complete_value(self, return_type, field_nodes, info, path, result, *rest)
 
     def ensure_valid_runtime_type(self, runtime_type_name: Any, return_type: Any, field_nodes: Any,
@@ -133,6 +179,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         is_type_of = return_type.is_type_of
         if is_type_of is not None:
             is_type = is_type_of(result, info)
+            refuse_awaitable(is_type)
             if isinstance(is_type, _Future):
                 if not is_type.done():
                     return self._defer(IS_TYPE_OF, is_type, return_type, field_nodes, info, path, rest, result)
@@ -191,14 +238,6 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         try:
             data = execute_root(self, *args)
             if run.unwatched or run.watched:
-                if self.is_awaitable(data):
-                    close = getattr(data, "close", None)
-                    if close is not None:
-                        close()
-                    raise _compat.GraphQLError(
-                        "DataLoaderExecutionContext executes synchronously:"
-                        " resolvers must return values or concurrent.futures.Future, not awaitables."
-                    )
                 run.root = data
                 self._drain(run)
             if run.root_error is not None:
@@ -214,13 +253,18 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         if run is None or path is not None:
             return _base_execute_fields_serially(self, parent_type, source_value, path, fields, *rest)
         results = run.root = {}
+        clear = self.clear_loaders_after_mutation_fields
         for response_name, field_nodes in fields.items():
-            one = _base_execute_fields_serially(
-                self, parent_type, source_value, path, {response_name: field_nodes}, *rest
-            )
-            results.update(one)
-            if run.unwatched or run.watched:
-                self._drain(run)
+            try:
+                one = _base_execute_fields_serially(
+                    self, parent_type, source_value, path, {response_name: field_nodes}, *rest
+                )
+                results.update(one)
+                if run.unwatched or run.watched:
+                    self._drain(run)
+            finally:
+                if clear:
+                    run.clear_loaders()
             if run.root_error is not None:
                 raise run.root_error
         return results

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from .._registry import DataLoaderRegistry
 from . import _compat
+from ._reuse import check_reuse, request_of
 from ._scope import _Scope, registry_of
 
 _LOGGER = logging.getLogger("dataloader_sync")
@@ -120,7 +121,7 @@ class Run:
     """
 
     __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "root", "root_error", "registry",
-                 "seen")
+                 "seen", "request")
 
     def __init__(self, context_value: Any) -> None:
         self.scope = _Scope()
@@ -134,6 +135,7 @@ class Run:
         self.root_error: Optional[Exception] = None  # an error that nulled the whole data
         self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
         self.seen: Dict[Any, None] = {}  # every loader that queued keys in this execution
+        self.request = request_of(context_value, self)  # "the same request", for _reuse
 
     def slot(self, path: Any) -> Any:
         """``(container, key)`` of the value at *path*, or None when it is gone."""
@@ -162,8 +164,13 @@ class Run:
 
     def dispatch(self, loaders: Dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
-        one (its predicates apply; the first call starts a ticker), directly otherwise."""
-        self.seen.update(loaders)
+        one (its predicates apply; the first call starts a ticker), directly otherwise.
+        A loader seen for the first time is checked for reuse across requests (_reuse)."""
+        seen = self.seen
+        for loader in loaders:
+            if loader not in seen:
+                seen[loader] = None
+                check_reuse(loader, self.request)
         registry = self.registry
         if registry is not None:
             members = self._registry_members()
@@ -195,6 +202,16 @@ class Run:
                 except Exception:
                     _LOGGER.exception("dispatch of %r raised", loader)
         return sent
+
+    def clear_loaders(self) -> None:
+        """``clear_all()`` every loader of the registry and every loader this execution dispatched."""
+        loaders: Dict[Any, None] = dict.fromkeys(self.registry.values()) if self.registry is not None else {}
+        loaders.update(self.seen)
+        for loader in loaders:
+            try:
+                loader.clear_all()
+            except Exception:
+                _LOGGER.exception("clear_all() of %r raised", loader)
 
     def stall_message(self, stall_timeout: Optional[float]) -> str:
         """Why the execution stalled: the loaders still holding keys, or none."""

@@ -1,0 +1,114 @@
+"""A loader that outlives its request: one warning per loader.
+
+A module-global ``DataLoader`` (or registry) serves one viewer's cached values
+to the next request — the classic DataLoader leak.  Each execution checks,
+once per loader it dispatches for the first time, whether that loader was
+last used by another execution *and* still holds cached values beyond the
+keys this execution just queued; if so it logs one WARNING for that loader
+(never again for it), naming it and pointing at the per-request helpers.
+
+"Another execution" means one with another ``context_value``: operations that
+share a request's context (graphene-django's batched queries, several
+operations run by one view on one request) may share its loaders.  An
+execution without a context counts as its own.  A loader cleared with
+``clear_all()`` between requests holds nothing and is not reported.
+
+Limits: a loader that a later execution only reads from its cache (no new
+key) is not seen by the execution, so it is reported on the first execution
+that queues a key in it.
+
+Guarantees:
+- Cost: one check per loader per execution (a lock, a weak-dictionary look-up
+  and the loader's cache size), none per load.
+- Thread-safe: ``_lock`` guards ``_owners`` and ``_warned``; the loader's own
+  lock is taken to read its cache size (as its ``cache_map`` methods are
+  documented to run under it); no user code runs under ``_lock``.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import weakref
+from typing import Any
+
+__all__ = ["check_reuse", "request_of"]
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+# _lock guards _owners (loader -> _Owner of the execution that last used it)
+# and _warned (loaders already reported).
+_lock = threading.Lock()
+_owners: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+_warned: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+class _Strong:
+    """A strong reference with the call syntax of a weak one (for contexts without weakref support)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __call__(self) -> Any:
+        return self.value
+
+
+def request_of(context_value: Any, execution: Any) -> Any:
+    """What stands for "the same request": its context, or the execution when there is none.
+
+    Returns:
+        The object to pass to :func:`check_reuse`.
+    """
+    return execution if context_value is None else context_value
+
+
+def _ref(request: Any) -> Any:
+    # An id could be reused by the next request's context once this one is
+    # freed, so the owner is held by reference: weakly when the object allows
+    # it; otherwise (a dict context) strongly, which keeps one context alive
+    # per loader — only loaders that outlive requests live long enough for it
+    # to matter, and they are the ones being reported.
+    try:
+        return weakref.ref(request)
+    except TypeError:
+        return _Strong(request)
+
+
+def _cached_beyond_queue(loader: Any) -> bool:
+    cache, lock = getattr(loader, "_cache", None), getattr(loader, "_lock", None)
+    if cache is None or lock is None:
+        return False
+    with lock:
+        return len(cache) > len(loader._queue)
+
+
+def check_reuse(loader: Any, request: Any) -> None:
+    """Record that *request* uses *loader*; warn once if the loader holds another request's values.
+
+    Args:
+        loader: a ``DataLoader`` an execution dispatches for the first time.
+        request: :func:`request_of` the execution.
+    """
+    try:
+        with _lock:
+            previous = _owners.get(loader)
+            if previous is not None and previous() is request:
+                return
+            _owners[loader] = _ref(request)
+            suspect = previous is not None and loader not in _warned
+        if not suspect or not _cached_beyond_queue(loader):
+            return
+        with _lock:
+            if loader in _warned:
+                return
+            _warned.add(loader)
+    except TypeError:  # not weak-referenceable or not hashable: nothing to track
+        return
+    _LOGGER.warning(
+        "DataLoader %s is used by a second GraphQL execution while it still holds cached values from an"
+        " earlier one: one request's data can be served to another. Create loaders per request"
+        " (dataloader_sync.flask.DataLoaders, dataloader_sync.django.DataLoaderMiddleware, or a"
+        " registry made in your view's context), or clear_all() them between requests.",
+        loader.name or repr(loader),
+    )
