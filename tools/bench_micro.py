@@ -4,12 +4,13 @@
 per tick of an idle 200-loader registry, beside graphql-sync-dataloaders'
 ``SyncDataLoader`` (when installed) and a bare ``concurrent.futures.Future``
 lifecycle, in the same run.  Each figure is the best of 5 repeats with the
-cyclic GC off; the DataLoader and Future figures are tools/microbench.py's own
-functions, and the peer's are measured the same way.
+cyclic GC off (``timeit``'s way); the peer's are measured the same way.
+These are reports, not tests: performance figures do not belong in assertions.
 
 ``scaling()``: ``load_many`` of 5k / 50k / 500k keys (GC on and off), one
 ``load()`` + ``result()`` and one queued ``load()`` with 5k / 50k / 500k keys pending (their cost
-must not grow with the pending keys: seeds/graphql-ruby-sync-efficiency.txt),
+must not grow with the pending keys, the efficiency defect of graphql-ruby's
+``Dataloader::Source#sync`` that this library avoids),
 and the executor case: a level of k loaders with t ms of I/O each costs ≈ t
 with ``DataLoader(executor=pool)``, k·t without.
 """
@@ -17,15 +18,11 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import gc
-import os
-import sys
+import itertools
 import time
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import microbench as mb  # noqa: E402  (tools/microbench.py: the DataLoader figures are its own)
-from dataloader_sync import (  # noqa: E402
+from dataloader_sync import (
     DISPATCH_ALWAYS,
     DISPATCH_NEVER,
     DataLoader,
@@ -39,16 +36,122 @@ _now = time.perf_counter_ns
 REPEAT = 5
 
 
+# -- measuring: best of N, cyclic GC off; each case returns seconds per operation ---------------
+def best_of(repeat: int, run: Callable[[], float]) -> float:
+    """The smallest of *repeat* results of *run* (which returns seconds per op)."""
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return min(run() for _ in range(repeat))
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def per_op(fn: Callable[[], object], number: int) -> Callable[[], float]:
+    def run() -> float:
+        t0 = time.perf_counter()
+        for _ in itertools.repeat(None, number):
+            fn()
+        return (time.perf_counter() - t0) / number
+
+    return run
+
+
+def loop_overhead(number: int, repeat: int) -> float:
+    return best_of(repeat, per_op(lambda: None, number))
+
+
+def bench_cached_load(repeat: int) -> float:
+    loader = DataLoader(lambda keys: keys)
+    loader.load(1)
+    loader.dispatch()
+    load = loader.load
+    return best_of(repeat, per_op(lambda: load(1), 200_000))
+
+
+def bench_queued_load(repeat: int) -> float:
+    number = 100_000
+
+    def run() -> float:
+        loader = DataLoader(lambda keys: keys)
+        load = loader.load
+        keys = range(number)
+        t0 = time.perf_counter()
+        for k in keys:
+            load(k)
+        return (time.perf_counter() - t0) / number
+
+    return best_of(repeat, run)
+
+
+def bench_dispatch(repeat: int, n_keys: int = 100, rounds: int = 500) -> float:
+    loader = DataLoader(lambda keys: keys, cache=False)
+    keys = list(range(n_keys))
+
+    def run() -> float:
+        total = 0.0
+        for _ in range(rounds):
+            loader.load_many(keys)
+            t0 = time.perf_counter()
+            loader.dispatch()
+            total += time.perf_counter() - t0
+        return total / rounds
+
+    return best_of(repeat, run)
+
+
+def bench_future_create(cls: type, repeat: int) -> float:
+    return best_of(repeat, per_op(cls, 200_000))
+
+
+def bench_future_cycle(cls: type, repeat: int) -> float:
+    def cycle() -> object:
+        fut = cls()
+        fut.set_result(1)
+        return fut.result()
+
+    return best_of(repeat, per_op(cycle, 200_000))
+
+
+def bench_load_many(n: int, repeat: int) -> Tuple[float, float]:
+    """(load_many call, load_many + dispatch + result), seconds per key."""
+    keys = list(range(n))
+    call: List[float] = []
+    total: List[float] = []
+    runs = max(1, min(repeat, 3 if n >= 500_000 else repeat))
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            loader = DataLoader(lambda ks: ks)
+            t0 = time.perf_counter()
+            fut = loader.load_many(keys)
+            t1 = time.perf_counter()
+            loader.dispatch()
+            values = fut.result()
+            t2 = time.perf_counter()
+            assert len(values) == n
+            call.append((t1 - t0) / n)
+            total.append((t2 - t0) / n)
+            del loader, fut, values
+            gc.collect()
+    finally:
+        gc.enable()
+    return min(call), min(total)
+
+
 def _echo(keys: List[Any]) -> List[Any]:
     return keys
 
 
 def _timed(case: Callable[[], float]) -> float:
-    """ns per operation: the best of REPEAT runs of *case* (seconds per op), cyclic GC off (microbench's way)."""
-    return mb.best_of(REPEAT, case) * 1e9
+    """ns per operation: the best of REPEAT runs of *case* (seconds per op), cyclic GC off."""
+    return best_of(REPEAT, case) * 1e9
 
 
-# -- cases microbench.py does not have; each returns seconds per operation -------------------------
+# -- more cases ------------------------------------------------------------------------------------
 def _dispatch_count_100() -> float:
     """``dispatch_count()`` of 100 keys queued by ``load()`` (no gather callbacks, as SyncDataLoader's)."""
     total = 0.0
@@ -90,7 +193,7 @@ def _idle_tick(path: str) -> Callable[[], float]:
 
 
 def _gsd_cases(overhead: float) -> List[Any]:
-    """``(name, seconds per op)`` for graphql-sync-dataloaders' SyncDataLoader, measured as microbench measures ours."""
+    """``(name, seconds per op)`` for graphql-sync-dataloaders' SyncDataLoader, measured as ours."""
     try:
         from graphql_sync_dataloaders import SyncDataLoader
     except ImportError:
@@ -119,18 +222,18 @@ def _gsd_cases(overhead: float) -> List[Any]:
             total += time.perf_counter() - t
         return total / 200
 
-    return [("SyncDataLoader.load, cached", _timed(mb.per_op(lambda: load(1), 200_000)) - overhead),
+    return [("SyncDataLoader.load, cached", _timed(per_op(lambda: load(1), 200_000)) - overhead),
             ("SyncDataLoader.load, queued", _timed(queued)),
             ("SyncDataLoader.dispatch_queue, 100 keys", _timed(dispatch))]
 
 
 def micro(quick: bool = False) -> Dict[str, float]:
-    """Print and return ns per operation (microbench.py's figures beside the peer's and the registry's)."""
-    overhead = mb.loop_overhead(200_000, REPEAT) * 1e9
+    """Print and return ns per operation (the DataLoader's beside the peer's and the registry's)."""
+    overhead = loop_overhead(200_000, REPEAT) * 1e9
     rows = [
-        ("DataLoader.load, cached", mb.bench_cached_load(REPEAT) * 1e9 - overhead),
-        ("DataLoader.load, queued", mb.bench_queued_load(REPEAT) * 1e9),
-        ("DataLoader.dispatch, 100 keys queued by load_many (microbench)", mb.bench_dispatch(REPEAT) * 1e9),
+        ("DataLoader.load, cached", bench_cached_load(REPEAT) * 1e9 - overhead),
+        ("DataLoader.load, queued", bench_queued_load(REPEAT) * 1e9),
+        ("DataLoader.dispatch, 100 keys queued by load_many", bench_dispatch(REPEAT) * 1e9),
         ("DataLoader.dispatch_count, 100 keys queued by load()", _timed(_dispatch_count_100)),
     ]
     gsd = _gsd_cases(overhead)
@@ -138,11 +241,11 @@ def micro(quick: bool = False) -> Dict[str, float]:
     rows += [
         ("registry dispatch_all_with_count, 200 idle loaders", _timed(_idle_tick("dispatch_all"))),
         ("registry _tick (re-arm + 200 idle loaders)", _timed(_idle_tick("tick"))),
-        ("dataloader_sync.Future: create, set_result, result", mb.bench_future_cycle(Future, REPEAT) * 1e9 - overhead),
+        ("dataloader_sync.Future: create, set_result, result", bench_future_cycle(Future, REPEAT) * 1e9 - overhead),
         ("concurrent.futures.Future: create, set_result, result",
-         mb.bench_future_cycle(cf.Future, REPEAT) * 1e9 - overhead),
+         bench_future_cycle(cf.Future, REPEAT) * 1e9 - overhead),
     ]
-    print(f"\nmicro: ns per operation, best of {REPEAT}, cyclic GC off (tools/microbench.py's method)"
+    print(f"\nmicro: ns per operation, best of {REPEAT}, cyclic GC off"
           + ("" if gsd else "; graphql-sync-dataloaders not installed"))
     for name, ns in rows:
         print(f"  {name:<66} {ns:>10,.0f}", flush=True)
@@ -213,7 +316,7 @@ def scaling(quick: bool = False) -> Dict[str, Any]:
     """Print and return how costs grow with keys (they should not, per key)."""
     sizes = (5_000, 50_000, 500_000)
     print("\nscaling: load_many(n keys) + dispatch + result, ns per key (cyclic GC on / off)")
-    many = {n: (_load_many_gc_on(n), mb.bench_load_many(n, 1 if quick else 3)[1] * 1e9) for n in sizes}
+    many = {n: (_load_many_gc_on(n), bench_load_many(n, 1 if quick else 3)[1] * 1e9) for n in sizes}
     for n in sizes:
         on, off = many[n]
         print(f"  {n:>9,} keys  {on:>8,.0f} / {off:>8,.0f} ns/key  "
