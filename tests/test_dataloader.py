@@ -15,6 +15,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync import (
     BatchLoadError,
@@ -49,17 +50,6 @@ class IdLoader:
 def id_loader(**kwargs: Any):
     fn = IdLoader()
     return DataLoader(fn, **kwargs), fn.calls
-
-
-class FakeClock:
-    def __init__(self, now: float = 100.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def jump(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class RecordingScope:
@@ -1228,11 +1218,11 @@ def test_DataLoader_time_since_dispatch_uses_the_injected_clock():
     clock = FakeClock()
     loader = DataLoader(lambda ks: ks, clock=clock)
     assert loader.time_since_dispatch() == 0
-    clock.jump(1.0)
+    clock.advance(1.0)
     assert loader.time_since_dispatch() == pytest.approx(1.0)
     loader.dispatch()  # even an empty dispatch resets it
     assert loader.time_since_dispatch() == 0
-    clock.jump(0.25)
+    clock.advance(0.25)
     loader.load(1)
     assert loader.time_since_dispatch() == pytest.approx(0.25)
     loader.dispatch()

@@ -5,6 +5,7 @@ import datetime
 from typing import Any, List
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync import (
     DISPATCH_ALWAYS,
@@ -15,17 +16,6 @@ from dataloader_sync import (
     dispatch_if_longer_than,
 )
 from dataloader_sync._predicates import as_predicate
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def jump(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def id_loader(**kwargs: Any) -> DataLoader:
@@ -116,9 +106,9 @@ def test_dispatch_if_longer_than_with_a_fake_clock():
     loader = id_loader(clock=clock)
     pred = dispatch_if_longer_than(0.2)
     assert not pred("k", loader)
-    clock.jump(0.199)
+    clock.advance(0.199)
     assert not pred("k", loader)
-    clock.jump(0.1)
+    clock.advance(0.1)
     assert pred("k", loader)
     loader.dispatch()  # resets the time since dispatch
     assert not pred("k", loader)
@@ -129,7 +119,7 @@ def test_dispatch_if_longer_than_accepts_a_timedelta():
     loader = id_loader(clock=clock)
     pred = dispatch_if_longer_than(datetime.timedelta(milliseconds=200))
     assert not pred("k", loader)
-    clock.jump(0.3)
+    clock.advance(0.3)
     assert pred("k", loader)
     assert repr(pred) == "dispatch_if_longer_than(0.2)"
 
@@ -139,7 +129,7 @@ def test_DispatchPredicate_combined_depth_and_time():
     loader = id_loader(clock=clock)
     combined = dispatch_if_longer_than(0.2) & dispatch_if_depth_greater_than(4)
     assert not combined("k", loader)
-    clock.jump(0.5)  # enough time for one condition
+    clock.advance(0.5)  # enough time for one condition
     assert not combined("k", loader)
     for k in "1234":
         loader.load(k)

@@ -10,6 +10,7 @@ import threading
 from typing import Any, Callable
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync._refresher import (
     PeriodicRefresher,
@@ -19,19 +20,6 @@ from dataloader_sync._refresher import (
 )
 
 TIMEOUT = 10.0  # generous upper bound for anything that should be quick
-
-
-class FakeClock:
-    """A monotonic clock that moves only when told to."""
-
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 class InlineExecutor(concurrent.futures.Executor):

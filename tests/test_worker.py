@@ -13,6 +13,7 @@ import time
 from typing import Any, Callable
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync._worker import RestartableWorker, WorkerState, _backoff
 
@@ -21,14 +22,6 @@ TIMEOUT = 10.0  # generous upper bound for anything that should be quick
 
 class Crash(BaseException):
     """Ends a worker thread the way an unexpected BaseException would."""
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def worker_threads(name: str) -> list[threading.Thread]:
