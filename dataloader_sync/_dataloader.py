@@ -174,6 +174,14 @@ class DataLoader(Generic[K, V]):
         self._batch_load_exception_count = 0
         self._cache_hit_count = 0
         self._cache_errors_logged: set = set()  # "read"/"write"/"delete" already logged; guarded by _lock
+        # The registries holding this loader: (weakref to their _Queued, name),
+        # told when a load makes the queue non-empty.  Replaced whole under
+        # _lock; read without it.
+        self._registries: Tuple[Tuple[Any, str], ...] = ()
+        # The dispatch scope told about the current queue (reset when the
+        # queue is taken), so a scope hears of a loader once per batch, not
+        # once per load.
+        self._told: Any = None
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -204,6 +212,33 @@ class DataLoader(Generic[K, V]):
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
 
+    # -- registries (see _registry) --------------------------------------------------
+    def _watch(self, queued_ref: Any, name: str) -> None:
+        """Tell the registry's ``_Queued`` (by weak reference) when keys get queued; now if some are."""
+        with self._lock:
+            registries = self._registries
+            if registries:  # drop the registries gone meanwhile, so a shared loader keeps no trace of them
+                registries = tuple(w for w in registries if w[0]() is not None)
+            self._registries = registries + ((queued_ref, name),)
+            queued = bool(self._queue.keys)
+        if queued:
+            queued_ref().add(name)
+
+    def _unwatch(self, queued_ref: Any, name: str) -> None:
+        with self._lock:
+            self._registries = tuple(w for w in self._registries
+                                     if not (w[0] is queued_ref and w[1] == name) and w[0]() is not None)
+
+    def _watched_by(self, queued: Any) -> bool:
+        return any(ref() is queued for ref, _ in self._registries)
+
+    def _report_queued(self) -> None:
+        """The queue became non-empty: tell the registries holding this loader (outside the lock)."""
+        for ref, name in self._registries:
+            queued = ref()
+            if queued is not None:
+                queued.add(name)
+
     # -- loading -----------------------------------------------------------------
     def _cache_key(self, key: Any) -> Hashable:
         ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
@@ -231,6 +266,7 @@ class DataLoader(Generic[K, V]):
             except TypeError:
                 self._cache_key(key)  # raises the error that names the parameter
         cache_error = None
+        scope = current_scope()
         with self._lock:
             self._load_count += 1
             if self._cache_enabled:
@@ -247,20 +283,27 @@ class DataLoader(Generic[K, V]):
                     self._cache[ck] = fut
                 except Exception as exc:  # uncached, still loaded
                     cache_error = ("write", exc)
-            if self._batch:
+            if not self._batch:
+                first = tell = False
+            else:
                 queue = self._queue
+                first = not queue.keys
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
                     queue.keys.append(key)  # the common case of _Queue.add, inlined
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
+                tell = scope is not None and self._told is not scope
+                if tell:
+                    self._told = scope
         if cache_error is not None:
             self._cache_failed(*cache_error)
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
             return fut
-        scope = current_scope()
-        if scope is not None:
+        if first and self._registries:
+            self._report_queued()
+        if tell:
             scope.loader_queued(self)
         return fut
 
@@ -297,6 +340,8 @@ class DataLoader(Generic[K, V]):
         futures: List[Future] = []
         new = _Queue(self._cache_key_fn is not None)
         cache_errors: List[Tuple[str, Exception]] = []
+        scope = current_scope()
+        first = tell = False
         with self._lock:
             cache = self._cache if self._cache_enabled else None
             # Invariant: a key is in ``futures`` iff it is either answered from
@@ -325,15 +370,20 @@ class DataLoader(Generic[K, V]):
             finally:
                 self._load_count += len(futures)
                 if self._batch and new:
+                    first = not self._queue
                     self._queue.extend(new)
+                    tell = scope is not None and self._told is not scope
+                    if tell:
+                        self._told = scope
         for kind, exc in cache_errors:
             self._cache_failed(kind, exc)
         if new:
             if not self._batch:
                 self._call_each(new)
             else:
-                scope = current_scope()
-                if scope is not None:
+                if first and self._registries:
+                    self._report_queued()
+                if tell:
                     scope.loader_queued(self)
         return gather(futures, return_exceptions=return_exceptions)
 
@@ -407,6 +457,7 @@ class DataLoader(Generic[K, V]):
             if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
                 return None
             self._queue = _Queue(self._cache_key_fn is not None)
+            self._told = None  # the next load tells its scope again
         return queue
 
     def _send(self, queue: _Queue, sink: Optional["_DispatchSink"] = None) -> None:

@@ -1,9 +1,11 @@
 """The dispatch scope: how a GraphQL execution learns which loaders have work.
 
 A *scope* is any object with a ``loader_queued(loader)`` method.  While a scope
-is current (see :func:`using_scope`), every ``DataLoader.load``/``load_many``
-that queues at least one new key calls ``scope.loader_queued(loader)`` — after
-releasing the loader's lock, on whatever thread made the load.  ``then``
+is current (see :func:`using_scope`), a ``DataLoader.load``/``load_many`` that
+queues a new key calls ``scope.loader_queued(loader)`` — after releasing the
+loader's lock, on whatever thread made the load — unless a load in the same
+scope already did so since the loader's queue was last taken: a scope hears
+of a loader once per batch, not once per load.  ``then``
 callbacks run with the scope that was current when ``then`` was called, so a
 load chained on another load's result is reported to the same execution even
 when the source future completes on an executor thread.

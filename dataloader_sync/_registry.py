@@ -1,8 +1,22 @@
-"""DataLoaderRegistry: named loaders, dispatched together."""
+"""DataLoaderRegistry: named loaders, dispatched together.
+
+Guarantees:
+- Work proportional to work: a registry keeps the names of its loaders that
+  queued keys since it last looked (``_Queued``); ``dispatch_all()``, a tick
+  and ``dispatch_depth`` visit only those, so with 200 registered loaders and
+  one holding keys they cost what one loader costs.  A loader reports its
+  name once per batch: when a load makes its empty queue non-empty.
+- No reference cycle: the registry holds its loaders and its ``_Queued``; a
+  loader holds only a weak reference to that ``_Queued`` (and the name), and
+  ``_Queued`` holds names, not loaders.  A per-request registry and its
+  loaders are freed by reference counting, without the cyclic GC.
+"""
 from __future__ import annotations
 
+import heapq
 import threading
-from typing import Any, Callable, Dict, ItemsView, Iterator, KeysView, List, Optional, TypeVar, ValuesView
+import weakref
+from typing import Any, Callable, Dict, Generator, ItemsView, Iterable, Iterator, KeysView, List, Optional, Tuple, TypeVar, ValuesView
 
 from ._dataloader import DataLoader
 from ._statistics import Statistics
@@ -12,21 +26,81 @@ __all__ = ["DataLoaderRegistry"]
 _R = TypeVar("_R", bound="DataLoaderRegistry")
 
 
+class _Queued:
+    """The names of a registry's loaders that queued keys since the registry took them.
+
+    Thread-safe.  Invariant: whenever a registered loader has queued keys, its
+    name is here, or the load that made its queue non-empty is about to add
+    it, or a dispatch that took the name has yet to take that loader's queue.
+    """
+
+    __slots__ = ("_lock", "_names", "__weakref__")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # guards _names (swapped whole by take())
+        self._names: Dict[str, None] = {}  # an ordered set
+
+    def add(self, name: str) -> None:
+        """Called by a loader (outside its lock) when a load made its queue non-empty."""
+        with self._lock:
+            self._names[name] = None
+
+    def add_all(self, names: Iterable[str]) -> None:
+        with self._lock:
+            self._names.update(dict.fromkeys(names))
+
+    def __bool__(self) -> bool:
+        # A racy read without the lock (a dict's truth is read atomically): a
+        # name added concurrently may be missed, and every caller then leaves
+        # it to its next pass, which does see it.
+        return bool(self._names)
+
+    def take(self) -> Dict[str, None]:
+        """Hand out (and forget) the names reported so far."""
+        with self._lock:
+            names, self._names = self._names, {}
+        return names
+
+    def peek(self) -> List[str]:
+        with self._lock:
+            return list(self._names)
+
+    def discard(self, name: str) -> None:
+        with self._lock:
+            self._names.pop(name, None)
+
+
+def _check_entry(name: Any, loader: Any) -> None:
+    if not isinstance(name, str):
+        raise TypeError("name must be a str")
+    if not isinstance(loader, DataLoader):
+        raise TypeError("loader must be a DataLoader")
+
+
 class DataLoaderRegistry:
     """Loaders by name, typically one registry (and so one cache) per request.
 
-    ``dispatch_all()`` visits the loaders in registration order; loads queued by
-    callbacks while it runs may be included or left to the next dispatch.
+    ``dispatch_all()`` dispatches the loaders that have queued keys, in
+    registration order; loads queued by callbacks while it runs may be
+    included or left to the next dispatch.  A loader with nothing queued is
+    not visited (a dispatch would send nothing), so its
+    ``time_since_dispatch()`` counts from its last dispatch that could have
+    sent keys, and registering many loaders costs nothing per dispatch.
 
     Thread-safe: registering, looking up and dispatching may happen on any
     threads at once; a dispatch sees a snapshot of the loaders.
     """
 
     def __init__(self) -> None:
-        # _lock guards changes of _loaders; readers use _loaders as it is
-        # (a dict read is atomic) or a snapshot of it, so dispatch never holds it.
+        # _lock guards changes of _loaders and _order; readers use _loaders as
+        # it is (a dict read is atomic) or a snapshot of it, so dispatch never
+        # holds it.  Lock order: _lock, then a loader's lock (register); a
+        # loader never takes _lock.
         self._lock = threading.Lock()
         self._loaders: Dict[str, DataLoader] = {}
+        self._order: Dict[str, int] = {}  # name -> registration position, for dispatch order
+        self._queued = _Queued()  # names of loaders with (possibly) queued keys
+        self._queued_ref = weakref.ref(self._queued)  # what loaders hold
         self._closed = False  # OPEN -> CLOSED, once; written under _lock
 
     # -- lifecycle ---------------------------------------------------------------
@@ -58,18 +132,29 @@ class DataLoaderRegistry:
         Raises:
             TypeError: *name* is not a str, or *loader* is not a DataLoader.
         """
-        if not isinstance(name, str):
-            raise TypeError("name must be a str")
-        if not isinstance(loader, DataLoader):
-            raise TypeError("loader must be a DataLoader")
+        _check_entry(name, loader)
         with self._lock:
-            self._loaders[name] = loader
+            self._put_locked(name, loader)
         return self
+
+    def _put_locked(self, name: str, loader: DataLoader) -> None:
+        old = self._loaders.get(name)
+        self._loaders[name] = loader
+        if name not in self._order:
+            self._order[name] = len(self._order)
+        if old is not loader:
+            if old is not None:
+                old._unwatch(self._queued_ref, name)
+            loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
 
     def unregister(self, name: str) -> "DataLoaderRegistry":
         """Remove the loader named *name*, if any."""
         with self._lock:
-            self._loaders.pop(name, None)
+            old = self._loaders.pop(name, None)
+            self._order.pop(name, None)
+            if old is not None:
+                old._unwatch(self._queued_ref, name)
+        self._queued.discard(name)
         return self
 
     def compute_if_absent(self, name: str, factory: Callable[[str], DataLoader]) -> DataLoader:
@@ -95,7 +180,8 @@ class DataLoaderRegistry:
             if loader is None:
                 if not isinstance(made, DataLoader):
                     raise TypeError("factory must return a DataLoader")
-                self._loaders[name] = loader = made
+                self._put_locked(name, made)
+                loader = made
         return loader
 
     def __getitem__(self, name: str) -> DataLoader:
@@ -125,6 +211,48 @@ class DataLoaderRegistry:
     def _snapshot(self) -> List[Any]:
         return list(self._loaders.items())
 
+    def _walk_queued(self) -> Generator[Tuple[str, DataLoader], None, None]:
+        """Yield the loaders that have queued keys, in registration order, each once.
+
+        The same loaders, in the same order, that a walk over every registered
+        loader would dispatch: one that queues keys during the walk (a
+        callback of an earlier batch loading through it) is included when it
+        comes later in registration order, and left for the next walk
+        otherwise.  The names it takes but does not yield again (not reached
+        because the caller stopped, or queued behind the walk) are handed
+        back, so they are not forgotten; close the generator when done.
+        """
+        queued, loaders = self._queued, self._loaders
+        heap: List[Tuple[int, str]] = []
+        later: List[str] = []
+        try:
+            self._push_taken(heap, later, -1)
+            while heap:
+                position, name = heapq.heappop(heap)
+                loader = loaders.get(name)
+                if loader is not None:
+                    yield name, loader
+                if queued:  # a racy peek (see _Queued.__bool__)
+                    self._push_taken(heap, later, position)
+        finally:
+            if heap or later:
+                queued.add_all([name for _, name in heap] + later)
+
+    def _push_taken(self, heap: List[Tuple[int, str]], later: List[str], after: int) -> None:
+        order = self._order
+        for name in self._queued.take():
+            position = order.get(name)
+            if position is None:
+                continue  # unregistered meanwhile
+            if position > after:
+                heapq.heappush(heap, (position, name))
+            else:
+                later.append(name)
+
+    def _holds(self, loader: Any) -> bool:
+        """True when *loader* is registered here (under any name); O(its registries)."""
+        return loader._watched_by(self._queued)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} loaders={len(self._loaders)}>"
 
@@ -134,13 +262,23 @@ class DataLoaderRegistry:
         self.dispatch_all_with_count()
 
     def dispatch_all_with_count(self) -> int:
-        """Dispatch every loader; return how many keys were sent."""
-        return sum(loader.dispatch_count() for _, loader in self._snapshot())
+        """Dispatch every loader that has queued keys; return how many keys were sent."""
+        total = 0
+        walk = self._walk_queued()
+        try:
+            for _, loader in walk:
+                total += loader.dispatch_count()
+        finally:
+            walk.close()
+        return total
 
     @property
     def dispatch_depth(self) -> int:
         """Keys queued over all loaders."""
-        return sum(loader.dispatch_depth for _, loader in self._snapshot())
+        loaders = self._loaders
+        found = {id(loader): loader for loader in (loaders.get(name) for name in self._queued.peek())
+                 if loader is not None}
+        return sum(loader.dispatch_depth for loader in found.values())
 
     def statistics(self) -> Statistics:
         """The sum of every loader's statistics."""

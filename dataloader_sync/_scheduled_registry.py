@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 from ._dataloader import DataLoader
 from ._executor import ScheduledExecutor, ScheduledFuture, _seconds, get_default_scheduled_executor
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
-from ._registry import DataLoaderRegistry
+from ._registry import DataLoaderRegistry, _check_entry
 
 __all__ = ["ScheduledDataLoaderRegistry"]
 
@@ -135,8 +135,9 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
                  ) -> "ScheduledDataLoaderRegistry":
         """Register *loader*; *predicate*, when given, is final for it."""
         checked = None if predicate is None else as_predicate(predicate)
-        super().register(name, loader)
-        with self._lock:
+        _check_entry(name, loader)
+        with self._lock:  # one acquisition: registering 200 loaders per request stays cheap
+            self._put_locked(name, loader)
             if checked is None:
                 self._loader_predicates.pop(name, None)
             else:
@@ -169,11 +170,16 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         or a recheck for each loader that may not dispatch yet.  Return the keys sent."""
         total = 0
         refused: List[str] = []
-        for name, loader in self._snapshot():
-            if self._should_dispatch(name, loader):
-                total += loader.dispatch_count()
-            else:
-                refused.append(name)
+        walk = self._walk_queued()
+        try:
+            for name, loader in walk:
+                if self._should_dispatch(name, loader):
+                    total += loader.dispatch_count()
+                else:
+                    refused.append(name)
+        finally:
+            walk.close()
+            self._queued.add_all(refused)  # still queued: the next dispatch asks again
         if self._ticker_mode:
             self._arm_tick()
         elif refused:
@@ -209,12 +215,22 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         self._arm_tick()  # ... re-arm first, so nothing below can stop the ticker
         if self._closed:
             return
-        for name, loader in self._snapshot():
-            if self._should_dispatch(name, loader):
-                try:
-                    loader.dispatch_count()
-                except Exception:
-                    _LOGGER.exception("dispatch of loader %r raised during a tick", name)
+        if not self._queued:  # an idle registry: nothing else to do (a racy peek: see _Queued)
+            return
+        refused: List[str] = []
+        walk = self._walk_queued()
+        try:
+            for name, loader in walk:
+                if self._should_dispatch(name, loader):
+                    try:
+                        loader.dispatch_count()
+                    except Exception:
+                        _LOGGER.exception("dispatch of loader %r raised during a tick", name)
+                else:
+                    refused.append(name)
+        finally:
+            walk.close()
+            self._queued.add_all(refused)  # still queued: the next tick asks again
 
     # -- rechecks (non-ticker mode) ------------------------------------------------------
     def _arm_checks(self, names: List[str]) -> None:

@@ -1131,20 +1131,26 @@ def test_DataLoader_then_propagates_a_load_error():
 # -- dispatch scope --------------------------------------------------------------------
 
 
-def test_DataLoader_load_reports_a_newly_queued_key_to_the_scope():
+def test_DataLoader_load_reports_a_newly_queued_key_to_the_scope_once_per_batch():
     loader, _ = id_loader()
-    scope = RecordingScope()
+    scope, other = RecordingScope(), RecordingScope()
     with using_scope(scope):
         loader.load(1)
         assert scope.queued == [loader]
         loader.load(1)  # a cache hit queues nothing
-        assert scope.queued == [loader]
         loader.load_many([1])
-        assert scope.queued == [loader]
+        loader.load(2)  # the scope already knows of this batch
         loader.load_many([1, 2, 3])
+        assert scope.queued == [loader]
+    with using_scope(other):
+        loader.load(5)  # another scope is told, mid-batch too
+        assert other.queued == [loader]
+    loader.dispatch()
+    with using_scope(scope):
+        loader.load_many([6, 7])  # a new batch: told again
         assert scope.queued == [loader, loader]
-    loader.load(4)  # no scope current
-    assert scope.queued == [loader, loader]
+    loader.load(8)  # no scope current
+    assert scope.queued == [loader, loader] and other.queued == [loader]
 
 
 def test_DataLoader_load_with_a_primed_key_does_not_report_to_the_scope():

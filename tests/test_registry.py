@@ -224,3 +224,132 @@ def test_DataLoaderRegistry_close_is_idempotent_and_loaders_keep_working():
     fut = registry["a"].load(1)
     registry.dispatch_all()
     assert fut.result(timeout=5) == 1 and calls == [[1]]
+
+
+# -- work proportional to work -----------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_DataLoaderRegistry_dispatch_all_visits_only_loaders_with_queued_keys():
+    clock = FakeClock()
+    registry = DataLoaderRegistry()
+    loaders = [DataLoader(lambda keys: keys, clock=clock) for _ in range(5)]
+    for i, loader in enumerate(loaders):
+        registry.register(f"l{i}", loader)
+    clock.now = 10.0
+    fut = loaders[3].load("k")
+    assert registry.dispatch_depth == 1
+    assert registry.dispatch_all_with_count() == 1
+    assert fut.result(TIMEOUT) == "k"
+    # a dispatch resets a loader's clock: only the loader that had keys was dispatched
+    assert [loader.time_since_dispatch() for loader in loaders] == [10.0, 10.0, 10.0, 0.0, 10.0]
+
+
+def test_DataLoaderRegistry_dispatch_all_includes_a_chained_load_of_a_loader_registered_later():
+    calls: List[Any] = []
+    registry = DataLoaderRegistry()
+    registry.register("a", id_loader("a", calls)).register("b", id_loader("b", calls))
+    chained = registry["a"].load(1).then(registry["b"].load)
+    assert registry.dispatch_all_with_count() == 2  # b comes after a: the same walk reaches it
+    assert chained.result(TIMEOUT) == 1
+    assert calls == [("a", [1]), ("b", [1])]
+
+
+def test_DataLoaderRegistry_dispatch_all_leaves_a_chained_load_of_a_loader_registered_earlier_to_the_next():
+    calls: List[Any] = []
+    registry = DataLoaderRegistry()
+    registry.register("b", id_loader("b", calls)).register("a", id_loader("a", calls))
+    chained = registry["a"].load(1).then(registry["b"].load)
+    assert registry.dispatch_all_with_count() == 1  # b was passed already, as in a walk over every loader
+    assert registry.dispatch_depth == 1 and not chained.done()
+    assert registry.dispatch_all_with_count() == 1
+    assert chained.result(TIMEOUT) == 1
+
+
+def test_DataLoaderRegistry_registering_a_loader_with_queued_keys_dispatches_them():
+    loader = id_loader()
+    fut = loader.load("early")
+    registry = DataLoaderRegistry().register("a", loader)
+    assert registry.dispatch_all_with_count() == 1
+    assert fut.result(TIMEOUT) == "early"
+    other = id_loader()
+    fut2 = other.load("made")
+    assert registry.compute_if_absent("b", lambda name: other) is other
+    assert registry.dispatch_all_with_count() == 1 and fut2.result(TIMEOUT) == "made"
+
+
+def test_DataLoaderRegistry_an_unregistered_or_replaced_loader_is_not_dispatched():
+    registry = DataLoaderRegistry()
+    old, new, gone = id_loader(), id_loader(), id_loader()
+    registry.register("a", old).register("g", gone)
+    old.load(1)
+    gone.load(2)
+    registry.register("a", new)
+    registry.unregister("g")
+    assert registry.dispatch_all_with_count() == 0
+    assert old.dispatch_depth == 1 and gone.dispatch_depth == 1
+    new.load(3)
+    assert registry.dispatch_all_with_count() == 1
+
+
+def test_DataLoaderRegistry_a_loader_registered_twice_is_dispatched_once_per_walk():
+    calls: List[Any] = []
+    loader = id_loader("x", calls)
+    registry = DataLoaderRegistry().register("one", loader).register("two", loader)
+    loader.load(1)
+    assert registry.dispatch_depth == 1
+    assert registry.dispatch_all_with_count() == 1
+    assert calls == [("x", [1])]
+
+
+def test_DataLoaderRegistry_keeps_queued_names_when_a_batch_function_raises_a_BaseException():
+    class Stop(BaseException):
+        pass
+
+    def stop(keys: List[Any]) -> List[Any]:
+        raise Stop()
+
+    registry = DataLoaderRegistry().register("a", DataLoader(stop)).register("b", id_loader())
+    registry["a"].load(1)
+    fut = registry["b"].load(2)
+    with pytest.raises(Stop):
+        registry.dispatch_all()
+    assert registry.dispatch_depth == 1  # b was not reached, and not forgotten
+    assert registry.dispatch_all_with_count() == 1 and fut.result(TIMEOUT) == 2
+
+
+def test_DataLoaderRegistry_and_its_loaders_are_freed_without_the_cyclic_gc():
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        registry = DataLoaderRegistry()
+        for i in range(3):
+            registry.register(f"l{i}", id_loader())
+        registry["l0"].load(1)
+        registry.dispatch_all()
+        registry["l1"].load(2)  # still queued when the request ends
+        refs = [weakref.ref(registry)] + [weakref.ref(loader) for loader in registry.values()]
+        del registry
+        assert [ref() for ref in refs] == [None] * 4
+    finally:
+        gc.enable()
+
+
+def test_DataLoader_shared_by_many_registries_keeps_no_trace_of_those_gone():
+    import gc
+
+    shared = id_loader()
+    for _ in range(50):
+        DataLoaderRegistry().register("shared", shared)
+    gc.collect()
+    DataLoaderRegistry().register("shared", shared)
+    assert len(shared._registries) == 1

@@ -107,10 +107,11 @@ def test_ScheduledDataLoaderRegistry_ticker_survives_a_predicate_that_raises(exe
     registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=0.005,
                                            dispatch_predicate=flaky)
     registry.register("a", id_loader())
+    queued = registry["a"].load("k")  # a tick asks the predicate only of loaders with queued keys
     with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
         registry.reschedule_now()
         assert raised.wait(WAIT)
-        assert registry["a"].load("k").result(timeout=WAIT) == "k"
+        assert queued.result(timeout=WAIT) == "k"  # the next tick asked again
     assert any("predicate failed" in (r.exc_text or "") or "raised" in r.getMessage() for r in caplog.records)
     registry.close()
 
@@ -421,6 +422,8 @@ def test_ScheduledDataLoaderRegistry_unregister_cancels_its_recheck(executor):
     registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR,
                                            dispatch_predicate=DISPATCH_NEVER)
     registry.register("a", id_loader()).register("b", id_loader())
+    registry["a"].load(1)
+    registry["b"].load(2)  # only loaders with queued keys are asked (and rechecked)
     registry.dispatch_all()
     assert executor.pending_count == 2
     registry.unregister("a")
@@ -480,4 +483,40 @@ def test_ScheduledDataLoaderRegistry_concurrent_dispatch_all_keeps_one_tick(exec
         t.join(WAIT * 3)
     assert executor.pending_count == 1
     assert executor.task_count == 1
+    registry.close()
+
+
+# -- work proportional to work -------------------------------------------------------------------
+
+
+def test_ScheduledDataLoaderRegistry_asks_predicates_only_of_loaders_with_queued_keys(executor):
+    predicate = CountingPredicate(answer=False)
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR, ticker_mode=True,
+                                           dispatch_predicate=predicate)
+    for i in range(200):
+        registry.register(f"l{i}", id_loader())
+    registry.dispatch_all()
+    assert predicate.calls == 0  # 200 idle loaders: nobody asked
+    fut = registry["l7"].load("k")
+    registry.dispatch_all()
+    assert predicate.calls == 1
+    registry._tick()  # refused: still queued, so the next tick asks again
+    assert predicate.calls == 2 and not fut.done()
+    predicate.answer = True
+    registry._tick()
+    assert predicate.calls == 3 and fut.result(timeout=WAIT) == "k"
+    registry._tick()
+    assert predicate.calls == 3
+    registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_dispatch_all_immediately_dispatches_a_loader_a_predicate_refused(executor):
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR,
+                                           dispatch_predicate=DISPATCH_NEVER)
+    registry.register("a", id_loader())
+    fut = registry["a"].load(1)
+    assert registry.dispatch_all_with_count() == 0
+    assert registry.dispatch_depth == 1
+    assert registry.dispatch_all_with_count_immediately() == 1
+    assert fut.result(timeout=WAIT) == 1
     registry.close()

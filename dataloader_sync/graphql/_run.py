@@ -158,10 +158,6 @@ class Run:
             # completing thread, where it only enqueues.
             pending.future.add_done_callback(functools.partial(ready, pending))
 
-    def _registry_members(self) -> set:
-        registry = self.registry
-        return set() if registry is None else {id(loader) for loader in registry.values()}
-
     def dispatch(self, loaders: Dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
         one (its predicates apply; the first call starts a ticker), directly otherwise.
@@ -173,12 +169,11 @@ class Run:
                 check_reuse(loader, self.request)
         registry = self.registry
         if registry is not None:
-            members = self._registry_members()
             try:
                 registry.dispatch_all()
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
-            loaders = {loader: None for loader in loaders if id(loader) not in members}
+            loaders = {loader: None for loader in loaders if not registry._holds(loader)}
         for loader in loaders:
             try:
                 loader.dispatch_count()
@@ -189,14 +184,13 @@ class Run:
         """Dispatch keys queued where the scope could not see them; how many were sent."""
         sent = 0
         registry = self.registry
-        members = self._registry_members()
         if registry is not None and registry.dispatch_depth:
             try:
                 sent += registry.dispatch_all_with_count()
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
         for loader in self.seen:
-            if loader.dispatch_depth and id(loader) not in members:
+            if loader.dispatch_depth and (registry is None or not registry._holds(loader)):
                 try:
                     sent += loader.dispatch_count()
                 except Exception:
