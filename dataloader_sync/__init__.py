@@ -33,6 +33,8 @@ from ._scheduled_registry import (
     ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry,
 )
 from ._statistics import Statistics as Statistics
+from ._value_cache import MISSING as MISSING
+from ._value_cache import ValueCache as ValueCache
 from ._worker import RestartableWorker as RestartableWorker
 from ._worker import WorkerState as WorkerState
 
@@ -46,6 +48,7 @@ __all__ = [
     "DispatchPredicate",
     "DispatchResult",
     "Future",
+    "MISSING",
     "PeriodicRefresher",
     "RefresherStatistics",
     "RestartableWorker",
@@ -53,6 +56,7 @@ __all__ = [
     "ScheduledExecutor",
     "ScheduledFuture",
     "Statistics",
+    "ValueCache",
     "WorkerState",
     "completed_future",
     "daily_at",

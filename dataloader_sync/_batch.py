@@ -64,6 +64,17 @@ class _Queue:
             part.contexts = self.contexts[start:stop]
         return part
 
+    def take(self, indexes: List[int]) -> "_Queue":
+        """The loads at *indexes*, in that order (the misses of a value-cache lookup)."""
+        part = _Queue(False)
+        part.keys = [self.keys[i] for i in indexes]
+        part.futures = [self.futures[i] for i in indexes]
+        if self.cache_keys is not None:
+            part.cache_keys = [self.cache_keys[i] for i in indexes]
+        if self.contexts is not None:
+            part.contexts = [self.contexts[i] for i in indexes]
+        return part
+
     def cached_under(self) -> List[Hashable]:
         """The cache key of each load."""
         return self.keys if self.cache_keys is None else self.cache_keys
@@ -115,6 +126,20 @@ class _DispatchSink:
         self.slices_left = n_slices  # guarded by lock; 0 once the future is decided
         self.lock = threading.Lock()
 
+    def expect(self, n_slices: int) -> None:
+        """Before any report: the dispatch sends *n_slices* now (a value cache answered some keys).
+
+        0 settles the future with the values set so far.
+        """
+        with self.lock:
+            self.slices_left = n_slices
+        if n_slices == 0:
+            self.future._settle(self.values, None)
+
+    def part(self, positions: List[int]) -> "_SinkPart":
+        """A sink for a sub-queue whose load j is load ``positions[j]`` of this dispatch."""
+        return _SinkPart(self, positions)
+
     def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
         if error is None:
             self.values[offset : offset + len(values)] = values
@@ -125,3 +150,20 @@ class _DispatchSink:
             decided = self.slices_left == 0
         if decided:
             self.future._settle(None if error is not None else self.values, error)
+
+
+class _SinkPart:
+    """Reports of a sub-queue's slices, written at their loads' positions in the whole dispatch."""
+
+    __slots__ = ("sink", "positions")
+
+    def __init__(self, sink: _DispatchSink, positions: List[int]) -> None:
+        self.sink = sink
+        self.positions = positions
+
+    def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
+        if error is None:
+            out, positions = self.sink.values, self.positions
+            for j, value in enumerate(values, offset):
+                out[positions[j]] = value
+        self.sink.report(0, [], error)

@@ -51,6 +51,7 @@ from typing import (
     TypeVar,
 )
 
+from . import _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -61,6 +62,7 @@ from ._batch import (
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, gather
 from ._statistics import Statistics
+from ._value_cache import MISSING, ValueCache
 
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
@@ -113,6 +115,15 @@ class DataLoader(Generic[K, V]):
         pass_env: pass a ``BatchLoaderEnvironment`` as second argument.
         context, context_provider: the environment's ``context`` (a value, or
             a callable called once per batch).
+        value_cache: a ``ValueCache`` shared beyond this loader (e.g.
+            ``dataloader_sync.redis.RedisValueCache``): a dispatch looks its
+            keys up with one ``get_values`` call, settles the hits, sends
+            only the misses to the batch function, and writes the values it
+            returned with one ``set_values`` per batch call (never per-key
+            errors).  A failing value cache is logged and bypassed.
+            ``prime``/``clear``/``clear_all`` act on this loader's own cache
+            only; invalidate shared values with ``value_cache.delete(key)``.
+            Needs ``cache=True`` (as in java-dataloader).
         clock: seconds, for ``time_since_dispatch()``.
 
     Raises:
@@ -134,6 +145,7 @@ class DataLoader(Generic[K, V]):
         pass_env: bool = False,
         context: Any = None,
         context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not callable(batch_load_fn):
@@ -153,6 +165,9 @@ class DataLoader(Generic[K, V]):
             raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
         if not callable(clock):
             raise TypeError("clock must be callable")
+        self._value_cache = _value_cache.check_value_cache(value_cache)
+        if value_cache is not None and not cache:
+            raise ValueError("value_cache needs cache=True")
         self._batch_load_fn = batch_load_fn
         self._name = name
         self._batch = bool(batch)
@@ -182,6 +197,8 @@ class DataLoader(Generic[K, V]):
         # queue is taken), so a scope hears of a loader once per batch, not
         # once per load.
         self._told: Any = None
+        self._value_cache_hit_count = 0
+        self._value_cache_miss_count = 0
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -207,6 +224,8 @@ class DataLoader(Generic[K, V]):
                 self._batch_load_count,
                 self._batch_load_exception_count,
                 self._cache_hit_count,
+                self._value_cache_hit_count,
+                self._value_cache_miss_count,
             )
 
     def __repr__(self) -> str:
@@ -461,6 +480,13 @@ class DataLoader(Generic[K, V]):
         return queue
 
     def _send(self, queue: _Queue, sink: Optional["_DispatchSink"] = None) -> None:
+        if self._value_cache is not None:
+            # The value-cache step, between taking the queue and the batch
+            # calls: hits settle here, only the misses go on.
+            rest = self._settle_value_cache_hits(queue, sink)
+            if rest is None:
+                return
+            queue, sink = rest
         size = self._max_batch_size
         if size is None or len(queue) <= size:
             self._call_batch(queue, sink, 0)
@@ -486,13 +512,13 @@ class DataLoader(Generic[K, V]):
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
-        self._call_batch(one)
+        self._send(one)
 
     def _call_each(self, new: _Queue) -> None:
         """``batch=False`` and ``load_many``: one batch call per key, now."""
         for i in range(len(new)):
             try:
-                self._call_batch(new.slice(i, i + 1))
+                self._send(new.slice(i, i + 1))
             except BaseException as exc:
                 self._abandon(new.slice(i + 1, len(new)), exc)
                 raise
@@ -534,6 +560,54 @@ class DataLoader(Generic[K, V]):
         while len(self._queue):
             values.extend(self.dispatch().result())
         return values
+
+    # -- the value cache -----------------------------------------------------------
+    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[Any]) -> Optional[Tuple[_Queue, Any]]:
+        """Look the dispatch's keys up with one ``get_values``; settle the hits.
+
+        Returns:
+            The misses and the sink their slices report to; None when every
+            key was a hit (the dispatch is complete).
+        """
+        try:
+            found = _value_cache.look_up(self._value_cache, list(queue.cached_under()))
+        except BaseException as exc:  # not an Exception (those are logged): every key settles first
+            self._fail_keys(queue, exc, sink)
+            raise
+        hits = [] if found is None else [i for i, value in enumerate(found) if value is not MISSING]
+        with self._lock:
+            self._value_cache_hit_count += len(hits)
+            self._value_cache_miss_count += len(queue) - len(hits)
+        if not hits:
+            return queue, sink
+        assert found is not None
+        misses = [i for i, value in enumerate(found) if value is MISSING]
+        futures = queue.futures
+        # A callback's BaseException (see Future._invoke_callbacks) must not
+        # leave keys pending: settle every hit, abandon the misses, then re-raise.
+        escaped: Optional[BaseException] = None
+        for i in hits:
+            try:
+                futures[i]._settle(found[i], None)
+            except BaseException as exc:
+                if escaped is None:
+                    escaped = exc
+        if sink is not None:
+            for i in hits:
+                sink.values[i] = found[i]
+        rest = queue.take(misses) if misses else None
+        if escaped is not None:
+            if rest is None:
+                if sink is not None:
+                    sink.expect(0)
+            else:
+                self._abandon(rest, escaped, sink)
+            raise escaped
+        if sink is None:
+            return None if rest is None else (rest, None)
+        size = self._max_batch_size or len(misses) or 1
+        sink.expect(-(-len(misses) // size))  # 0: every key was a hit, the dispatch's future settles now
+        return None if rest is None else (rest, sink.part(misses))
 
     # -- the batch call --------------------------------------------------------
     def _call_batch(self, batch: _Queue, sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
@@ -648,6 +722,8 @@ class DataLoader(Generic[K, V]):
                     escaped = exc
         if sink is not None:
             sink.report(offset, values, values[failed[0]] if failed else None)
+        if self._value_cache is not None:  # after the loads settled: they do not wait for the write
+            _value_cache.write(self._value_cache, list(batch.cached_under()), values)
         if escaped is not None:
             raise escaped
 

@@ -22,11 +22,17 @@ class Statistics:
         batch_load_exception_count: batch calls that failed as a whole (the
             function raised, returned a failed future or a wrong result).
         cache_hit_count: loads answered from the cache.
+        value_cache_hit_count: dispatched keys answered by the loader's
+            ``value_cache`` (they never reach the batch function).
+        value_cache_miss_count: dispatched keys looked up in the value cache
+            and not found there (or the value cache failed).
 
     Ratios (``0.0`` when nothing was loaded): ``load_error_ratio``,
     ``batch_load_ratio``, ``batch_load_exception_ratio``, ``cache_hit_ratio``;
+    ``value_cache_hit_ratio`` is hits over value-cache lookups;
     ``cache_miss_count`` is ``load_count - cache_hit_count``.  Statistics add
-    up with ``+`` (a registry sums its loaders').
+    up with ``+`` (a registry sums its loaders').  New fields are added at the
+    end with a default, so positional construction keeps working.
     """
 
     load_count: int = 0
@@ -35,6 +41,8 @@ class Statistics:
     batch_load_count: int = 0
     batch_load_exception_count: int = 0
     cache_hit_count: int = 0
+    value_cache_hit_count: int = 0
+    value_cache_miss_count: int = 0
 
     @property
     def cache_miss_count(self) -> int:
@@ -55,6 +63,10 @@ class Statistics:
     @property
     def cache_hit_ratio(self) -> float:
         return _ratio(self.cache_hit_count, self.load_count)
+
+    @property
+    def value_cache_hit_ratio(self) -> float:
+        return _ratio(self.value_cache_hit_count, self.value_cache_hit_count + self.value_cache_miss_count)
 
     def __add__(self, other: "Statistics") -> "Statistics":
         if not isinstance(other, Statistics):
@@ -77,5 +89,6 @@ class Statistics:
             batch_load_ratio=self.batch_load_ratio,
             batch_load_exception_ratio=self.batch_load_exception_ratio,
             cache_hit_ratio=self.cache_hit_ratio,
+            value_cache_hit_ratio=self.value_cache_hit_ratio,
         )
         return d

@@ -17,8 +17,11 @@ COUNTS = (
     "batch_load_count",
     "batch_load_exception_count",
     "cache_hit_count",
+    "value_cache_hit_count",
+    "value_cache_miss_count",
 )
-RATIOS = ("load_error_ratio", "batch_load_ratio", "batch_load_exception_ratio", "cache_hit_ratio")
+RATIOS = ("load_error_ratio", "batch_load_ratio", "batch_load_exception_ratio", "cache_hit_ratio",
+          "value_cache_hit_ratio")
 
 
 def blowing_batch(keys: List[str]) -> Any:
@@ -151,12 +154,25 @@ def test_Statistics_ratios_are_zero_when_nothing_was_loaded():
 
 
 def test_Statistics_add_up():
-    a = Statistics(1, 2, 3, 4, 5, 6)
-    b = Statistics(10, 20, 30, 40, 50, 60)
+    a = Statistics(1, 2, 3, 4, 5, 6, 7, 8)
+    b = Statistics(10, 20, 30, 40, 50, 60, 70, 80)
     total = a + b
-    assert total == Statistics(11, 22, 33, 44, 55, 66)
-    assert a == Statistics(1, 2, 3, 4, 5, 6)  # operands unchanged
+    assert total == Statistics(11, 22, 33, 44, 55, 66, 77, 88)
+    assert a == Statistics(1, 2, 3, 4, 5, 6, 7, 8)  # operands unchanged
     assert a + Statistics() == a
+
+
+def test_Statistics_positional_construction_of_the_first_six_fields_still_works():
+    old = Statistics(1, 2, 3, 4, 5, 6)
+    assert (old.load_count, old.cache_hit_count) == (1, 6)
+    assert (old.value_cache_hit_count, old.value_cache_miss_count) == (0, 0)
+    assert old + Statistics(value_cache_hit_count=2) == Statistics(1, 2, 3, 4, 5, 6, 2, 0)
+
+
+def test_Statistics_value_cache_hit_ratio_is_over_lookups():
+    stats = Statistics(load_count=10, value_cache_hit_count=3, value_cache_miss_count=1)
+    assert stats.value_cache_hit_ratio == 0.75
+    assert stats.to_dict()["value_cache_hit_ratio"] == 0.75
 
 
 def test_Statistics_add_rejects_other_types():

@@ -1,0 +1,216 @@
+"""ValueCache: a second-level cache of values, shared beyond one request (java-dataloader's ValueCache).
+
+A loader's own cache (``cache_map``) holds futures and lives as long as the
+loader, typically one request.  A value cache holds *values* and is shared:
+by every request of a process, or by every process and host that use the same
+Redis or Django cache.  A ``DataLoader(value_cache=...)`` consults it when a
+batch is dispatched, between taking its queue and calling the batch function.
+
+Guarantees:
+- One ``get_values`` call per dispatch (per ``batch=False`` load), with the
+  cache keys of every key dispatched; hits settle their futures at once,
+  only the misses go on to the batch function (still one call per
+  ``max_batch_size`` slice).
+- One ``set_values`` call per batch-function call, with the values it
+  returned successfully, after their futures are settled (java-dataloader's
+  default: loads do not wait for the write).  Per-key exceptions and failed
+  batches are never written.
+- A value cache that raises (an ``Exception``) or returns a malformed answer
+  is logged on the ``dataloader_sync`` logger, at most once per
+  ``LOG_INTERVAL`` seconds per cache (the count of failures in between is in
+  the next message), and treated as all-miss on read, write skipped on write:
+  a load never fails because of it, and waits at most as long as the cache's
+  own client timeout.  A later success after failures is logged at INFO.
+- The value cache is user code: it is never called under the loader's lock.
+"""
+from __future__ import annotations
+
+import abc
+import enum
+import logging
+import threading
+import time
+import weakref
+from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, TypeVar, Union
+
+__all__ = ["MISSING", "ValueCache"]
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+LOG_INTERVAL = 60.0  # seconds between two warnings about the same failing value cache
+
+
+class _Missing(enum.Enum):
+    """The type of ``MISSING`` (an enum, so that type checkers can narrow on ``is MISSING``)."""
+
+    MISSING = "MISSING"
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = _Missing.MISSING
+"""What ``ValueCache.get_values`` puts where a key has no value (``None`` is a value)."""
+
+
+class ValueCache(abc.ABC, Generic[K, V]):
+    """A cache of loaded values, shared across loaders, requests, processes.
+
+    Subclass it and implement the four methods (``RedisValueCache`` in
+    ``dataloader_sync.redis`` and ``DjangoValueCache`` in
+    ``dataloader_sync.django`` are two).  Keys are the loader's cache keys
+    (after ``cache_key_fn``).  A ``DataLoader`` calls ``get_values`` and
+    ``set_values`` only; ``delete`` and ``clear`` are for the application
+    (e.g. after a write to the rows behind a key): ``DataLoader.clear()``,
+    ``clear_all()`` and ``prime()`` act on the loader's per-request cache
+    only, never on the value cache.
+
+    Implementations must be thread-safe: loaders of many threads call one
+    instance at once.  A method that raises an ``Exception`` never fails a
+    load (see the module notes); it should bound its own waiting (e.g. a
+    client socket timeout).
+    """
+
+    @abc.abstractmethod
+    def get_values(self, keys: Sequence[K]) -> List[Union[V, _Missing]]:
+        """Look up *keys* in one round trip.
+
+        Returns:
+            One entry per key, in order: the cached value, or ``MISSING``.
+        """
+
+    @abc.abstractmethod
+    def set_values(self, keys: Sequence[K], values: Sequence[V]) -> None:
+        """Store ``values[i]`` under ``keys[i]`` for every i, in one round trip."""
+
+    @abc.abstractmethod
+    def delete(self, key: K) -> None:
+        """Forget the value of *key* (no error when there is none)."""
+
+    @abc.abstractmethod
+    def clear(self) -> None:
+        """Forget every value of this cache."""
+
+
+# -- failures: logged, rate-limited per cache ------------------------------------------
+class _FailureLog:
+    """Logs value-cache failures at most once per *interval* per cache, with the count in between.
+
+    Thread-safe.  ``_lock`` guards ``_states``; logging happens outside it.
+    The state of a cache is found by ``id()`` and checked against a weak
+    reference, so a new cache at a dead one's address starts afresh (a cache
+    that cannot be weakly referenced is held strongly, in a bounded table).
+    """
+
+    MAX_ENTRIES = 1024
+
+    def __init__(self, interval: float = LOG_INTERVAL, clock: Callable[[], float] = time.monotonic) -> None:
+        self.interval = interval
+        self.clock = clock
+        self._lock = threading.Lock()  # guards _states (and the lists in it)
+        # id(cache) -> [ref() -> cache, last warning time or None, failures not yet reported, failing]
+        self._states: Dict[int, List[Any]] = {}
+
+    def _state_locked(self, cache: Any) -> List[Any]:
+        state = self._states.get(id(cache))
+        if state is not None and state[0]() is cache:
+            return state
+        try:
+            ref: Callable[[], Any] = weakref.ref(cache, lambda _r, key=id(cache): self._forget(key))
+        except TypeError:
+            ref = (lambda c=cache: c)
+        if len(self._states) >= self.MAX_ENTRIES:
+            self._states.pop(next(iter(self._states)))
+        state = self._states[id(cache)] = [ref, None, 0, False]
+        return state
+
+    def _forget(self, key: int) -> None:
+        with self._lock:
+            state = self._states.get(key)
+            if state is not None and state[0]() is None:
+                del self._states[key]
+
+    def failed(self, cache: Any, what: str, exc: BaseException) -> None:
+        """Count a failure of *cache* during *what*; log it unless one was logged within the interval."""
+        now = self.clock()
+        with self._lock:
+            state = self._state_locked(cache)
+            state[3] = True
+            last = state[1]
+            if last is not None and now - last < self.interval:
+                state[2] += 1
+                return
+            suppressed, state[1], state[2] = state[2], now, 0
+        more = f" ({suppressed} more failures since the last warning)" if suppressed else ""
+        _LOGGER.warning(
+            "value cache %r failed in %s; loads go to the batch function, writes are skipped%s; "
+            "next warning for this cache in %g s at the earliest",
+            cache, what, more, self.interval, exc_info=(type(exc), exc, exc.__traceback__),
+        )
+
+    def succeeded(self, cache: Any) -> None:
+        """A call of *cache* worked: say so once after failures."""
+        with self._lock:
+            state = self._states.get(id(cache))
+            if state is None or not state[3] or state[0]() is not cache:
+                return
+            state[3] = False
+            suppressed, state[2] = state[2], 0
+        _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
+
+
+FAILURES = _FailureLog()
+
+
+def check_value_cache(value_cache: Any) -> Any:
+    """*value_cache* if it can serve as one (None too).
+
+    Raises:
+        TypeError: it has no callable ``get_values`` and ``set_values``.
+    """
+    if value_cache is not None and not (
+        callable(getattr(value_cache, "get_values", None)) and callable(getattr(value_cache, "set_values", None))
+    ):
+        raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
+    return value_cache
+
+
+def look_up(value_cache: Any, keys: List[Any]) -> Optional[List[Any]]:
+    """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged).
+
+    Raises:
+        BaseException: what the cache raised when it is not an ``Exception``.
+    """
+    try:
+        found = list(value_cache.get_values(keys))
+    except Exception as exc:
+        FAILURES.failed(value_cache, "get_values", exc)
+        return None
+    if len(found) != len(keys):
+        FAILURES.failed(value_cache, "get_values", ValueError(
+            f"get_values returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
+        return None
+    FAILURES.succeeded(value_cache)
+    return found
+
+
+def write(value_cache: Any, keys: List[Any], values: List[Any]) -> None:
+    """``value_cache.set_values(keys, values)`` of the values that are not exceptions; a failure is logged.
+
+    Raises:
+        BaseException: what the cache raised when it is not an ``Exception``.
+    """
+    if any(isinstance(v, BaseException) for v in values):
+        pairs = [(k, v) for k, v in zip(keys, values) if not isinstance(v, BaseException)]
+        keys, values = [k for k, _ in pairs], [v for _, v in pairs]
+    if not keys:
+        return
+    try:
+        value_cache.set_values(keys, values)
+    except Exception as exc:
+        FAILURES.failed(value_cache, "set_values", exc)
+        return
+    FAILURES.succeeded(value_cache)

@@ -1,0 +1,428 @@
+"""Tests for dataloader_sync._value_cache (ValueCache, MISSING) and DataLoader(value_cache=).
+
+``DictValueCache`` is a complete in-process ValueCache over a dict, recording
+its calls; the Redis and Django implementations are tested against real
+servers in test_redis.py and test_django_value_cache.py.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import logging
+import threading
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+
+import dataloader_sync
+from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, failed_future
+from dataloader_sync import _value_cache
+
+TIMEOUT = 10.0
+
+
+class DictValueCache(ValueCache[Any, Any]):
+    """A ValueCache over a dict that records every call."""
+
+    def __init__(self, data: Optional[Dict[Any, Any]] = None) -> None:
+        self.data: Dict[Any, Any] = dict(data or {})
+        self.gets: List[List[Any]] = []
+        self.sets: List[Dict[Any, Any]] = []
+        self.lock = threading.Lock()
+
+    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+        with self.lock:
+            self.gets.append(list(keys))
+            return [self.data.get(k, MISSING) for k in keys]
+
+    def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
+        with self.lock:
+            self.sets.append(dict(zip(keys, values)))
+            self.data.update(zip(keys, values))
+
+    def delete(self, key: Any) -> None:
+        with self.lock:
+            self.data.pop(key, None)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.data.clear()
+
+
+class BrokenValueCache(DictValueCache):
+    """Raises on every call while ``broken`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.broken = True
+
+    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+        if self.broken:
+            raise ConnectionError("cache is down")
+        return super().get_values(keys)
+
+    def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
+        if self.broken:
+            raise ConnectionError("cache is down")
+        super().set_values(keys, values)
+
+
+class Recorder:
+    """A batch function that records its calls; "err*" keys fail, others load as key * 10 (str: key + "!")."""
+
+    def __init__(self) -> None:
+        self.calls: List[List[Any]] = []
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        self.calls.append(list(keys))
+        return [ValueError(k) if isinstance(k, str) and k.startswith("err") else
+                (k + "!" if isinstance(k, str) else k * 10) for k in keys]
+
+
+@pytest.fixture(autouse=True)
+def fresh_failure_log(monkeypatch):
+    """Each test gets its own rate-limited failure log (no state from other tests)."""
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+
+
+def warnings_of(caplog) -> List[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
+
+
+# -- the contract's names ----------------------------------------------------------------
+def test_ValueCache_and_MISSING_are_public():
+    assert "ValueCache" in dataloader_sync.__all__ and "MISSING" in dataloader_sync.__all__
+    assert repr(MISSING) == "MISSING"
+    assert MISSING is dataloader_sync.MISSING
+
+
+def test_ValueCache_is_abstract_until_all_four_methods_exist():
+    class OnlyGet(ValueCache):
+        def get_values(self, keys):
+            return [MISSING] * len(keys)
+
+    with pytest.raises(TypeError):
+        OnlyGet()  # type: ignore[abstract]
+    DictValueCache()  # all four: fine
+
+
+def test_DataLoader_value_cache_of_the_wrong_kind_is_a_TypeError():
+    with pytest.raises(TypeError, match="value_cache"):
+        DataLoader(Recorder(), value_cache=object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="value_cache"):
+        DataLoader(Recorder(), value_cache={})  # type: ignore[arg-type]
+
+
+def test_DataLoader_value_cache_needs_caching():
+    with pytest.raises(ValueError, match="value_cache needs cache=True"):
+        DataLoader(Recorder(), cache=False, value_cache=DictValueCache())
+
+
+# -- lookup and write-back ---------------------------------------------------------------
+def test_DataLoader_value_cache_hits_complete_without_the_batch_function():
+    vc = DictValueCache({1: "one", 3: "three"})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    futures = [loader.load(k) for k in (1, 2, 3, 4)]
+    assert loader.dispatch().result(TIMEOUT) == ["one", 20, "three", 40]
+    assert [f.result(TIMEOUT) for f in futures] == ["one", 20, "three", 40]
+    assert vc.gets == [[1, 2, 3, 4]]  # one lookup for the dispatch
+    assert batch.calls == [[2, 4]]  # only the misses
+    assert vc.sets == [{2: 20, 4: 40}]  # one write of what the batch function returned
+
+
+def test_DataLoader_value_cache_all_hits_make_no_batch_call():
+    vc = DictValueCache({"a": 1, "b": None})  # None is a value, not a miss
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    a, b = loader.load("a"), loader.load("b")
+    result = loader.dispatch_with_counts()
+    assert result.keys_count == 2
+    assert result.future.result(TIMEOUT) == [1, None]
+    assert (a.result(TIMEOUT), b.result(TIMEOUT)) == (1, None)
+    assert batch.calls == [] and vc.sets == []
+
+
+def test_DataLoader_value_cache_second_loader_is_answered_by_the_first_loaders_writes():
+    vc = DictValueCache()
+    batch = Recorder()
+    first = DataLoader(batch, value_cache=vc)
+    first.load_many([1, 2])
+    first.dispatch_and_join()
+    second = DataLoader(batch, value_cache=vc)  # a new request: an empty per-request cache
+    many = second.load_many([1, 2, 3])
+    second.dispatch()
+    assert many.result(TIMEOUT) == [10, 20, 30]
+    assert batch.calls == [[1, 2], [3]]
+
+
+def test_DataLoader_value_cache_never_stores_per_key_errors_or_failed_batches():
+    vc = DictValueCache()
+    loader = DataLoader(Recorder(), value_cache=vc)
+    many = loader.load_many(["a", "err1", "b"], return_exceptions=True)
+    loader.dispatch()
+    values = many.result(TIMEOUT)
+    assert values[0] == "a!" and isinstance(values[1], ValueError) and values[2] == "b!"
+    assert vc.sets == [{"a": "a!", "b": "b!"}]
+
+    def failing(keys):
+        return failed_future(RuntimeError("batch failed"))
+
+    broken_batch = DataLoader(failing, value_cache=vc)
+    fut = broken_batch.load("c")
+    broken_batch.dispatch()
+    with pytest.raises(RuntimeError):
+        fut.result(TIMEOUT)
+    assert "c" not in vc.data and len(vc.sets) == 1
+
+
+def test_DataLoader_value_cache_with_max_batch_size_looks_up_once_and_slices_the_misses():
+    vc = DictValueCache({k: f"cached {k}" for k in (0, 2, 4, 6)})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc, max_batch_size=2)
+    many = loader.load_many(range(8))
+    dispatched = loader.dispatch()
+    expected = ["cached 0", 10, "cached 2", 30, "cached 4", 50, "cached 6", 70]
+    assert dispatched.result(TIMEOUT) == expected
+    assert many.result(TIMEOUT) == expected
+    assert vc.gets == [list(range(8))]
+    assert batch.calls == [[1, 3], [5, 7]]  # the misses, two per call
+    assert vc.sets == [{1: 10, 3: 30}, {5: 50, 7: 70}]  # one write per batch call
+
+
+def test_DataLoader_value_cache_dispatch_future_fails_with_a_missed_keys_error():
+    vc = DictValueCache({"a": "cached"})
+    loader = DataLoader(Recorder(), value_cache=vc, max_batch_size=1)
+    a, err = loader.load("a"), loader.load("err")
+    dispatched = loader.dispatch()
+    with pytest.raises(ValueError):
+        dispatched.result(TIMEOUT)
+    assert a.result(TIMEOUT) == "cached"
+    assert isinstance(err.exception(TIMEOUT), ValueError)
+
+
+def test_DataLoader_value_cache_sees_cache_keys():
+    vc = DictValueCache({"k1": "cached"})
+    batch = Recorder()
+    loader = DataLoader(lambda keys: batch([k["id"] for k in keys]), value_cache=vc,
+                        cache_key_fn=lambda key: f"k{key['id']}")
+    one, two = loader.load({"id": 1}), loader.load({"id": 2})
+    loader.dispatch()
+    assert (one.result(TIMEOUT), two.result(TIMEOUT)) == ("cached", 20)
+    assert vc.gets == [["k1", "k2"]] and vc.sets == [{"k2": 20}]
+
+
+def test_DataLoader_value_cache_with_batch_false_looks_up_each_load():
+    vc = DictValueCache({1: "cached"})
+    batch = Recorder()
+    loader = DataLoader(batch, batch=False, value_cache=vc)
+    assert loader.load(1).result(TIMEOUT) == "cached"
+    assert loader.load(2).result(TIMEOUT) == 20
+    assert vc.gets == [[1], [2]] and batch.calls == [[2]] and vc.sets == [{2: 20}]
+
+
+def test_DataLoader_value_cache_write_follows_a_batch_future_on_an_executor():
+    vc = DictValueCache({1: "cached"})
+    batch = Recorder()
+    with cf.ThreadPoolExecutor(1) as pool:
+        loader = DataLoader(batch, value_cache=vc, executor=pool)
+        many = loader.load_many([1, 2])
+        loader.dispatch()
+        assert many.result(TIMEOUT) == ["cached", 20]
+    # The pool is shut down: the batch's completion (and its write) has run.
+    assert batch.calls == [[2]] and vc.sets == [{2: 20}]
+
+
+def test_DataLoader_value_cache_with_pass_env_gives_the_misses_their_key_contexts():
+    vc = DictValueCache({"a": "cached"})
+    seen: List[Any] = []
+
+    def batch(keys, env):
+        seen.append((list(keys), env.key_contexts_list))
+        return [k + "!" for k in keys]
+
+    loader = DataLoader(batch, pass_env=True, value_cache=vc)
+    many = loader.load_many(["a", "b", "c"], ["ctx a", "ctx b", "ctx c"])
+    loader.dispatch()
+    assert many.result(TIMEOUT) == ["cached", "b!", "c!"]
+    assert seen == [(["b", "c"], ["ctx b", "ctx c"])]
+
+
+# -- prime / clear act on the per-request cache only ---------------------------------------
+def test_DataLoader_prime_and_clear_do_not_touch_the_value_cache():
+    vc = DictValueCache({1: "shared"})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    loader.prime(2, "primed")
+    assert loader.load(2).result(TIMEOUT) == "primed"
+    assert 2 not in vc.data and vc.sets == []
+    first = loader.load(1)
+    loader.dispatch()
+    assert first.result(TIMEOUT) == "shared"
+    loader.clear(1).clear_all()
+    assert vc.data == {1: "shared"}  # clear/clear_all forget the request's futures only
+    again = loader.load(1)
+    loader.dispatch()
+    assert again.result(TIMEOUT) == "shared" and batch.calls == []
+    vc.delete(1)  # the application's invalidation
+    loader.clear(1)
+    fresh = loader.load(1)
+    loader.dispatch()
+    assert fresh.result(TIMEOUT) == 10 and batch.calls == [[1]]
+
+
+# -- statistics ----------------------------------------------------------------------------
+def test_Statistics_count_value_cache_hits_and_misses():
+    vc = DictValueCache({1: "one"})
+    loader = DataLoader(Recorder(), value_cache=vc)
+    loader.load_many([1, 2, 3])
+    loader.dispatch()
+    loader.load(1)  # a per-request cache hit: no lookup
+    stats = loader.statistics()
+    assert (stats.value_cache_hit_count, stats.value_cache_miss_count) == (1, 2)
+    assert (stats.batch_invoke_count, stats.batch_load_count, stats.cache_hit_count) == (1, 2, 1)
+    assert stats.value_cache_hit_ratio == pytest.approx(1 / 3)
+    assert stats.to_dict()["value_cache_hit_count"] == 1
+
+
+def test_Statistics_count_a_failed_lookup_as_misses():
+    loader = DataLoader(Recorder(), value_cache=BrokenValueCache())
+    loader.load_many([1, 2])
+    loader.dispatch()
+    stats = loader.statistics()
+    assert (stats.value_cache_hit_count, stats.value_cache_miss_count) == (0, 2)
+
+
+def test_Statistics_without_a_value_cache_keep_their_value_cache_counts_at_zero():
+    loader = DataLoader(Recorder())
+    loader.load(1)
+    loader.dispatch()
+    stats = loader.statistics()
+    assert stats.value_cache_hit_count == stats.value_cache_miss_count == 0
+    assert stats.value_cache_hit_ratio == 0.0
+    assert stats == Statistics(1, 0, 1, 1, 0, 0)  # old positional construction still matches
+
+
+# -- a failing value cache -------------------------------------------------------------------
+def test_DataLoader_value_cache_that_raises_is_bypassed_and_warned_about_once(caplog):
+    vc = BrokenValueCache()
+    batch = Recorder()
+    for _ in range(20):  # twenty requests while the cache is down
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many([1, 2])
+        loader.dispatch()
+        assert many.result(TIMEOUT) == [10, 20]
+    assert len(batch.calls) == 20
+    warned = warnings_of(caplog)
+    assert len(warned) == 1
+    assert "cache is down" in warned[0].exc_text and "get_values" in warned[0].getMessage()
+
+    vc.broken = False  # back: lookups and writes resume, and the recovery is said once
+    with caplog.at_level(logging.INFO, logger="dataloader_sync"):
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many([1, 2])
+        loader.dispatch()
+        assert many.result(TIMEOUT) == [10, 20]
+    assert vc.data == {1: 10, 2: 20}
+    infos = [r for r in caplog.records if r.levelno == logging.INFO and "works again" in r.getMessage()]
+    assert len(infos) == 1 and "39 failures" in infos[0].getMessage()  # 20 lookups + 20 writes - 1 warned
+
+
+def test_DataLoader_value_cache_that_fails_only_on_write_still_loads():
+    class ReadOnly(DictValueCache):
+        def set_values(self, keys, values):
+            raise PermissionError("read-only replica")
+
+    vc = ReadOnly({1: "cached"})
+    loader = DataLoader(Recorder(), value_cache=vc)
+    many = loader.load_many([1, 2])
+    loader.dispatch()
+    assert many.result(TIMEOUT) == ["cached", 20]
+
+
+def test_DataLoader_value_cache_answer_of_the_wrong_length_is_all_miss(caplog):
+    class Short(DictValueCache):
+        def get_values(self, keys):
+            return [f"bogus {k}" for k in keys[:-1]]
+
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=Short())
+    many = loader.load_many([1, 2, 3])
+    loader.dispatch()
+    assert many.result(TIMEOUT) == [10, 20, 30]
+    assert batch.calls == [[1, 2, 3]]
+    assert "2 entries for 3 keys" in warnings_of(caplog)[0].exc_text
+
+
+def test_DataLoader_value_cache_BaseException_fails_every_key_then_propagates():
+    class Interrupted(DictValueCache):
+        def get_values(self, keys):
+            raise KeyboardInterrupt
+
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=Interrupted())
+    futures = [loader.load(k) for k in (1, 2)]
+    with pytest.raises(KeyboardInterrupt):
+        loader.dispatch()
+    for fut in futures:
+        assert isinstance(fut.exception(TIMEOUT), KeyboardInterrupt)
+    assert batch.calls == []
+    retried = loader.load(1)  # the failed keys left the cache: a later load retries
+    assert retried is not futures[0]
+
+
+def test_DataLoader_value_cache_hit_whose_callback_raises_a_BaseException_settles_every_key():
+    vc = DictValueCache({1: "cached"})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    hit, miss = loader.load(1), loader.load(2)
+
+    def interrupt(_f):
+        raise KeyboardInterrupt
+
+    hit.add_done_callback(interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        loader.dispatch()
+    assert hit.result(TIMEOUT) == "cached"
+    error = miss.exception(TIMEOUT)  # not sent: abandoned, as the later slices of an interrupted dispatch
+    assert isinstance(error, cf.CancelledError) and isinstance(error.__cause__, KeyboardInterrupt)
+    assert batch.calls == []
+
+
+def test_DataLoader_value_cache_is_not_called_under_the_loaders_lock():
+    held: List[bool] = []
+
+    class Probe(DictValueCache):
+        def get_values(self, keys):
+            free = loader._lock.acquire(blocking=False)
+            if free:
+                loader._lock.release()
+            held.append(not free)
+            loader.statistics()  # takes the loader's lock: would deadlock if it were held
+            return super().get_values(keys)
+
+        def set_values(self, keys, values):
+            loader.statistics()
+            super().set_values(keys, values)
+
+    loader = DataLoader(Recorder(), value_cache=Probe())
+    fut = loader.load(1)
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == 10 and held == [False]
+
+
+def test_FailureLog_warns_again_after_the_interval_with_the_count_in_between(caplog):
+    now = [100.0]
+    log = _value_cache._FailureLog(interval=60.0, clock=lambda: now[0])
+    cache = DictValueCache()
+    for _ in range(5):
+        log.failed(cache, "get_values", ConnectionError("down"))
+    now[0] += 59.0
+    log.failed(cache, "set_values", ConnectionError("down"))
+    assert len(warnings_of(caplog)) == 1
+    now[0] += 1.0
+    log.failed(cache, "get_values", ConnectionError("down"))
+    warned = warnings_of(caplog)
+    assert len(warned) == 2 and "5 more failures" in warned[1].getMessage()
+    other = DictValueCache()  # another cache has its own budget
+    log.failed(other, "get_values", ConnectionError("down"))
+    assert len(warnings_of(caplog)) == 3
