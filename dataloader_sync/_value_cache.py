@@ -102,7 +102,7 @@ class _FailureLog:
     Thread-safe.  ``_lock`` guards ``_states``; logging happens outside it.
     The state of a cache is found by ``id()`` and checked against a weak
     reference, so a new cache at a dead one's address starts afresh (a cache
-    that cannot be weakly referenced is held strongly, in a bounded table).
+    that cannot be weakly referenced is held strongly); the table is bounded.
     """
 
     MAX_ENTRIES = 1024
@@ -118,20 +118,20 @@ class _FailureLog:
         state = self._states.get(id(cache))
         if state is not None and state[0]() is cache:
             return state
+        # No weakref callback: it could run (in a GC pass) while _lock is held.
+        # Entries of dead caches are replaced when their id is reused, or
+        # dropped when the table is full.
+        ref: Callable[[], Any]
         try:
-            ref: Callable[[], Any] = weakref.ref(cache, lambda _r, key=id(cache): self._forget(key))
-        except TypeError:
-            ref = (lambda c=cache: c)
+            ref = weakref.ref(cache)
+        except TypeError:  # cannot be weakly referenced: held (the table is bounded)
+            ref = _Strong(cache)
         if len(self._states) >= self.MAX_ENTRIES:
-            self._states.pop(next(iter(self._states)))
+            dead = [k for k, st in self._states.items() if st[0]() is None]
+            for k in dead or [next(iter(self._states))]:
+                del self._states[k]
         state = self._states[id(cache)] = [ref, None, 0, False]
         return state
-
-    def _forget(self, key: int) -> None:
-        with self._lock:
-            state = self._states.get(key)
-            if state is not None and state[0]() is None:
-                del self._states[key]
 
     def failed(self, cache: Any, what: str, exc: BaseException) -> None:
         """Count a failure of *cache* during *what*; log it unless one was logged within the interval."""
@@ -160,6 +160,18 @@ class _FailureLog:
             state[3] = False
             suppressed, state[2] = state[2], 0
         _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
+
+
+class _Strong:
+    """A strong reference that is called like a weak one."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __call__(self) -> Any:
+        return self.obj
 
 
 FAILURES = _FailureLog()
