@@ -343,9 +343,12 @@ class DataLoader(Generic[K, V]):
                 instead of failing the whole future (as ``asyncio.gather``).
 
         Raises:
-            TypeError: a key is not hashable; ValueError: ``key_contexts`` is a
-            sequence of another length.
+            TypeError: a key is not hashable, or *keys* is a ``str`` or
+            ``bytes`` (its characters would be loaded as keys); ValueError:
+            ``key_contexts`` is a sequence of another length.
         """
+        if isinstance(keys, (str, bytes)):
+            raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
         keys = list(keys)
         if key_contexts is None:
             contexts: List[Any] = [None] * len(keys)

@@ -22,19 +22,20 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import datetime
 import heapq
 import itertools
 import logging
-import math
 import os
 import threading
 import time
 import weakref
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, Callable, List, Optional, Tuple
 
 from ._future import Future
+from ._time import Delay as Delay
+from ._time import seconds as _seconds
+from ._time import wait_timeout
 
 __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_executor"]
 
@@ -42,21 +43,6 @@ _LOGGER = logging.getLogger("dataloader_sync")
 _clock = time.monotonic
 _names = itertools.count(1)
 _timers: "weakref.WeakSet[_Timer]" = weakref.WeakSet()
-
-Delay = Union[float, int, datetime.timedelta]
-
-
-def _seconds(name: str, value: Delay, *, positive: bool = False) -> float:
-    if isinstance(value, datetime.timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be a number of seconds or a timedelta")
-    if math.isnan(value) or math.isinf(value):
-        raise ValueError(f"{name} must be finite")
-    if positive and value <= 0:
-        raise ValueError(f"{name} must be > 0")
-    return float(value)
-
 
 class _Entry:
     """A task on the heap.  Fields other than ``future`` are guarded by the timer's lock."""
@@ -200,7 +186,7 @@ class _Timer:
                             self.queued += 1
                             due.append(entry)
                     if not due:
-                        self.deadline_changed.wait(heap[0][0] - now if heap else None)
+                        self.deadline_changed.wait(wait_timeout(heap[0][0] - now) if heap else None)
                 executor = self.executor
             for entry in due:
                 self.hand_over(executor, entry)
@@ -332,8 +318,11 @@ class ScheduledExecutor(cf.Executor):
             raise TypeError("executor must be a concurrent.futures.Executor or None")
         if name is not None and not isinstance(name, str):
             raise TypeError("name must be a str or None")
-        if max_workers is not None and (not isinstance(max_workers, int) or max_workers <= 0):
-            raise ValueError("max_workers must be > 0")
+        if max_workers is not None:
+            if isinstance(max_workers, bool) or not isinstance(max_workers, int):
+                raise TypeError("max_workers must be an int or None")
+            if max_workers <= 0:
+                raise ValueError("max_workers must be > 0")
         name = name or f"dataloader-sync-{next(_names)}"
         owned = executor is None
         if executor is None:

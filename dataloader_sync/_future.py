@@ -303,7 +303,13 @@ def completed_future(value: T) -> Future[T]:
 
 
 def failed_future(exc: BaseException) -> Future[Any]:
-    """Return a future already failed with *exc*."""
+    """Return a future already failed with *exc*.
+
+    Raises:
+        TypeError: *exc* is not an exception instance (a class is not one).
+    """
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception instance, got {type(exc).__name__}")
     fut: Future[Any] = Future()
     fut._exception = exc
     fut._state = FINISHED
@@ -371,12 +377,27 @@ def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> 
 
     It fails with the first error (in completion order) unless
     ``return_exceptions`` is true; then the list holds the exception instances.
+
+    Raises:
+        TypeError: an item is not a ``concurrent.futures.Future``.
     """
     futures = list(futures)
     if not futures:
         return completed_future([])
     g = _Gather(futures, return_exceptions)
     done = g.done
-    for fut in {id(f): f for f in futures}.values():  # each distinct future once
-        fut.add_done_callback(done)
+    distinct = {id(f): f for f in futures}.values()  # each distinct future once
+    try:
+        for fut in distinct:
+            fut.add_done_callback(done)
+    except AttributeError:
+        # Checked here rather than up front: the check costs nothing on the
+        # path of every load_many.  Callbacks already added to the futures
+        # before the bad item only fill the abandoned gather.
+        for fut in distinct:
+            if not callable(getattr(fut, "add_done_callback", None)):
+                raise TypeError(
+                    f"futures must be concurrent.futures.Future objects, got {type(fut).__name__}"
+                ) from None
+        raise
     return g.out

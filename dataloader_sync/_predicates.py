@@ -7,8 +7,11 @@ plain callables are accepted wherever a predicate is.
 """
 from __future__ import annotations
 
-import math
+import datetime
 from typing import Any, Callable
+
+from ._time import Delay
+from ._time import seconds as _seconds
 
 __all__ = [
     "DISPATCH_ALWAYS",
@@ -28,6 +31,8 @@ class DispatchPredicate:
     def __init__(self, fn: Callable[[str, Any], bool], description: str | None = None) -> None:
         if not callable(fn):
             raise TypeError("fn must be callable")
+        if description is not None and not isinstance(description, str):
+            raise TypeError("description must be a str or None")
         self._fn = fn
         self._repr = description or f"DispatchPredicate({fn!r})"
 
@@ -76,7 +81,11 @@ DISPATCH_NEVER = DispatchPredicate(lambda name, loader: False, "DISPATCH_NEVER")
 
 
 def dispatch_if_depth_greater_than(n: int) -> DispatchPredicate:
-    """Dispatch a loader once more than *n* keys are queued on it."""
+    """Dispatch a loader once more than *n* keys are queued on it.
+
+    Raises:
+        TypeError: *n* is not an int (a bool is not one).
+    """
     if isinstance(n, bool) or not isinstance(n, int):
         raise TypeError("n must be an int")
     return DispatchPredicate(
@@ -84,15 +93,21 @@ def dispatch_if_depth_greater_than(n: int) -> DispatchPredicate:
     )
 
 
-def dispatch_if_longer_than(seconds: float) -> DispatchPredicate:
-    """Dispatch a loader once its last dispatch is more than *seconds* ago."""
-    if hasattr(seconds, "total_seconds"):
-        seconds = seconds.total_seconds()
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise TypeError("seconds must be a number of seconds or a timedelta")
-    if math.isnan(seconds):
-        raise ValueError("seconds must not be NaN")
+def dispatch_if_longer_than(seconds: Delay) -> DispatchPredicate:
+    """Dispatch a loader once its last dispatch is more than *seconds* ago.
+
+    Args:
+        seconds: seconds or a ``datetime.timedelta``; the same rule as every
+            delay of the package (finite; a negative value always passes).
+
+    Raises:
+        TypeError: *seconds* is not a number nor a timedelta.
+        ValueError: *seconds* is NaN or infinite (for "never", use
+            ``DISPATCH_NEVER``).
+    """
+    limit = _seconds("seconds", seconds)
+    shown = limit if isinstance(seconds, datetime.timedelta) else seconds  # the call as written
     return DispatchPredicate(
-        lambda name, loader: loader.time_since_dispatch() > seconds,
-        f"dispatch_if_longer_than({seconds!r})",
+        lambda name, loader: loader.time_since_dispatch() > limit,
+        f"dispatch_if_longer_than({shown!r})",
     )

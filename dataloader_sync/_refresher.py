@@ -27,8 +27,9 @@ import weakref
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
-from ._executor import Delay as Seconds
-from ._executor import _seconds
+from ._time import Delay as Seconds
+from ._time import check_callable
+from ._time import seconds as _seconds
 
 __all__ = ["PeriodicRefresher", "RefresherStatistics", "daily_at", "refreshed_every"]
 
@@ -57,13 +58,22 @@ class daily_at:
     Args:
         hour: 0-23.
         minute: 0-59.
-        tz: a ``datetime.tzinfo`` (e.g. ``zoneinfo.ZoneInfo("Europe/Paris")``).
+        tz: a ``datetime.tzinfo`` (e.g. ``zoneinfo.ZoneInfo("Europe/Paris")``),
+            not a zone name.
 
     Raises:
+        TypeError: ``hour`` or ``minute`` is not an int, or ``tz`` is not a
+            ``tzinfo`` (a string such as ``"Europe/Paris"`` included).
         ValueError: ``hour`` or ``minute`` is out of range.
     """
 
     def __init__(self, hour: int, minute: int = 0, tz: datetime.tzinfo | None = None) -> None:
+        for name, value in (("hour", hour), ("minute", minute)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int")
+        if tz is not None and not isinstance(tz, datetime.tzinfo):
+            hint = f" (e.g. zoneinfo.ZoneInfo({tz!r}))" if isinstance(tz, str) else ""
+            raise TypeError(f"tz must be a datetime.tzinfo or None{hint}")
         if not 0 <= hour <= 23:
             raise ValueError("hour must be in 0..23")
         if not 0 <= minute <= 59:
@@ -162,8 +172,8 @@ class PeriodicRefresher(Generic[T]):
         wall_clock: returns the current ``datetime`` passed to ``next_reload``.
 
     Raises:
-        TypeError: ``load_fn``, ``next_reload`` or ``executor`` has the wrong
-            type.
+        TypeError: ``load_fn``, ``next_reload``, ``executor``, ``clock`` or
+            ``wall_clock`` has the wrong type.
         ValueError: ``interval`` is not > 0 and finite, ``failure_backoff``
             not >= 0 and finite, or ``failures_before_backoff`` < 1.
     """
@@ -198,8 +208,8 @@ class PeriodicRefresher(Generic[T]):
         self._failures_before_backoff = failures_before_backoff
         self._executor = executor
         self._next_reload_fn = next_reload
-        self._clock = clock
-        self._wall_clock = wall_clock
+        self._clock = check_callable("clock", clock)
+        self._wall_clock = check_callable("wall_clock", wall_clock)
         self._init_lock()
         self._value: T | None = None
         self._has_value = False
@@ -485,7 +495,12 @@ def refreshed_every(
 
     Returns:
         A decorator returning the refresher (``close()`` it to stop reloads).
+
+    Raises:
+        TypeError, ValueError: ``interval`` is not a finite delay > 0 (at
+            once; the other options are checked when the decorator is applied).
     """
+    _seconds("interval", interval, positive=True)
 
     def decorate(load_fn: Callable[[], T]) -> PeriodicRefresher[T]:
         refresher = PeriodicRefresher(load_fn, interval, **options)

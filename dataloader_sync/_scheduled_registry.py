@@ -34,9 +34,10 @@ import weakref
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._dataloader import DataLoader
-from ._executor import ScheduledExecutor, ScheduledFuture, _seconds, get_default_scheduled_executor
+from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
 from ._registry import DataLoaderRegistry, _check_entry
+from ._time import seconds as _seconds
 
 __all__ = ["ScheduledDataLoaderRegistry"]
 

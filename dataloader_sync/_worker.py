@@ -34,7 +34,8 @@ import time
 import weakref
 from typing import Callable
 
-from ._executor import Delay, _seconds
+from ._time import Delay, check_callable, wait_timeout
+from ._time import seconds as _seconds
 
 __all__ = ["RestartableWorker", "WorkerState"]
 
@@ -96,8 +97,8 @@ class RestartableWorker:
         clock: monotonic seconds, for the restart window only.
 
     Raises:
-        TypeError: ``target`` is not callable, ``name`` not a str, or
-            ``max_restarts`` not an int.
+        TypeError: ``target`` or ``clock`` is not callable, ``name`` not a
+            str, or ``max_restarts`` not an int.
         ValueError: ``max_restarts`` < 0, or ``restart_window`` not > 0 and
             finite.
     """
@@ -126,7 +127,7 @@ class RestartableWorker:
         self._target = target
         self._name = name
         self._max_restarts = max_restarts
-        self._clock = clock
+        self._clock = check_callable("clock", clock)
         self._thread_numbers = itertools.count(1)
         self._init_locks()
         self._forget_threads()
@@ -212,7 +213,7 @@ class RestartableWorker:
         Returns:
             True if no worker thread is alive any more, else False.
         """
-        limit = None if timeout is None else max(_seconds("timeout", timeout), 0.0)
+        limit = None if timeout is None else wait_timeout(max(_seconds("timeout", timeout), 0.0))
         me = threading.current_thread()
         with self._lock:
             self._set_current_locked(None)
@@ -235,7 +236,7 @@ class RestartableWorker:
             requested, or it is not the worker's current thread), False when
             the time ran out.
         """
-        limit = max(_seconds("seconds", seconds), 0.0)
+        limit = wait_timeout(max(_seconds("seconds", seconds), 0.0))
         return self._wait_as(threading.current_thread(), limit)
 
     def __enter__(self) -> RestartableWorker:
@@ -360,20 +361,31 @@ class RestartableWorker:
         finally:
             with self._lock:
                 self._threads.discard(me)
+                if self._current is me:
+                    # Only when the loop itself failed (nothing above lets an
+                    # error out): a current thread that has ended would make
+                    # the worker read as running with no thread alive.
+                    self._gave_up = True
+                    self._set_current_locked(None)
 
     def _crashed(self, me: threading.Thread, exc: BaseException) -> None:
         """``me`` was ended by ``exc``: start a successor, or give up."""
-        now = self._clock()
+        try:
+            now: float | None = float(self._clock())
+        except Exception:  # user code: a broken clock must not leave a dead thread current
+            logger.exception("worker %s: clock raised; counting the crash as one too many", self._name)
+            now = None
         with self._lock:
             if self._current is not me:
                 outcome = "retired"  # a stop or restart came first: nothing to restart
             else:
                 crashes = self._crash_times
-                crashes.append(now)
-                while crashes and crashes[0] <= now - self._restart_window:
-                    crashes.popleft()
                 outcome = "gave up"
-                if len(crashes) <= self._max_restarts:
+                if now is not None:
+                    crashes.append(now)
+                    while crashes and crashes[0] <= now - self._restart_window:
+                        crashes.popleft()
+                if now is not None and len(crashes) <= self._max_restarts:
                     try:
                         successor = self._start_thread_locked()
                         self._restart_count += 1

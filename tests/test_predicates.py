@@ -195,7 +195,7 @@ def test_as_predicate_wraps_plain_callables_once():
         (lambda: dispatch_if_depth_greater_than(4.0), TypeError, "n"),
         (lambda: dispatch_if_depth_greater_than(True), TypeError, "n"),
         (lambda: dispatch_if_longer_than("1s"), TypeError, "seconds must be a number"),
-        (lambda: dispatch_if_longer_than(float("nan")), ValueError, "seconds must not be NaN"),
+        (lambda: dispatch_if_longer_than(float("nan")), ValueError, "seconds must be finite"),
         (lambda: dispatch_if_longer_than(None), (TypeError, ValueError), "seconds"),
         (lambda: DispatchPredicate(42), TypeError, "fn"),
         (lambda: DISPATCH_ALWAYS & 42, TypeError, "other"),

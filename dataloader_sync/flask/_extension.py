@@ -66,7 +66,7 @@ class DataLoaders:
             request is ``flask.request`` if the loaders need it.
 
     Raises:
-        TypeError: *factory* is not callable.
+        TypeError: *factory* is not callable, or *app* not a ``flask.Flask``.
     """
 
     def __init__(self, app: Optional[flask.Flask] = None, *, factory: Callable[[], DataLoaderRegistry]) -> None:
@@ -88,8 +88,11 @@ class DataLoaders:
             app: the Flask application.
 
         Raises:
+            TypeError: *app* is not a ``flask.Flask``.
             RuntimeError: another ``DataLoaders`` is already set up on *app*.
         """
+        if not isinstance(app, flask.Flask):
+            raise TypeError(f"app must be a flask.Flask, got {type(app).__name__}")
         other = app.extensions.get(EXTENSION_KEY)
         if other is self:
             return

@@ -134,11 +134,13 @@ def graphql_view(
 
     Raises:
         ValueError: both *loaders* and *registry_factory* were given.
-        TypeError: a factory is not callable.
+        TypeError: *schema* is not a schema, *loaders* not a ``DataLoaders``,
+            a factory not callable, or *name* not a str.
         ImportError: graphql-core is not installed.
     """
     from graphql import (
         GraphQLError,
+        GraphQLSchema,
         OperationType,
         execute,
         get_operation_ast,
@@ -155,7 +157,13 @@ def graphql_view(
         raise TypeError("registry_factory must be callable")
     if context_factory is not None and not callable(context_factory):
         raise TypeError("context_factory must be callable")
+    if loaders is not None and not isinstance(loaders, DataLoaders):
+        raise TypeError("loaders must be a DataLoaders extension or None")
+    if not isinstance(name, str):
+        raise TypeError("name must be a str")
     graphql_schema = getattr(schema, "graphql_schema", schema)
+    if not isinstance(graphql_schema, GraphQLSchema):
+        raise TypeError(f"schema must be a graphene Schema or a graphql-core GraphQLSchema, got {type(schema).__name__}")
 
     def run(request: flask.Request, registry: DataLoaderRegistry) -> flask.Response:
         query, variables, operation_name = _graphql_params(request)
