@@ -127,6 +127,9 @@ class _Timer:
         self.completed_count = 0
         self.shutdown_flag = False
         self.thread: Optional[threading.Thread] = None
+        # True while the wrapped executor refuses tasks (a drop was logged);
+        # read and written by the timer thread only.
+        self.refusing = False
         _timers.add(self)
 
     def _init_locks(self) -> None:
@@ -195,10 +198,17 @@ class _Timer:
         try:
             pool_future = executor.submit(self.run_entry, entry)
         except BaseException as exc:  # the wrapped executor is shut down
-            _LOGGER.warning("scheduled task %r dropped: %s", entry.fn, exc)
+            # Logged once per run of refusals: at interpreter exit the pool
+            # refuses every task from then on (every tick of every registry
+            # never closed), and one line says it all.
+            if not self.refusing:
+                self.refusing = True
+                _LOGGER.warning("scheduled task %r dropped: %s (further tasks dropped until the executor "
+                                "accepts one again are not logged)", entry.fn, exc)
             self._unqueue()
             entry.future._settle(None, exc)
             return
+        self.refusing = False
         pool_future.add_done_callback(lambda pf: self._dropped_if_cancelled(pf, entry))
 
     def _unqueue(self) -> None:

@@ -1,0 +1,79 @@
+"""At interpreter exit, ticker registries that were never closed log their dropped tick once.
+
+Exit behaviour is tested in subprocesses, several times over.  The script's
+own ``atexit`` hook runs after ``concurrent.futures`` has stopped accepting
+work and before logging shuts down; it waits until every registry's tick
+came due once more (dropped, or run by a pool that still accepts work), then
+prints how many "dropped" warnings were logged.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import atexit, logging, sys, threading, time
+
+    from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, get_default_scheduled_executor
+
+    REGISTRIES = 20
+    dropped = []
+    calls_after_exit = [0] * REGISTRIES
+    exiting = threading.Event()
+
+    class Count(logging.Handler):
+        def emit(self, record):
+            if "dropped" in record.getMessage():
+                dropped.append(record.getMessage())
+
+    logging.getLogger("dataloader_sync").addHandler(Count())
+
+    def predicate_of(i):
+        def predicate(name, loader):
+            if exiting.is_set():
+                calls_after_exit[i] += 1
+            return True
+        return predicate
+
+    registries = []  # never closed, and kept alive until the process dies
+    for i in range(REGISTRIES):
+        registry = ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.002, dispatch_predicate=predicate_of(i))
+        registry.register("echo", DataLoader(lambda keys: keys))
+        registry.dispatch_all()
+        registries.append(registry)
+    executor = get_default_scheduled_executor()
+    executor.submit(lambda: None).result(timeout=10)  # the pool is up and ticks run
+
+    def at_exit():
+        exiting.set()
+        deadline = time.monotonic() + 10
+        outcome = "timeout"
+        while time.monotonic() < deadline:
+            if executor.pending_count == 0 and executor.queued_count == 0:
+                outcome = "all ticks dropped"
+                break
+            if min(calls_after_exit) >= 3:
+                outcome = "still ticking"
+                break
+            threading.Event().wait(0.005)
+        print(f"OUTCOME={outcome} DROPPED={len(dropped)}", flush=True)
+
+    atexit.register(at_exit)
+    """
+)
+
+
+@pytest.mark.parametrize("run", range(5))
+def test_never_closed_ticker_registries_log_one_dropped_warning_at_exit(run):
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    line = [line for line in proc.stdout.splitlines() if line.startswith("OUTCOME=")]
+    assert line, proc.stdout + proc.stderr
+    outcome, dropped = line[0][len("OUTCOME="):].rsplit(" DROPPED=", 1)
+    assert outcome in ("all ticks dropped", "still ticking"), line[0]
+    assert int(dropped) <= 1, line[0]
+    assert proc.stderr.count("dropped") <= 1, proc.stderr
