@@ -65,3 +65,17 @@ def test_pending_tasks_after_seven_dispatch_all_calls(registry_class, expected):
         registry.close()
     finally:
         executor.shutdown(cancel_futures=True)
+
+
+def test_repro_last_column_is_read_as_many_ticks_after_close_as_its_label_says():
+    import repro
+
+    waits = []
+
+    def wait(seconds: float) -> None:
+        waits.append(seconds)
+
+    row = repro.run("single-tick", 1, 3, 0.015, 0.001, wait=wait)
+    assert waits == [0.001, 0.015 * repro.TICKS_AFTER_CLOSE]  # the ticking time, then the ticks after close
+    assert repro.AFTER_CLOSE_LABEL == "pending 1 tick after close" and repro.TICKS_AFTER_CLOSE == 1
+    assert row["pending_after_close"] == 0

@@ -3,8 +3,8 @@
 For 1, 2, 10 and 50 ``dispatch_all()`` calls on a ticker-mode registry of 200
 loaders with a 15 ms schedule, print the executor's pending tasks, the task
 runs per second while it ticks, and the pending tasks one tick after
-``close()`` — for this library's single-tick registry and for java-dataloader
-6.0.0's per-loader-chain design (modelled in ``tools/per_loader_chains.py``).
+``close()`` (``TICKS_AFTER_CLOSE``) — for this library's single-tick registry
+and for java-dataloader 6.0.0's per-loader-chain design (modelled in ``tools/per_loader_chains.py``).
 Each row gets a fresh ScheduledExecutor with one worker thread, as Repro.java's
 ``ScheduledThreadPoolExecutor(1)``.  "Pending tasks" counts what Java's
 ``executor.getQueue().size()`` counts: tasks waiting for their time plus tasks
@@ -20,7 +20,7 @@ import json
 import os
 import sys
 import threading
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -29,15 +29,24 @@ from per_loader_chains import PerLoaderChainsRegistry  # noqa: E402
 
 VARIANTS = {"single-tick": ScheduledDataLoaderRegistry, "per-loader-chains": PerLoaderChainsRegistry}
 
+#: How many ticks after ``close()`` the last column is read; its label says so.
+TICKS_AFTER_CLOSE = 1
+AFTER_CLOSE_LABEL = f"pending {TICKS_AFTER_CLOSE} tick{'s' if TICKS_AFTER_CLOSE != 1 else ''} after close"
+
 
 def _echo(keys: List[Any]) -> List[Any]:
     return keys
 
 
-def run(variant: str, calls: int, loaders: int, schedule: float, seconds: float) -> Dict[str, Any]:
-    """One row: build a registry, call dispatch_all() *calls* times, watch the executor."""
+def run(variant: str, calls: int, loaders: int, schedule: float, seconds: float,
+        *, wait: Optional[Callable[[float], Any]] = None) -> Dict[str, Any]:
+    """One row: build a registry, call dispatch_all() *calls* times, watch the executor.
+
+    *wait* (seconds) lets a test see the pauses; by default an ``Event`` that
+    is never set, an interruptible, honest timer here.
+    """
     executor = ScheduledExecutor(name=f"repro-{variant}", max_workers=1)
-    pause = threading.Event()  # never set: Event.wait is an interruptible, honest timer here
+    pause = wait if wait is not None else threading.Event().wait
     try:
         registry = VARIANTS[variant](scheduled_executor=executor, ticker_mode=True, schedule=schedule)
         for i in range(loaders):
@@ -46,10 +55,10 @@ def run(variant: str, calls: int, loaders: int, schedule: float, seconds: float)
             registry.dispatch_all()
         pending = executor.pending_count + executor.queued_count
         before = executor.completed_count
-        pause.wait(seconds)
+        pause(seconds)
         runs_per_second = (executor.completed_count - before) / seconds
         registry.close()
-        pause.wait(schedule * 3)
+        pause(schedule * TICKS_AFTER_CLOSE)
         after_close = executor.pending_count + executor.queued_count
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
@@ -78,7 +87,7 @@ def main(argv: List[str] | None = None) -> int:
         print(f"dataloader_sync repro: {args.loaders} data loaders, ticker mode, schedule {args.schedule_ms:g} ms, "
               f"{os.cpu_count()} cores, Python {sys.version.split()[0]}")
         print(f"{'variant':<18} {'dispatch_all calls':>18} {'pending tasks':>14} {'tasks run / second':>19} "
-              f"{'pending 1 tick after close':>27}", flush=True)
+              f"{AFTER_CLOSE_LABEL:>27}", flush=True)
     rows = []
     for variant in args.variants:
         for calls in args.calls:
