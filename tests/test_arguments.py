@@ -233,3 +233,32 @@ def test_RestartableWorker_with_a_raising_clock_does_not_stay_running_without_a_
     assert isinstance(worker.last_error, _Crash)
     assert "clock raised" in caplog.text
     assert worker.stop(timeout=5) is True
+
+
+# -- the Flask helpers ---------------------------------------------------------------------
+
+
+def _flask_calls():
+    graphene = pytest.importorskip("graphene")
+    pytest.importorskip("flask")
+    from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.flask import DataLoaders, graphql_view
+
+    class Query(graphene.ObjectType):
+        hello = graphene.String()
+
+    schema = graphene.Schema(query=Query)
+    return DataLoaders, graphql_view, schema, DataLoaderRegistry
+
+
+def test_Flask_helpers_refuse_bad_arguments_at_once_naming_the_parameter():
+    DataLoaders, graphql_view, schema, DataLoaderRegistry = _flask_calls()
+    with pytest.raises(TypeError, match="app must be a flask.Flask"):
+        DataLoaders(5, factory=DataLoaderRegistry)
+    with pytest.raises(TypeError, match="schema must be a graphene Schema or a graphql-core GraphQLSchema"):
+        graphql_view(object(), registry_factory=DataLoaderRegistry)
+    with pytest.raises(TypeError, match="loaders must be a DataLoaders"):
+        graphql_view(schema, loaders=DataLoaderRegistry)
+    with pytest.raises(TypeError, match="name must be a str"):
+        graphql_view(schema, registry_factory=DataLoaderRegistry, name=5)
+    assert callable(graphql_view(schema.graphql_schema, registry_factory=DataLoaderRegistry))
