@@ -17,6 +17,11 @@ from ._future import Future as Future
 from ._future import completed_future as completed_future
 from ._future import failed_future as failed_future
 from ._future import gather as gather
+from ._instrumentation import ChainedInstrumentation as ChainedInstrumentation
+from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumentation
+from ._instrumentation import (
+    DataLoaderInstrumentationContext as DataLoaderInstrumentationContext,
+)
 from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
 from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
 from ._predicates import DispatchPredicate as DispatchPredicate
@@ -41,9 +46,12 @@ from ._worker import WorkerState as WorkerState
 __all__ = [
     "BatchLoadError",
     "BatchLoaderEnvironment",
+    "ChainedInstrumentation",
     "DISPATCH_ALWAYS",
     "DISPATCH_NEVER",
     "DataLoader",
+    "DataLoaderInstrumentation",
+    "DataLoaderInstrumentationContext",
     "DataLoaderRegistry",
     "DispatchPredicate",
     "DispatchResult",

@@ -19,16 +19,19 @@ class _Queue:
     No tuple per load: the cyclic GC then tracks one object (the future) per
     queued key instead of two, which matters with many requests in flight.
     ``cache_keys`` exists only with a ``cache_key_fn`` (otherwise a key is its
-    own cache key); ``contexts`` only once a key context was given.
+    own cache key); ``contexts`` only once a key context was given.  ``instr_context``
+    is the instrumentation context of the batch call these loads are in
+    (None until ``begin_batch`` returned one, and again once it was told).
     """
 
-    __slots__ = ("keys", "futures", "cache_keys", "contexts")
+    __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context")
 
     def __init__(self, with_cache_keys: bool) -> None:
         self.keys: List[Any] = []
         self.futures: List[Future] = []
         self.cache_keys: Optional[List[Hashable]] = [] if with_cache_keys else None
         self.contexts: Optional[List[Any]] = None
+        self.instr_context: Any = None
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -33,6 +33,7 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
 import logging
 import threading
 import time
@@ -59,8 +60,10 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
+from . import _instrumentation as _instr
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, gather
+from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
 from ._value_cache import MISSING, ValueCache
 
@@ -111,7 +114,10 @@ class DataLoader(Generic[K, V]):
             java-dataloader); False evicts them so a later load retries.
         executor: where the batch function runs.  None: on the thread that
             dispatches.  An executor: batches of different loaders run in
-            parallel.
+            parallel; each batch call runs there in a copy of the dispatching
+            thread's ``contextvars`` context (as ``asyncio.to_thread``), so
+            request-scoped context variables (OpenTelemetry's current span,
+            logging filters) are seen by the batch function.
         pass_env: pass a ``BatchLoaderEnvironment`` as second argument.
         context, context_provider: the environment's ``context`` (a value, or
             a callable called once per batch).
@@ -125,6 +131,10 @@ class DataLoader(Generic[K, V]):
             only; invalidate shared values with ``value_cache.delete(key)``.
             Needs ``cache=True`` (as in java-dataloader).
         clock: seconds, for ``time_since_dispatch()``.
+        instrumentation: a ``DataLoaderInstrumentation`` told of every
+            dispatch and batch call (see ``_instrumentation.py``).  Without
+            one, a registry's ``instrumentation=`` applies once the loader is
+            registered there.
 
     Raises:
         TypeError, ValueError: at once, for an argument of the wrong kind.
@@ -147,6 +157,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None:
         if not callable(batch_load_fn):
             raise TypeError("batch_load_fn must be callable")
@@ -168,6 +179,10 @@ class DataLoader(Generic[K, V]):
         self._value_cache = _value_cache.check_value_cache(value_cache)
         if value_cache is not None and not cache:
             raise ValueError("value_cache needs cache=True")
+        # The loader's own instrumentation, and the one in use (its own, or a
+        # registry's); read without the lock: None costs one test per dispatch.
+        self._own_instrumentation = check_instrumentation(instrumentation)
+        self._instrumentation = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
         self._name = name
         self._batch = bool(batch)
@@ -227,6 +242,20 @@ class DataLoader(Generic[K, V]):
                 self._value_cache_hit_count,
                 self._value_cache_miss_count,
             )
+
+    @property
+    def instrumentation(self) -> Optional[DataLoaderInstrumentation]:
+        """The instrumentation in use: the loader's own, or its registry's, or None."""
+        return self._instrumentation
+
+    def _registered(self, name: str, instrumentation: Optional[DataLoaderInstrumentation]) -> None:
+        """A registry took this loader under *name*: a loader made without a name
+        takes that one, and one made without an instrumentation takes the
+        registry's (if it has one; the last such registry wins)."""
+        if self._name is None:
+            self._name = name
+        if instrumentation is not None and self._own_instrumentation is None:
+            self._instrumentation = instrumentation
 
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
@@ -528,6 +557,11 @@ class DataLoader(Generic[K, V]):
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
+        instrumentation = self._instrumentation
+        if instrumentation is not None:
+            context = _instr.begin_dispatch(instrumentation, self)
+            if context is not None:
+                return self._dispatch_instrumented(context).keys_count
         queue = self._take_queue()
         if queue is None:
             return 0
@@ -536,6 +570,24 @@ class DataLoader(Generic[K, V]):
 
     def dispatch_with_counts(self) -> DispatchResult:
         """Dispatch the queued keys; return their future and how many there were."""
+        instrumentation = self._instrumentation
+        if instrumentation is not None:
+            context = _instr.begin_dispatch(instrumentation, self)
+            if context is not None:
+                return self._dispatch_instrumented(context)
+        return self._dispatch_with_counts()
+
+    def _dispatch_instrumented(self, context: _instr.DataLoaderInstrumentationContext) -> DispatchResult:
+        """A dispatch whose instrumentation context is told how it ended, once."""
+        try:
+            result = self._dispatch_with_counts()
+        except BaseException as exc:
+            _instr.completed(context, None, exc)
+            raise
+        _instr.completed(context, result, None)
+        return result
+
+    def _dispatch_with_counts(self) -> DispatchResult:
         queue = self._take_queue()
         if queue is None:
             return DispatchResult(completed_future([]), 0)
@@ -620,12 +672,14 @@ class DataLoader(Generic[K, V]):
             self._batch_load_count += len(keys)
         try:
             args: Tuple[Any, ...] = (keys,)
+            env = None
             if self._pass_env:
-                args = (keys, self._environment(batch))
-            if self._executor is None:
+                env = self._environment(batch)
+                args = (keys, env)
+            if self._executor is None and self._instrumentation is None:
                 result = self._batch_load_fn(*args)
             else:
-                result = self._executor.submit(self._batch_load_fn, *args)
+                result = self._call_in_context(batch, keys, env, args)
         except BaseException as exc:
             self._fail_batch(batch, exc, sink)
             if not isinstance(exc, Exception):
@@ -635,6 +689,25 @@ class DataLoader(Generic[K, V]):
             result.add_done_callback(lambda f: self._on_batch_future(batch, f, sink, offset))
         else:
             self._complete_batch(batch, result, sink, offset)
+
+    def _call_in_context(self, batch: _Queue, keys: List[Any], env: Optional[BatchLoaderEnvironment],
+                         args: Tuple[Any, ...]) -> Any:
+        """The batch call in a copy of this thread's context: ``begin_batch`` runs
+        in it first (what it sets there, the batch function sees), then the
+        batch function, here or on the executor."""
+        context = contextvars.copy_context()
+        instrumentation = self._instrumentation
+        if instrumentation is not None:
+            batch.instr_context = context.run(_instr.begin_batch, instrumentation, self, keys, env)
+        if self._executor is None:
+            return context.run(self._batch_load_fn, *args)
+        return self._executor.submit(context.run, self._batch_load_fn, *args)
+
+    def _end_batch(self, batch: _Queue, result: Any, error: Optional[BaseException]) -> None:
+        """Tell the batch's instrumentation context how it ended (once: it is taken)."""
+        context, batch.instr_context = batch.instr_context, None
+        if context is not None:
+            _instr.completed(context, result, error)
 
     def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
@@ -701,6 +774,8 @@ class DataLoader(Generic[K, V]):
             if not isinstance(exc, Exception):
                 raise
             return
+        if batch.instr_context is not None:  # before the futures: their callbacks are not the batch's time
+            self._end_batch(batch, values, None)
         failed = [i for i, value in enumerate(values) if isinstance(value, BaseException)]
         futures = batch.futures
         evict_error = None
@@ -754,6 +829,8 @@ class DataLoader(Generic[K, V]):
 
     def _fail_batch(self, batch: _Queue, exc: BaseException,
                     sink: Optional["_DispatchSink"] = None) -> None:
+        if batch.instr_context is not None:
+            self._end_batch(batch, None, exc)
         with self._lock:
             self._batch_load_exception_count += 1
         self._fail_keys(batch, exc, sink)

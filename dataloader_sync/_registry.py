@@ -19,6 +19,7 @@ import weakref
 from typing import Any, Callable, Dict, Generator, ItemsView, Iterable, Iterator, KeysView, List, Optional, Tuple, TypeVar, ValuesView
 
 from ._dataloader import DataLoader
+from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
 
 __all__ = ["DataLoaderRegistry"]
@@ -89,9 +90,22 @@ class DataLoaderRegistry:
 
     Thread-safe: registering, looking up and dispatching may happen on any
     threads at once; a dispatch sees a snapshot of the loaders.
+
+    A loader registered without a name takes the name it is registered under
+    (errors and spans then name it).
+
+    Args:
+        instrumentation: a ``DataLoaderInstrumentation`` for every loader
+            registered here without one of its own (java-dataloader's
+            registry instrumentation).  Such a loader keeps it after
+            ``unregister``; a loader's own instrumentation always wins.
+
+    Raises:
+        TypeError: *instrumentation* lacks ``begin_dispatch``/``begin_batch``.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, instrumentation: Optional[DataLoaderInstrumentation] = None) -> None:
+        self._instrumentation = check_instrumentation(instrumentation)
         # _lock guards changes of _loaders and _order; readers use _loaders as
         # it is (a dict read is atomic) or a snapshot of it, so dispatch never
         # holds it.  Lock order: _lock, then a loader's lock (register); a
@@ -107,6 +121,11 @@ class DataLoaderRegistry:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def instrumentation(self) -> Optional[DataLoaderInstrumentation]:
+        """The instrumentation given to loaders registered without their own, or None."""
+        return self._instrumentation
 
     def close(self) -> None:
         """Mark the registry closed (idempotent).
@@ -138,6 +157,7 @@ class DataLoaderRegistry:
         return self
 
     def _put_locked(self, name: str, loader: DataLoader) -> None:
+        loader._registered(name, self._instrumentation)  # a few attribute writes: no user code
         old = self._loaders.get(name)
         self._loaders[name] = loader
         if name not in self._order:
@@ -286,3 +306,12 @@ class DataLoaderRegistry:
         for _, loader in self._snapshot():
             total = total + loader.statistics()
         return total
+
+    def statistics_by_loader(self) -> Dict[str, Statistics]:
+        """Each loader's statistics by name, in registration order.
+
+        Returns:
+            ``{name: Statistics}``, a new dict; ``{n: s.to_dict() for n, s in
+            ....items()}`` is JSON-ready (for a metrics endpoint or a log line).
+        """
+        return {name: loader.statistics() for name, loader in self._snapshot()}

@@ -35,6 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 from ._dataloader import DataLoader
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
+from ._instrumentation import DataLoaderInstrumentation
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
 from ._registry import DataLoaderRegistry, _check_entry
 from ._time import seconds as _seconds
@@ -90,6 +91,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             ``dispatch_all()`` until ``close()`` (needed for chained loads).
         dispatch_predicate: the registry-wide predicate, for loaders
             registered without one of their own.
+        instrumentation: as ``DataLoaderRegistry``'s: for loaders registered
+            without their own.
 
     Raises:
         ValueError, TypeError: a schedule that is not a finite number > 0, a
@@ -103,8 +106,9 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         schedule: Union[float, datetime.timedelta] = 0.01,
         ticker_mode: bool = False,
         dispatch_predicate: Callable[[str, Any], bool] = DISPATCH_ALWAYS,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None:
-        super().__init__()
+        super().__init__(instrumentation=instrumentation)
         if scheduled_executor is not None and not callable(getattr(scheduled_executor, "schedule", None)):
             raise TypeError("scheduled_executor must be a ScheduledExecutor or None")
         self._schedule = _seconds("schedule", schedule, positive=True)

@@ -1,0 +1,209 @@
+"""Instrumentation: hooks around a loader's dispatches and batch-function calls.
+
+java-dataloader's ``DataLoaderInstrumentation``, for threads: a loader calls
+``begin_dispatch(loader)`` when a dispatch starts and ``begin_batch(loader,
+keys, environment)`` just before each call of its batch function.  Either may
+return a context object; its ``on_completed(result, error)`` is called once
+when that dispatch or batch call finishes.
+
+Guarantees:
+- Zero cost when unused: a loader without an instrumentation tests one
+  attribute per dispatch and per batch call, and nothing per ``load()``.
+- ``on_completed`` is called exactly once per context returned: a dispatch's
+  when ``dispatch()`` returns (with its ``DispatchResult``) or raises; a
+  batch's when its keys are decided, before their futures are completed
+  (with the list of values, one per key, per-key ``Exception`` instances
+  included, and ``error`` None; or with ``result`` None and the error that
+  failed the whole batch: the function raised, its Future failed or was
+  cancelled, or its result could not be matched to the keys).  For a batch
+  function that returns a Future, that is when the Future completes, on the
+  thread that completes it.
+- ``begin_batch`` runs on the dispatching thread, inside the contextvars
+  context the batch function will run in (a copy of the dispatching thread's
+  context): context variables it sets (OpenTelemetry's current span, say)
+  are seen by the batch function, also on an ``executor=`` thread, and never
+  leak back into the dispatching thread.
+- An instrumentation that raises (``Exception``) is logged on the
+  ``dataloader_sync`` logger and ignored: it never fails a load, a dispatch
+  or another instrumentation of a chain.
+- No hook is called under a loader's lock.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Protocol, Tuple
+
+from ._batch import BatchLoaderEnvironment
+
+if TYPE_CHECKING:  # typing only: _dataloader imports this module
+    from ._dataloader import DataLoader
+
+__all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
+
+_LOGGER = logging.getLogger("dataloader_sync")
+
+
+class DataLoaderInstrumentationContext(Protocol):
+    """What ``begin_dispatch`` / ``begin_batch`` may return: told once how the step ended."""
+
+    def on_completed(self, result: Any, error: Optional[BaseException]) -> None:
+        """Called once when the dispatch or batch call finishes.
+
+        Args:
+            result: a dispatch's ``DispatchResult``; a batch's values, one per
+                key (per-key ``Exception`` instances included); None on error.
+            error: None on success; else the exception that failed the
+                dispatch or the whole batch.
+        """
+
+
+class DataLoaderInstrumentation:
+    """Base class of loader instrumentations; every hook does nothing by default.
+
+    Subclass it and override the hooks you need.  A hook returns None (nothing
+    to be told) or an object with ``on_completed(result, error)``.  Give it
+    to ``DataLoader(instrumentation=...)``, or to a registry's
+    ``instrumentation=`` for every loader registered without its own.
+
+    Hooks may be called from any thread, also concurrently: an instrumentation
+    shared by loaders must be thread-safe.  An exception raised by a hook is
+    logged and ignored.
+    """
+
+    def begin_dispatch(self, loader: "DataLoader[Any, Any]") -> Optional[DataLoaderInstrumentationContext]:
+        """Called when ``loader`` starts a dispatch (also one with nothing queued).
+
+        Returns:
+            None, or a context told when the dispatch call returns.
+        """
+        return None
+
+    def begin_batch(
+        self,
+        loader: "DataLoader[Any, Any]",
+        keys: List[Any],
+        environment: Optional[BatchLoaderEnvironment],
+    ) -> Optional[DataLoaderInstrumentationContext]:
+        """Called just before ``loader``'s batch function is called with ``keys``.
+
+        With ``max_batch_size`` one dispatch makes several batch calls, each
+        with its own ``begin_batch``.  ``keys`` is the list the batch function
+        receives (do not change it).
+
+        Args:
+            loader: the loader.
+            keys: the keys of this call, in order.
+            environment: the ``BatchLoaderEnvironment`` of this call, or None
+                when the loader was made without ``pass_env=True``.
+
+        Returns:
+            None, or a context told when the batch's keys are decided.
+        """
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+def check_instrumentation(value: Any, name: str = "instrumentation") -> Optional[DataLoaderInstrumentation]:
+    """*value* if it has the two hooks (or is None).
+
+    Raises:
+        TypeError: naming *name*, when a hook is missing or not callable.
+    """
+    if value is None:
+        return None
+    if not (callable(getattr(value, "begin_dispatch", None)) and callable(getattr(value, "begin_batch", None))):
+        raise TypeError(f"{name} must be a DataLoaderInstrumentation (begin_dispatch, begin_batch) or None")
+    return value
+
+
+class _ChainedContext:
+    __slots__ = ("contexts",)
+
+    def __init__(self, contexts: List[DataLoaderInstrumentationContext]) -> None:
+        self.contexts = contexts
+
+    def on_completed(self, result: Any, error: Optional[BaseException]) -> None:
+        for context in self.contexts:
+            completed(context, result, error)
+
+
+def _chain(contexts: List[Optional[DataLoaderInstrumentationContext]]) -> Optional[DataLoaderInstrumentationContext]:
+    live = [c for c in contexts if c is not None]
+    if not live:
+        return None
+    if len(live) == 1:  # the common case: no wrapper
+        return live[0]
+    return _ChainedContext(live)
+
+
+class ChainedInstrumentation(DataLoaderInstrumentation):
+    """Several instrumentations as one: each hook calls them in the given order.
+
+    Contexts are told ``on_completed`` in the same order.  One that raises
+    is logged and skipped; the others still run.  Thread-safe if its parts are.
+
+    Args:
+        instrumentations: the instrumentations, in call order.
+
+    Raises:
+        TypeError: an element lacks ``begin_dispatch`` or ``begin_batch``.
+    """
+
+    def __init__(self, instrumentations: Iterable[DataLoaderInstrumentation]) -> None:
+        items = list(instrumentations)
+        for i, item in enumerate(items):
+            check_instrumentation(item, f"instrumentations[{i}]")
+            if item is None:
+                raise TypeError(f"instrumentations[{i}] must be a DataLoaderInstrumentation, not None")
+        self._instrumentations = tuple(items)
+
+    @property
+    def instrumentations(self) -> Tuple[DataLoaderInstrumentation, ...]:
+        return self._instrumentations
+
+    def begin_dispatch(self, loader: "DataLoader[Any, Any]") -> Optional[DataLoaderInstrumentationContext]:
+        return _chain([begin_dispatch(i, loader) for i in self._instrumentations])
+
+    def begin_batch(
+        self,
+        loader: "DataLoader[Any, Any]",
+        keys: List[Any],
+        environment: Optional[BatchLoaderEnvironment],
+    ) -> Optional[DataLoaderInstrumentationContext]:
+        return _chain([begin_batch(i, loader, keys, environment) for i in self._instrumentations])
+
+    def __repr__(self) -> str:
+        return f"ChainedInstrumentation({list(self._instrumentations)!r})"
+
+
+# -- the loader's side: call a hook, log and ignore what it raises -----------------------------
+def begin_dispatch(
+    instrumentation: DataLoaderInstrumentation, loader: "DataLoader[Any, Any]"
+) -> Optional[DataLoaderInstrumentationContext]:
+    try:
+        return instrumentation.begin_dispatch(loader)
+    except Exception:
+        _LOGGER.exception("instrumentation %r raised in begin_dispatch of %r; ignored", instrumentation, loader)
+        return None
+
+
+def begin_batch(
+    instrumentation: DataLoaderInstrumentation,
+    loader: "DataLoader[Any, Any]",
+    keys: List[Any],
+    environment: Optional[BatchLoaderEnvironment],
+) -> Optional[DataLoaderInstrumentationContext]:
+    try:
+        return instrumentation.begin_batch(loader, keys, environment)
+    except Exception:
+        _LOGGER.exception("instrumentation %r raised in begin_batch of %r; ignored", instrumentation, loader)
+        return None
+
+
+def completed(context: DataLoaderInstrumentationContext, result: Any, error: Optional[BaseException]) -> None:
+    try:
+        context.on_completed(result, error)
+    except Exception:
+        _LOGGER.exception("instrumentation context %r raised in on_completed; ignored", context)
