@@ -52,6 +52,7 @@ from typing import (
     TypeVar,
 )
 
+from . import _instrumentation as _instr
 from . import _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
@@ -60,7 +61,6 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
-from . import _instrumentation as _instr
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation

@@ -37,11 +37,11 @@ def test_public_api_has_the_design_names():
     assert expected <= set(dataloader_sync.__all__)
 
 
-def test_public_api_import_does_not_import_graphql_flask_or_django():
+def test_public_api_import_does_not_import_graphql_flask_django_or_opentelemetry():
     code = (
         "import json, sys\n"
         "import dataloader_sync\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('graphql', 'graphene', 'flask', 'django'))\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('graphql', 'graphene', 'flask', 'django', 'opentelemetry'))\n"
         "print(json.dumps(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
