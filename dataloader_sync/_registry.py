@@ -311,7 +311,7 @@ class DataLoaderRegistry:
         """Each loader's statistics by name, in registration order.
 
         Returns:
-            ``{name: Statistics}``, a new dict; ``{n: s.to_dict() for n, s in
-            ....items()}`` is JSON-ready (for a metrics endpoint or a log line).
+            ``{name: Statistics}``, a new dict.  With ``to_dict()`` on each
+            value it is JSON-ready, for a metrics endpoint or a log line.
         """
         return {name: loader.statistics() for name, loader in self._snapshot()}
