@@ -26,8 +26,10 @@ Guarantees:
 from __future__ import annotations
 
 import abc
+import datetime
 import enum
 import logging
+import math
 import threading
 import time
 import weakref
@@ -188,6 +190,36 @@ def check_value_cache(value_cache: Any) -> Any:
     ):
         raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
     return value_cache
+
+
+def check_prefix(prefix: Any) -> str:
+    """A shared cache's key prefix.
+
+    Raises:
+        TypeError: not a str; ValueError: empty (loaders sharing a store need their own prefixes).
+    """
+    if not isinstance(prefix, str):
+        raise TypeError("prefix must be a str")
+    if not prefix:
+        raise ValueError("prefix must not be empty")
+    return prefix
+
+
+def check_ttl(ttl: Any) -> Optional[float]:
+    """A time to live in seconds (a number or a ``timedelta``), or None for none.
+
+    Raises:
+        TypeError: not a number, timedelta or None; ValueError: not finite and > 0.
+    """
+    if ttl is None:
+        return None
+    if isinstance(ttl, datetime.timedelta):
+        ttl = ttl.total_seconds()
+    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
+        raise TypeError("ttl must be seconds (int, float or timedelta) or None")
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise ValueError("ttl must be finite and > 0")
+    return float(ttl)
 
 
 def look_up(value_cache: Any, keys: List[Any]) -> Optional[List[Any]]:

@@ -1,0 +1,176 @@
+"""RedisValueCache: a ValueCache over redis-py, shared by every process that uses the same prefix.
+
+Guarantees:
+- ``get_values`` is one ``MGET``; ``set_values`` is one pipelined round trip of
+  ``SET key value [PX ttl]`` commands (no transaction: each key stands alone).
+- A Redis key is ``prefix`` followed by the cache key as compact JSON
+  (``dataloader_sync._shared_keys``): ``books:42``, ``books:"isbn-1"``,
+  ``books:[7,42]`` for the tuple ``(7, 42)``; distinct keys give distinct
+  Redis keys, the same in every process.
+- Values are JSON unless ``dumps``/``loads`` are given — never pickle by
+  default: whoever can write to a shared cache must not be able to run code
+  in every worker that reads it.  A stored value that ``loads`` cannot read
+  is a miss (logged, rate-limited); a value ``dumps`` cannot write is not
+  stored, the others of the batch are, and ``set_values`` then raises so the
+  loader logs it.
+- Redis errors propagate to the loader, which logs them (rate-limited) and
+  loads from the batch function: how long a call may take is the client's
+  ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Iterable, List, Optional, Sequence
+
+from .._shared_keys import encode_key
+from .._value_cache import MISSING, ValueCache, _FailureLog, check_prefix, check_ttl
+
+__all__ = ["RedisValueCache"]
+
+_UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
+
+
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _glob_escape(text: str) -> str:
+    """*text* as a literal in a Redis ``MATCH`` pattern."""
+    return "".join("\\" + c if c in "\\*?[]^" else c for c in text)
+
+
+class RedisValueCache(ValueCache[Any, Any]):
+    """A ``ValueCache`` in Redis, through a redis-py client.
+
+    What is cached is shared by every process (and host) whose loaders use
+    the same Redis and ``prefix``: a value that depends on who asks (the
+    viewer's permissions, their language) must have the viewer in its key
+    (e.g. ``cache_key_fn=lambda book_id: (viewer.id, book_id)``), or use a
+    prefix per viewer.  Give each loader its own prefix.
+
+    Thread-safe (redis-py's client and its connection pool are), and usable
+    after ``os.fork()`` (redis-py gives the child new connections).
+
+    Args:
+        client: a ``redis.Redis`` (or anything with its ``mget``,
+            ``pipeline``, ``delete``, ``unlink`` and ``scan_iter``).  Its
+            timeouts bound how long a load may wait for Redis: set
+            ``socket_timeout`` and ``socket_connect_timeout`` and a small
+            ``retry`` budget (redis-py's default retries a refused
+            connection for seconds).
+        prefix: put before every key, e.g. ``"myapp:book:"``; ``clear()``
+            deletes every key that starts with it.  For Redis Cluster put a
+            hash tag in it (``"{myapp:book}:"``) so one ``MGET`` stays in one
+            slot.
+        ttl: seconds (or a ``timedelta``) each written value lives, with
+            millisecond precision (``PX``); None: no expiry.
+        dumps: ``value -> str | bytes`` (default: JSON); give ``loads`` too.
+        loads: ``str | bytes -> value``, given what the client returns
+            (bytes unless the client has ``decode_responses=True``).
+
+    Raises:
+        TypeError, ValueError: at once, for an argument of the wrong kind.
+    """
+
+    def __init__(self, client: Any, *, prefix: str, ttl: Any = None,
+                 dumps: Optional[Callable[[Any], Any]] = None,
+                 loads: Optional[Callable[[Any], Any]] = None) -> None:
+        if not all(callable(getattr(client, m, None)) for m in ("mget", "pipeline", "delete", "scan_iter")):
+            raise TypeError("client must be a redis.Redis (mget, pipeline, delete, scan_iter)")
+        self._prefix = check_prefix(prefix)
+        ttl_seconds = check_ttl(ttl)
+        self._px = None if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
+        if (dumps is None) != (loads is None):
+            raise ValueError("give both dumps and loads, or neither")
+        if dumps is not None and not callable(dumps):
+            raise TypeError("dumps must be callable")
+        if loads is not None and not callable(loads):
+            raise TypeError("loads must be callable")
+        self._client = client
+        self._dumps: Callable[[Any], Any] = dumps or _json_dumps
+        self._loads: Callable[[Any], Any] = loads or json.loads
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def ttl(self) -> Optional[float]:
+        """Seconds each written value lives (None: no expiry)."""
+        return None if self._px is None else self._px / 1000.0
+
+    def __repr__(self) -> str:
+        return f"RedisValueCache(prefix={self._prefix!r}, ttl={self.ttl!r})"
+
+    def redis_key(self, key: Any) -> str:
+        """The Redis key of a cache key.
+
+        Raises:
+            TypeError: a key type that has no stable name (see the module notes).
+        """
+        return self._prefix + encode_key(key)
+
+    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+        """One ``MGET``: the value of each key, or ``MISSING``."""
+        if not keys:
+            return []
+        found: List[Any] = []
+        unreadable: Optional[Exception] = None
+        for data in self._client.mget([self.redis_key(k) for k in keys]):
+            if data is None:
+                found.append(MISSING)
+                continue
+            try:
+                found.append(self._loads(data))
+            except Exception as exc:  # a value written by someone else, or by an older version
+                found.append(MISSING)
+                unreadable = unreadable or exc
+        if unreadable is not None:
+            _UNREADABLE.failed(self, "get_values (a stored value loads() cannot read: a miss)", unreadable)
+        return found
+
+    def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
+        """One pipelined round trip of ``SET key value [PX ttl]``.
+
+        Raises:
+            ValueError: some values could not be serialized (the others were
+                written).
+            redis.RedisError: from the client.
+        """
+        pipe = self._client.pipeline(transaction=False)
+        failed: List[Any] = []
+        for key, value in zip(keys, values):
+            try:
+                data = self._dumps(value)
+            except Exception as exc:
+                failed.append((key, exc))
+                continue
+            pipe.set(self.redis_key(key), data, px=self._px)
+        if len(pipe):
+            pipe.execute()
+        if failed:
+            key, exc = failed[0]
+            raise ValueError(
+                f"{len(failed)} of {len(keys)} values could not be serialized and were not written "
+                f"(the first, of key {key!r}: {type(exc).__name__}: {exc})"
+            ) from exc
+
+    def delete(self, key: Any) -> None:
+        """Delete the value of *key* for every process."""
+        self._client.delete(self.redis_key(key))
+
+    def clear(self) -> None:
+        """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic)."""
+        for chunk in _chunks(self._client.scan_iter(match=_glob_escape(self._prefix) + "*", count=1000), 1000):
+            self._client.unlink(*chunk)
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterable[List[Any]]:
+    chunk: List[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

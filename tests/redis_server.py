@@ -1,0 +1,111 @@
+"""A real redis-server for the tests: started on a free port of 127.0.0.1, stopped after.
+
+``redis_server`` (module-scoped) gives a running ``RedisServer``; tests may
+``kill()`` it and ``start()`` it again on the same port.  Without a
+``redis-server`` binary on PATH the tests that need it are skipped with the
+reason — unless ``DATALOADER_SYNC_REQUIRE_REDIS=1`` (set by ``.ci/run``), then
+they fail: CI must not pass by skipping them.
+"""
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from typing import Iterator, Optional
+
+import pytest
+
+READY = b"Ready to accept connections"
+START_TIMEOUT = 20.0
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """One redis-server process (no persistence) on 127.0.0.1:``port``."""
+
+    def __init__(self, binary: str) -> None:
+        self.binary = binary
+        self.port = 0
+        self.proc: Optional[subprocess.Popen] = None
+        self.dir = tempfile.mkdtemp(prefix="dataloader-sync-redis-")
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        """Start on ``port`` (a free one the first time); return once it accepts connections."""
+        attempts = 1 if self.port else 5  # a free port may be taken meanwhile by another process
+        for _ in range(attempts):
+            port = self.port or _free_port()
+            if self._start_on(port):
+                self.port = port
+                return
+        raise RuntimeError(f"redis-server did not start (last output in {self.dir})")
+
+    def _start_on(self, port: int) -> bool:
+        proc = subprocess.Popen(
+            [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir, "--daemonize", "no", "--loglevel", "notice"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        assert proc.stdout is not None
+        deadline = time.monotonic() + START_TIMEOUT
+        output = b""
+        while READY not in output:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([proc.stdout], [], [], max(left, 0))
+            chunk = os.read(proc.stdout.fileno(), 65536) if ready else b""
+            if not chunk:  # exited (e.g. the port was taken), or no word in time
+                proc.kill()
+                proc.wait()
+                proc.stdout.close()
+                with open(os.path.join(self.dir, "last-output.txt"), "wb") as f:
+                    f.write(output)
+                return False
+            output += chunk
+        # Redis ignores SIGPIPE: closing our end only silences its later log lines.
+        proc.stdout.close()
+        self.proc = proc
+        return True
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: no goodbye to the clients."""
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def stop(self) -> None:
+        self.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def redis_binary() -> str:
+    """The redis-server binary, or skip (fail under DATALOADER_SYNC_REQUIRE_REDIS=1)."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        reason = "no redis-server binary on PATH (apt-get install redis-server; .ci/run installs it)"
+        if os.environ.get("DATALOADER_SYNC_REQUIRE_REDIS") == "1":
+            pytest.fail(reason + ", and DATALOADER_SYNC_REQUIRE_REDIS=1 forbids skipping")
+        pytest.skip(reason)
+    return binary
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    server = RedisServer(redis_binary())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,344 @@
+"""dataloader_sync.redis: RedisValueCache against a real redis-server started by the tests.
+
+The server (tests/redis_server.py) runs on a free port of 127.0.0.1 with no
+persistence; every test starts from an empty database.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import uuid
+from typing import Any, Iterator, List
+
+import pytest
+
+redis = pytest.importorskip("redis")
+
+from redis.backoff import NoBackoff  # noqa: E402
+from redis.retry import Retry  # noqa: E402
+from redis_server import RedisServer, redis_binary, redis_server  # noqa: E402,F401
+
+from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
+from dataloader_sync.redis import RedisValueCache  # noqa: E402
+from dataloader_sync.redis import _value_cache as redis_value_cache  # noqa: E402
+
+TIMEOUT = 10.0
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class CountingRedis(redis.Redis):
+    """A real redis-py client that counts the MGETs and pipelines it is asked for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.mgets = 0
+        self.pipelines = 0
+
+    def mget(self, *args: Any, **kwargs: Any) -> Any:
+        self.mgets += 1
+        return super().mget(*args, **kwargs)
+
+    def pipeline(self, *args: Any, **kwargs: Any) -> Any:
+        self.pipelines += 1
+        return super().pipeline(*args, **kwargs)
+
+
+def make_client(server: RedisServer, timeout: float = 2.0) -> CountingRedis:
+    # A client that gives up quickly: no retries, short socket timeouts.
+    return CountingRedis(host="127.0.0.1", port=server.port, socket_timeout=timeout,
+                         socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0))
+
+
+@pytest.fixture
+def client(redis_server) -> Iterator[CountingRedis]:
+    c = make_client(redis_server)
+    c.flushall()
+    c.config_resetstat()
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_failure_logs(monkeypatch):
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+    monkeypatch.setattr(redis_value_cache, "_UNREADABLE", _value_cache._FailureLog())
+
+
+class Batch:
+    """Records its calls; "err*" keys fail, other keys load as {"key": key, "n": [1, {"deep": key}]}."""
+
+    def __init__(self) -> None:
+        self.calls: List[List[Any]] = []
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        self.calls.append(list(keys))
+        return [ValueError(f"no {k}") if isinstance(k, str) and k.startswith("err") else self.value(k) for k in keys]
+
+    @staticmethod
+    def value(key: Any) -> Any:
+        return {"key": key, "n": [1, {"deep": key}]}
+
+
+def load_all(loader: DataLoader, keys: List[Any]) -> List[Any]:
+    many = loader.load_many(keys, return_exceptions=True)
+    loader.dispatch()
+    return many.result(TIMEOUT)
+
+
+def warnings_of(caplog) -> List[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
+
+
+# -- construction -------------------------------------------------------------------------
+def test_RedisValueCache_checks_its_arguments_at_once(client):
+    with pytest.raises(TypeError, match="client"):
+        RedisValueCache(object(), prefix="p:")
+    with pytest.raises(TypeError, match="prefix"):
+        RedisValueCache(client, prefix=b"p:")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefix"):
+        RedisValueCache(client, prefix="")
+    for bad in ("1", True, [1]):
+        with pytest.raises(TypeError, match="ttl"):
+            RedisValueCache(client, prefix="p:", ttl=bad)
+    for bad in (0, -1, float("nan"), float("inf"), datetime.timedelta(0)):
+        with pytest.raises(ValueError, match="ttl"):
+            RedisValueCache(client, prefix="p:", ttl=bad)
+    with pytest.raises(ValueError, match="both dumps and loads"):
+        RedisValueCache(client, prefix="p:", dumps=json.dumps)
+    with pytest.raises(TypeError, match="loads"):
+        RedisValueCache(client, prefix="p:", dumps=json.dumps, loads=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        RedisValueCache(client, "p:")  # type: ignore[misc]  # prefix is keyword-only
+
+
+# -- the store ----------------------------------------------------------------------------
+def test_RedisValueCache_round_trips_nested_values_as_JSON(client):
+    vc = RedisValueCache(client, prefix="t:")
+    values = [{"title": "Dune", "tags": ["sf", "épique"], "rating": 4.5, "meta": {"n": None, "ok": True}},
+              [1, [2, [3, []]]], "plain", 0, None]
+    keys = list(range(len(values)))
+    vc.set_values(keys, values)
+    assert vc.get_values(keys) == values
+    assert vc.get_values([99]) == [MISSING]
+    raw = client.get("t:0")
+    assert json.loads(raw) == values[0]  # JSON text in Redis: no pickle
+    assert not raw.startswith(b"\x80")
+    vc.set_values(["tuple"], [(1, 2)])
+    assert vc.get_values(["tuple"]) == [[1, 2]]  # JSON has no tuples (documented)
+
+
+def test_RedisValueCache_distinct_keys_are_distinct_redis_keys(client):
+    vc = RedisValueCache(client, prefix="k:")
+    keys = [1, "1", 1.5, None, (7, 42), (42, 7), ("7", 42), (7, (42,)), b"7", uuid.UUID(int=7), "", ("a b", "é")]
+    vc.set_values(keys, [f"value {i}" for i in range(len(keys))])
+    assert vc.get_values(keys) == [f"value {i}" for i in range(len(keys))]
+    assert len(set(client.keys("k:*"))) == len(keys)
+    assert vc.redis_key((7, 42)) == "k:[7,42]" and vc.redis_key("isbn") == 'k:"isbn"'
+    with pytest.raises(TypeError, match="cache_key_fn"):
+        vc.redis_key(frozenset([1]))
+
+
+def test_RedisValueCache_uses_one_MGET_and_one_pipelined_write_per_batch(client):
+    vc = RedisValueCache(client, prefix="b:", ttl=60)
+    batch = Batch()
+    loader = DataLoader(batch, value_cache=vc)
+    assert load_all(loader, list(range(100))) == [Batch.value(k) for k in range(100)]
+    assert (client.mgets, client.pipelines) == (1, 1)
+    stats = client.info("commandstats")
+    assert stats["cmdstat_mget"]["calls"] == 1 and stats["cmdstat_set"]["calls"] == 100
+    second = DataLoader(batch, value_cache=vc)
+    assert load_all(second, list(range(100))) == [Batch.value(k) for k in range(100)]
+    assert (client.mgets, client.pipelines) == (2, 1) and len(batch.calls) == 1
+    assert second.statistics().value_cache_hit_count == 100
+
+
+def test_RedisValueCache_ttl_sets_the_expiry_of_each_write(client):
+    RedisValueCache(client, prefix="n:").set_values(["a"], [1])
+    assert client.pttl("n:\"a\"") == -1  # no ttl: no expiry
+    RedisValueCache(client, prefix="m:", ttl=datetime.timedelta(minutes=5)).set_values(["a"], [1])
+    assert 290_000 < client.pttl('m:"a"') <= 300_000
+    RedisValueCache(client, prefix="s:", ttl=1).set_values(["a", "b"], [1, 2])
+    assert 0 < client.pttl('s:"a"') <= 1000 and 0 < client.pttl('s:"b"') <= 1000
+
+
+def test_RedisValueCache_expired_values_are_loaded_again(client):
+    vc = RedisValueCache(client, prefix="e:", ttl=0.2)
+    batch = Batch()
+    load_all(DataLoader(batch, value_cache=vc), ["a"])
+    assert client.pttl('e:"a"') <= 200
+    # Wait for Redis to expire it, polling (EXISTS expires a key lazily) up to a deadline.
+    gone = threading.Event()
+    for _ in range(250):
+        if not client.exists('e:"a"'):
+            gone.set()
+            break
+        gone.wait(0.02)
+    assert gone.is_set(), "Redis did not expire the key within 5 s"
+    assert load_all(DataLoader(batch, value_cache=vc), ["a"]) == [Batch.value("a")]
+    assert batch.calls == [["a"], ["a"]]
+
+
+def test_RedisValueCache_tuple_keys_keep_viewers_apart(client):
+    vc = RedisValueCache(client, prefix="v:")
+    seen: List[Any] = []
+
+    def visible_titles(keys):  # (viewer, book): what the viewer may see of the book
+        seen.append(list(keys))
+        return [f"book {book} as seen by {viewer}" for viewer, book in keys]
+
+    ann = DataLoader(visible_titles, value_cache=vc)
+    assert load_all(ann, [("ann", 1), ("ann", 2)]) == ["book 1 as seen by ann", "book 2 as seen by ann"]
+    bob = DataLoader(visible_titles, value_cache=vc)
+    assert load_all(bob, [("bob", 1), ("ann", 2)]) == ["book 1 as seen by bob", "book 2 as seen by ann"]
+    assert seen == [[("ann", 1), ("ann", 2)], [("bob", 1)]]
+    assert client.exists('v:["ann",1]', 'v:["ann",2]', 'v:["bob",1]') == 3
+
+
+def test_RedisValueCache_never_stores_per_key_errors(client):
+    vc = RedisValueCache(client, prefix="x:")
+    batch = Batch()
+    first = load_all(DataLoader(batch, value_cache=vc), ["a", "err", "b"])
+    assert isinstance(first[1], ValueError)
+    assert client.exists('x:"a"', 'x:"b"') == 2 and not client.exists('x:"err"')
+    second = load_all(DataLoader(batch, value_cache=vc), ["a", "err", "b"])
+    assert second[0] == Batch.value("a") and isinstance(second[1], ValueError)
+    assert batch.calls == [["a", "err", "b"], ["err"]]
+
+
+def test_RedisValueCache_writes_what_JSON_can_hold_and_logs_the_rest(client, caplog):
+    vc = RedisValueCache(client, prefix="j:")
+    loader = DataLoader(lambda keys: [{1, 2} if k == "set" else k for k in keys], value_cache=vc)
+    assert load_all(loader, ["set", "fine"]) == [{1, 2}, "fine"]  # the load itself succeeds
+    assert client.exists('j:"fine"') and not client.exists('j:"set"')
+    warned = warnings_of(caplog)
+    assert len(warned) == 1 and "1 of 2 values could not be serialized" in warned[0].exc_text
+
+
+def test_RedisValueCache_value_it_cannot_read_is_a_miss(client, caplog):
+    vc = RedisValueCache(client, prefix="g:")
+    client.set('g:"a"', b"\x80\x04not json")
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), ["a"]) == [Batch.value("a")]
+    assert batch.calls == [["a"]]
+    assert json.loads(client.get('g:"a"')) == Batch.value("a")  # rewritten
+    assert len(warnings_of(caplog)) == 1
+
+
+def test_RedisValueCache_custom_dumps_and_loads(client):
+    vc = RedisValueCache(client, prefix="c:", dumps=lambda v: v.encode("utf-16"), loads=lambda b: b.decode("utf-16"))
+    vc.set_values(["a"], ["é"])
+    assert client.get('c:"a"') == "é".encode("utf-16")
+    assert vc.get_values(["a", "b"]) == ["é", MISSING]
+
+
+def test_RedisValueCache_delete_and_clear_touch_only_their_prefix(client):
+    vc = RedisValueCache(client, prefix="p[1]*:")
+    other = RedisValueCache(client, prefix="p[1]x:")  # what an unescaped glob would also match
+    vc.set_values(list(range(2500)), list(range(2500)))
+    other.set_values([1], ["other"])
+    vc.delete(0)
+    assert vc.get_values([0, 1]) == [MISSING, 1]
+    vc.clear()
+    assert client.dbsize() == 1 and other.get_values([1]) == ["other"]
+
+
+# -- across processes ----------------------------------------------------------------------
+CHILD = textwrap.dedent("""
+    import json, sys
+    import redis
+    from dataloader_sync import DataLoader
+    from dataloader_sync.redis import RedisValueCache
+
+    port, keys = int(sys.argv[1]), json.loads(sys.argv[2])
+    calls = []
+    def batch(ks):
+        calls.append(list(ks))
+        return [{"key": k, "pid_free": [k, {"n": k * 2}]} for k in ks]
+    client = redis.Redis(port=port)
+    loader = DataLoader(batch, value_cache=RedisValueCache(client, prefix="shared:book:", ttl=60))
+    many = loader.load_many(keys)
+    loader.dispatch()
+    print(json.dumps({"values": many.result(10), "calls": calls}))
+""")
+
+
+def run_child(server: RedisServer, keys: List[int]) -> Any:
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", CHILD, str(server.port), json.dumps(keys)],
+                         capture_output=True, text=True, timeout=60, env=env, check=True)
+    return json.loads(out.stdout)
+
+
+def test_RedisValueCache_two_processes_share_values(redis_server, client):
+    first = run_child(redis_server, [1, 2, 3])
+    second = run_child(redis_server, [1, 2, 3, 4])
+    expected = [{"key": k, "pid_free": [k, {"n": k * 2}]} for k in (1, 2, 3, 4)]
+    assert first == {"values": expected[:3], "calls": [[1, 2, 3]]}
+    assert second == {"values": expected, "calls": [[4]]}  # the first process's values, from Redis
+
+
+# -- the server fails ----------------------------------------------------------------------------
+@pytest.fixture
+def own_server() -> Iterator[RedisServer]:
+    server = RedisServer(redis_binary())
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_RedisValueCache_server_killed_loads_go_on_with_one_warning_and_resume_when_back(own_server, caplog):
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="k:")
+    batch = Batch()
+    try:
+        assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
+        own_server.kill()
+        for request in range(10):  # ten requests while Redis is down: each loads through the batch function
+            assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
+        assert len(batch.calls) == 11
+        warned = warnings_of(caplog)
+        assert len(warned) == 1 and "ConnectionError" in warned[0].exc_text
+
+        own_server.start()  # same port, empty (no persistence)
+        with caplog.at_level(logging.INFO, logger="dataloader_sync"):
+            assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
+        assert any("works again" in r.getMessage() for r in caplog.records)
+        resumed = DataLoader(batch, value_cache=vc)
+        assert load_all(resumed, [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
+        assert len(batch.calls) == 12  # the last request was served by Redis
+        assert resumed.statistics().value_cache_hit_count == 3
+        assert len(warnings_of(caplog)) == 1
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_server_that_stops_answering_delays_a_load_by_the_client_timeout_only(own_server, caplog):
+    c = make_client(own_server, timeout=0.5)
+    vc = RedisValueCache(c, prefix="h:")
+    batch = Batch()
+    try:
+        load_all(DataLoader(batch, value_cache=vc), [1])  # connected
+        assert own_server.proc is not None
+        os.kill(own_server.proc.pid, signal.SIGSTOP)  # alive, listening, silent
+        try:
+            loader = DataLoader(batch, value_cache=vc)
+            fut = loader.load(2)
+            loader.dispatch()  # the MGET times out (0.5 s), the batch function answers, the SET times out
+            assert fut.result(TIMEOUT) == Batch.value(2)
+        finally:
+            os.kill(own_server.proc.pid, signal.SIGCONT)
+        assert batch.calls == [[1], [2]]
+        assert len(warnings_of(caplog)) == 1 and "Timeout" in warnings_of(caplog)[0].exc_text
+    finally:
+        c.close()
