@@ -149,11 +149,11 @@ class RedisValueCache(ValueCache[Any, Any]):
         if len(pipe):
             pipe.execute()
         if failed:
-            key, exc = failed[0]
+            first_key, first_error = failed[0]
             raise ValueError(
                 f"{len(failed)} of {len(keys)} values could not be serialized and were not written "
-                f"(the first, of key {key!r}: {type(exc).__name__}: {exc})"
-            ) from exc
+                f"(the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})"
+            ) from first_error
 
     def delete(self, key: Any) -> None:
         """Delete the value of *key* for every process."""
