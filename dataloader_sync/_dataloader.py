@@ -37,6 +37,7 @@ import contextvars
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import (
     Any,
@@ -61,6 +62,7 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
+from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
@@ -193,9 +195,13 @@ class DataLoader(Generic[K, V]):
         self._pass_env = bool(pass_env)
         self._context = context
         self._clock = clock
-        # _lock guards _queue, _cache, _last_dispatch and the statistics counters.
+        # _lock guards _queue, _ticket, _cache, _last_dispatch and the statistics counters.
         self._lock = threading.Lock()
         self._queue = _Queue(cache_key_fn is not None)
+        # Stamped on each future queued in _queue, replaced whenever _queue is
+        # swapped out: blocking on a future whose ticket is still current
+        # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
+        self._ticket = Ticket(weakref.ref(self))
         self._last_dispatch = clock()
         self._load_count = 0
         self._load_error_count = 0
@@ -336,6 +342,7 @@ class DataLoader(Generic[K, V]):
             else:
                 queue = self._queue
                 first = not queue.keys
+                fut._ticket = self._ticket
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
                     queue.keys.append(key)  # the common case of _Queue.add, inlined
                     queue.futures.append(fut)
@@ -395,6 +402,7 @@ class DataLoader(Generic[K, V]):
         first = tell = False
         with self._lock:
             cache = self._cache if self._cache_enabled else None
+            ticket = self._ticket if self._batch else None
             # Invariant: a key is in ``futures`` iff it is either answered from
             # the cache or in ``new`` (cached or not); even a BaseException from
             # the cache map leaves no key cached without being queued.
@@ -411,6 +419,7 @@ class DataLoader(Generic[K, V]):
                             futures.append(fut)
                             continue
                     fut = Future()
+                    fut._ticket = ticket
                     if cache is not None:
                         try:
                             cache[ck] = fut
@@ -426,8 +435,8 @@ class DataLoader(Generic[K, V]):
                     tell = scope is not None and self._told is not scope
                     if tell:
                         self._told = scope
-        for kind, exc in cache_errors:
-            self._cache_failed(kind, exc)
+        for kind, error in cache_errors:
+            self._cache_failed(kind, error)
         if new:
             if not self._batch:
                 self._call_each(new)
@@ -460,6 +469,7 @@ class DataLoader(Generic[K, V]):
                 fut: Future = _outcome_of(value)
             else:
                 fut, pending = Future(), value
+                fut._follow = value  # blocking on a load of this key drives the source
         elif isinstance(value, Exception):
             fut = failed_future(value)
         else:
@@ -473,8 +483,8 @@ class DataLoader(Generic[K, V]):
             if not present:
                 try:
                     self._cache[ck] = fut
-                except Exception as exc:
-                    present, cache_error = True, ("write", exc)  # not cached: nothing to complete
+                except Exception as write_exc:
+                    present, cache_error = True, ("write", write_exc)  # not cached: nothing to complete
         if cache_error is not None:
             self._cache_failed(*cache_error)
         if pending is not None and not present:
@@ -499,17 +509,44 @@ class DataLoader(Generic[K, V]):
         return self
 
     # -- dispatching ---------------------------------------------------------
-    def _take_queue(self) -> Optional[_Queue]:
-        """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time."""
+    def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[_Queue]:
+        """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
+
+        With *ticket*: only if it is still the current one (its keys are
+        still queued), else None.
+        """
         now = self._clock()  # an injected clock is user code: not under the lock
         with self._lock:
+            if ticket is not None and ticket is not self._ticket:
+                return None
             self._last_dispatch = now
             queue = self._queue
             if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
                 return None
             self._queue = _Queue(self._cache_key_fn is not None)
             self._told = None  # the next load tells its scope again
+            self._ticket = Ticket(self._ticket.loader)
         return queue
+
+    def _dispatch_for(self, ticket: Ticket) -> bool:
+        """Dispatch, if the keys stamped with *ticket* are still queued; True if it did.
+
+        Called by a thread blocked on one of those keys (see ``_demand``): a
+        dispatch like any other (instrumented as one), with every key queued
+        on this loader.
+        """
+        if ticket is not self._ticket:  # a cheap first look; _take_queue decides under the lock
+            return False
+        instrumentation = self._instrumentation
+        if instrumentation is not None:
+            context = _instr.begin_dispatch(instrumentation, self)
+            if context is not None:
+                return self._dispatch_instrumented(context, ticket).keys_count > 0
+        queue = self._take_queue(ticket)
+        if queue is None:
+            return False
+        self._send(queue)
+        return True
 
     def _send(self, queue: _Queue, sink: Optional["_DispatchSink"] = None) -> None:
         if self._value_cache is not None:
@@ -577,18 +614,19 @@ class DataLoader(Generic[K, V]):
                 return self._dispatch_instrumented(context)
         return self._dispatch_with_counts()
 
-    def _dispatch_instrumented(self, context: _instr.DataLoaderInstrumentationContext) -> DispatchResult:
+    def _dispatch_instrumented(self, context: _instr.DataLoaderInstrumentationContext,
+                               ticket: Optional[Ticket] = None) -> DispatchResult:
         """A dispatch whose instrumentation context is told how it ended, once."""
         try:
-            result = self._dispatch_with_counts()
+            result = self._dispatch_with_counts(ticket)
         except BaseException as exc:
             _instr.completed(context, None, exc)
             raise
         _instr.completed(context, result, None)
         return result
 
-    def _dispatch_with_counts(self) -> DispatchResult:
-        queue = self._take_queue()
+    def _dispatch_with_counts(self, ticket: Optional[Ticket] = None) -> DispatchResult:
+        queue = self._take_queue(ticket)
         if queue is None:
             return DispatchResult(completed_future([]), 0)
         size = self._max_batch_size or len(queue)

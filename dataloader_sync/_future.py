@@ -16,6 +16,11 @@ Guarantees:
 - ``then(fn)`` runs ``fn`` with the dispatch scope that was current when
   ``then`` was called (see ``_dispatch_scope``), so loads made in a chain are
   batched with the execution that started the chain.
+- Sync on demand (see ``_demand``): blocking on a future (``result()``,
+  ``exception()``, ``concurrent.futures.wait``/``as_completed``) that waits,
+  directly or through a ``then`` chain or a ``gather``, on a load its loader
+  has not dispatched yet dispatches that loader, outside every lock, and
+  waits only for this future.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from concurrent.futures._base import (
 )
 from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar
 
+from ._demand import Blocker, drive_and_wait, waiters_for
 from ._dispatch_scope import current_scope, reset_scope, set_scope
 
 __all__ = ["Future", "completed_future", "failed_future", "gather"]
@@ -48,9 +54,25 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
     Thread-safe: any thread may complete it, wait on it or add callbacks.
     """
 
-    # _lock guards _state, _result, _exception, _done_callbacks, _w and the
-    # creation of _cond.  _cond (a Condition over _lock, signalling "done") and
-    # _w (waiters installed by concurrent.futures.wait) exist only once needed.
+    # _lock guards _state, _result, _exception, _done_callbacks, _w, _follow,
+    # _demand and the creation of _cond.  _cond (a Condition over _lock,
+    # signalling "done") and _w (waiters installed by concurrent.futures.wait)
+    # exist only once needed.
+    #
+    # Sync on demand (see _demand.py); class-level defaults, so a future that
+    # needs none of them costs nothing:
+    # _ticket: a loader future whose key is queued: its loader's ticket for that
+    #   queue (it holds only a weak reference to the loader: no cycle through
+    #   the cache).  Written once, before the future is handed out.
+    # _follow: what this future currently waits on: a then() future's source,
+    #   then the future its function returned; a gather's _Gather; a primed
+    #   future's source.  None once it completes (that breaks the cycle).
+    # _demand: blockers to notify when _follow changes (threads blocked on a
+    #   future whose chain passes through this one).
+    _ticket: Any = None
+    _follow: Any = None
+    _demand: Optional[list] = None
+
     def __init__(self) -> None:  # noqa: D107 - deliberately skips super().__init__
         self._lock = _Lock()
         self._state = PENDING
@@ -73,9 +95,10 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
 
     @property
     def _waiters(self) -> list:  # type: ignore[override]
-        # Callers (wait/as_completed) hold _condition, i.e. _lock.
+        # Callers (wait/as_completed) hold _condition, i.e. _lock.  A future
+        # that can be driven gets a list that makes their wait drive it.
         if self._w is None:
-            self._w = []
+            self._w = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
         return self._w
 
     # -- inspection ----------------------------------------------------------
@@ -113,15 +136,40 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         raise cf.TimeoutError()
 
     def result(self, timeout: Optional[float] = None) -> T:
+        """The value, waiting up to *timeout* seconds (None: no limit).
+
+        A future that waits on a load its loader has not dispatched yet
+        (directly, or along a ``then`` chain or a ``gather``) dispatches that
+        loader first, on this thread, whatever the timeout (0 included): the
+        timeout bounds the wait for others, not a batch function this call
+        runs itself.
+
+        Raises:
+            concurrent.futures.TimeoutError: not done in time.
+            concurrent.futures.CancelledError: the future was cancelled.
+            BaseException: the future's exception.
+        """
         if self._state != FINISHED:
-            with self._lock:
-                self._wait_locked(timeout)
+            if self._ticket is not None or self._follow is not None:
+                drive_and_wait(self, timeout)
+            else:
+                with self._lock:
+                    self._wait_locked(timeout)
         return self._outcome()
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
+        """The exception (None on success), waiting as ``result()`` does (and dispatching as it does).
+
+        Raises:
+            concurrent.futures.TimeoutError: not done in time.
+            concurrent.futures.CancelledError: the future was cancelled.
+        """
         if self._state != FINISHED:
-            with self._lock:
-                self._wait_locked(timeout)
+            if self._ticket is not None or self._follow is not None:
+                drive_and_wait(self, timeout)
+            else:
+                with self._lock:
+                    self._wait_locked(timeout)
         if self._state == FINISHED:
             return self._exception
         if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
@@ -168,6 +216,9 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
     # -- completing ------------------------------------------------------------
     def _finish_locked(self, state: str) -> None:
         self._state = state
+        if self._follow is not None:
+            self._follow = None  # a done future drives nothing; breaks then()'s cycle
+            self._demand = None
         if self._cond is not None:
             self._cond.notify_all()
         if self._w:
@@ -187,8 +238,13 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
                 return True
             self._state = CANCELLED
+            self._follow = self._demand = None
             if self._cond is not None:
                 self._cond.notify_all()
+            if self._w:  # threads blocked in result() wait on a Blocker, not on _cond
+                for waiter in self._w:
+                    if type(waiter) is Blocker:
+                        waiter.wake()
         self._invoke_callbacks()
         return True
 
@@ -231,7 +287,7 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
                 return False
             self._result = result
             self._exception = exception
-            if self._cond is None and not self._w:
+            if self._cond is None and not self._w and self._follow is None:
                 self._state = FINISHED
             else:
                 self._finish_locked(FINISHED)
@@ -253,6 +309,7 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         if not callable(fn):
             raise TypeError("fn must be callable")
         out: Future[Any] = Future()
+        out._follow = self
         scope = current_scope()
 
         # ``out`` may have been cancelled by its holder meanwhile: _settle (not
@@ -277,12 +334,26 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
                 if token is not None:
                     reset_scope(token)
             if isinstance(value, cf.Future):
+                out._move_to(value)
                 value.add_done_callback(lambda inner: _copy_outcome(inner, out))
             else:
                 out._settle(value, None)
 
         self.add_done_callback(on_done)
         return out
+
+    def _move_to(self, inner: cf.Future) -> None:
+        """The chain moved on: this future now waits on *inner*; wake its blocked drivers."""
+        with self._lock:
+            if self._state != PENDING and self._state != RUNNING:
+                return
+            self._follow = inner
+            demand = self._demand
+            if demand:
+                demand = list(demand)
+        if demand:
+            for blocker in demand:
+                blocker.moved()
 
 
 def _copy_outcome(src: cf.Future, dst: Future[Any]) -> None:
@@ -326,7 +397,7 @@ class _Gather:
     is alive when its callback runs.
     """
 
-    __slots__ = ("out", "values", "left", "lock", "return_exceptions", "positions")
+    __slots__ = ("futures", "left", "lock", "out", "positions", "return_exceptions", "values")
 
     def __init__(self, futures: List[cf.Future], return_exceptions: bool) -> None:
         self.out: Future[List[Any]] = Future()
@@ -345,6 +416,7 @@ class _Gather:
         self.left = len(positions)  # distinct futures not yet done; guarded by lock
         self.lock = _Lock()  # guards left and the decision to complete out
         self.return_exceptions = return_exceptions
+        self.futures: Optional[List[cf.Future]] = None  # the distinct futures, while out is pending
 
     def done(self, fut: cf.Future) -> None:
         if fut.cancelled():
@@ -356,6 +428,7 @@ class _Gather:
                 first = self.left > 0
                 self.left = 0
             if first:
+                self.futures = None
                 self.out._settle(None, exc)
             return
         value = exc if exc is not None else fut.result()
@@ -369,6 +442,7 @@ class _Gather:
             self.left -= 1
             last = self.left == 0
         if last:
+            self.futures = None
             self.out._settle(self.values, None)
 
 
@@ -385,8 +459,10 @@ def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> 
     if not futures:
         return completed_future([])
     g = _Gather(futures, return_exceptions)
+    distinct = list({id(f): f for f in futures}.values())  # each distinct future once
+    g.out._follow = g
+    g.futures = distinct  # for blocked drivers; dropped when the gather completes
     done = g.done
-    distinct = {id(f): f for f in futures}.values()  # each distinct future once
     try:
         for fut in distinct:
             fut.add_done_callback(done)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import gc
+import queue
 import random
 import threading
 import time
@@ -25,6 +26,7 @@ from dataloader_sync import (
     Future,
     completed_future,
     failed_future,
+    gather,
 )
 from dataloader_sync._dispatch_scope import current_scope, using_scope
 
@@ -1786,3 +1788,220 @@ def test_DataLoader_load_many_interrupted_by_the_cache_map_queues_every_key_it_c
     assert loader.load("a").result(0) == "a"
     assert calls == [["a"]]
     assert loader.statistics().load_count == 2
+
+
+# -- sync on demand: blocking on a load nobody dispatched ----------------------------------
+
+
+def test_DataLoader_result_of_a_load_nobody_dispatched_dispatches_that_loader_only():
+    users, user_calls = id_loader()
+    posts, post_calls = id_loader()
+    first, second = users.load(1), users.load(2)
+    post = posts.load("p")
+    assert first.result(timeout=TIMEOUT) == 1
+    assert user_calls == [[1, 2]]  # one batch, with every key queued on that loader
+    assert second.done() and users.dispatch_depth == 0
+    assert post_calls == [] and not post.done() and posts.dispatch_depth == 1  # not its loader
+
+
+def test_DataLoader_exception_and_a_zero_timeout_dispatch_too():
+    def batch(keys: List[int]) -> List[Any]:
+        return [ValueError(k) if k < 0 else k for k in keys]
+
+    loader = DataLoader(batch)
+    assert isinstance(loader.load(-1).exception(timeout=TIMEOUT), ValueError)
+    assert loader.load(5).result(timeout=0) == 5  # a poll dispatches: the batch runs on this thread
+
+
+def test_DataLoader_result_returns_when_its_own_key_is_settled_not_the_others():
+    release = threading.Event()
+
+    def batch(keys: List[int]) -> List[int]:
+        if 2 in keys:
+            assert release.wait(TIMEOUT)
+        return list(keys)
+
+    with cf.ThreadPoolExecutor(2, thread_name_prefix="test-own-key") as pool:
+        loader = DataLoader(batch, max_batch_size=1, executor=pool)
+        mine, stuck = loader.load(1), loader.load(2)
+        assert mine.result(timeout=TIMEOUT) == 1
+        assert not stuck.done()  # its own key only: the other slice is still running
+        release.set()
+        assert stuck.result(timeout=TIMEOUT) == 2
+
+
+def test_DataLoader_result_does_not_dispatch_keys_queued_after_its_own_batch():
+    release = threading.Event()
+
+    def batch(keys: List[int]) -> List[int]:
+        assert release.wait(TIMEOUT)
+        return list(keys)
+
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-in-flight") as pool:
+        loader = DataLoader(batch, executor=pool)
+        mine = loader.load(1)
+        loader.dispatch()  # in flight on the pool
+        later = loader.load(2)
+        with pytest.raises(cf.TimeoutError):
+            mine.result(timeout=0.01)  # nothing to dispatch for this key: it only waits
+        assert loader.dispatch_depth == 1 and not later.done()
+        release.set()
+        assert mine.result(timeout=TIMEOUT) == 1
+        assert later.result(timeout=TIMEOUT) == 2  # ... and this one dispatches its own batch
+
+
+def test_DataLoader_then_chain_dispatches_each_loader_as_the_chain_reaches_it():
+    order: List[str] = []
+
+    def recording(name: str) -> Any:
+        def batch(keys: List[int]) -> List[int]:
+            order.append(f"{name}{keys}")
+            return [k + 1 for k in keys]
+        return DataLoader(batch)
+
+    a, b, c = recording("a"), recording("b"), recording("c")
+    chained = a.load(1).then(b.load).then(lambda v: c.load(v).then(lambda w: w * 10))
+    assert c.load(100) is not None  # queued on c before the chain gets there: batched with it
+    assert chained.result(timeout=TIMEOUT) == 40
+    assert order == ["a[1]", "b[2]", "c[100, 3]"]
+
+
+def test_DataLoader_then_chain_completed_on_another_thread_wakes_the_waiter_to_dispatch_the_next_loader():
+    waiter_thread: List[str] = []
+
+    def second(keys: List[int]) -> List[int]:
+        waiter_thread.append(threading.current_thread().name)
+        return [k * 2 for k in keys]
+
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-chain-pool") as pool:
+        a = DataLoader(lambda keys: list(keys), executor=pool)
+        b = DataLoader(second)  # no executor: dispatched on the thread that blocks
+        chained = a.load(21).then(b.load)
+        assert chained.result(timeout=TIMEOUT) == 42
+    assert waiter_thread == [threading.current_thread().name]
+
+
+def test_DataLoader_result_from_a_worker_thread_on_a_load_queued_by_another_thread():
+    loader, calls = id_loader()
+    futures = [loader.load(k) for k in range(3)]  # queued by this (the "request") thread
+    got: "queue.Queue[Any]" = queue.Queue()
+    t = threading.Thread(target=lambda: got.put((futures[1].result(TIMEOUT), threading.current_thread().name)),
+                         name="test-worker-blocks")
+    t.start()
+    assert got.get(timeout=TIMEOUT) == (1, "test-worker-blocks")
+    t.join(TIMEOUT)
+    assert calls == [[0, 1, 2]]
+
+
+def test_DataLoader_many_threads_blocking_on_one_loader_dispatch_it_once_per_queue():
+    loader, calls = id_loader()
+    futures = [loader.load(k) for k in range(64)]
+    start = threading.Barrier(8)
+    results: List[List[Any]] = [[] for _ in range(8)]
+
+    def block(i: int) -> None:
+        start.wait(TIMEOUT)
+        results[i] = [f.result(TIMEOUT) for f in futures[i::8]]
+
+    threads = [threading.Thread(target=block, args=(i,), name=f"test-blocker-{i}") for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(TIMEOUT)
+    assert [sorted(r) for r in results] == [list(range(64))[i::8] for i in range(8)]
+    assert sorted(k for call in calls for k in call) == list(range(64))  # no key loaded twice
+
+
+def test_DataLoader_batch_function_may_block_on_loads_of_its_own_and_other_loaders():
+    names = DataLoader(lambda keys: [f"name-{k}" for k in keys])
+    loader: DataLoader[int, Any]
+
+    def batch(keys: List[int]) -> List[Any]:
+        out = []
+        for k in keys:
+            parent = loader.load(k - 1).result(TIMEOUT) if k > 0 else None  # same loader, a new key
+            out.append((names.load(k).result(TIMEOUT), parent))
+        return out
+
+    loader = DataLoader(batch)
+    assert loader.load(2).result(TIMEOUT) == ("name-2", ("name-1", ("name-0", None)))
+
+
+def test_DataLoader_load_many_and_gather_block_by_dispatching_each_loader():
+    a, a_calls = id_loader()
+    b, b_calls = id_loader()
+    assert a.load_many([1, 2]).result(TIMEOUT) == [1, 2]
+    assert gather([a.load(3), b.load(4).then(a.load)]).result(TIMEOUT) == [3, 4]
+    assert a_calls == [[1, 2], [3], [4]] and b_calls == [[4]]
+
+
+def test_DataLoader_concurrent_futures_wait_and_as_completed_dispatch_the_loaders():
+    a, a_calls = id_loader()
+    b, b_calls = id_loader()
+    done, not_done = cf.wait([a.load(1), b.load(2)], timeout=TIMEOUT)
+    assert len(done) == 2 and not not_done
+    chained = a.load(3).then(b.load)
+    assert [f.result(0) for f in cf.as_completed([chained, b.load(5)], timeout=TIMEOUT)] in ([3, 5], [5, 3])
+    assert cf.wait([a.load(6)], timeout=TIMEOUT, return_when=cf.FIRST_COMPLETED).done
+    assert a_calls == [[1], [3], [6]] and sorted(map(sorted, b_calls)) == [[2], [3, 5]]
+
+
+def test_DataLoader_prime_with_a_pending_load_of_another_loader_dispatches_it_on_demand():
+    source, calls = id_loader()
+    target, _ = id_loader()
+    target.prime("k", source.load("from source"))
+    assert target.load("k").result(TIMEOUT) == "from source"
+    assert calls == [["from source"]]
+
+
+def test_DataLoader_a_cancelled_load_wakes_a_thread_blocked_on_it():
+    release, started = threading.Event(), threading.Event()
+
+    def batch(keys: List[int]) -> List[int]:
+        started.set()
+        assert release.wait(TIMEOUT)
+        return list(keys)
+
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-cancel-wake") as pool:
+        loader = DataLoader(batch, executor=pool)
+        chained = loader.load(1).then(lambda v: v)
+        outcome: "queue.Queue[Any]" = queue.Queue()
+
+        def wait() -> None:
+            try:
+                chained.exception(6 * TIMEOUT)
+            except BaseException as exc:
+                outcome.put(exc)
+
+        t = threading.Thread(target=wait, name="test-cancel-waiter")
+        t.start()
+        assert started.wait(TIMEOUT)  # the waiter dispatched; the batch blocks on the pool
+        assert chained.cancel()
+        assert isinstance(outcome.get(timeout=TIMEOUT), cf.CancelledError)  # woken, not after TIMEOUT
+        release.set()
+        t.join(TIMEOUT)
+
+
+def test_DataLoader_result_timeout_leaves_no_waiter_behind():
+    release = threading.Event()
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-timeout") as pool:
+        loader = DataLoader(lambda keys: release.wait(TIMEOUT) and list(keys), executor=pool)
+        chained = loader.load(1).then(lambda v: v)
+        with pytest.raises(cf.TimeoutError):
+            chained.result(timeout=0.01)
+        assert not chained._w and not chained._demand
+        release.set()
+        assert chained.result(TIMEOUT) == 1
+
+
+def test_DataLoader_futures_hold_no_reference_to_their_loader():
+    import weakref
+
+    loader, _ = id_loader()
+    fut = loader.load(1)
+    ref = weakref.ref(loader)
+    del loader
+    gc.collect()
+    assert ref() is None  # no cycle loader -> cache -> future -> loader keeps it
+    with pytest.raises(cf.TimeoutError):
+        fut.result(timeout=0)  # its loader is gone: nothing can dispatch it

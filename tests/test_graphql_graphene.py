@@ -279,3 +279,60 @@ def test_graphene_django_graphql_view_accepts_it() -> None:
 
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result == {"status": 200, "body": {"data": {"doubles": [0, 2, 4, 6]}}, "calls": [[0, 1, 2, 3]]}
+
+
+# -- a resolver that blocks on a load: sync on demand -----------------------------------------
+
+OWNERS = {o: {"name": f"owner {o}"} for o in range(1, 4)}
+PETS = {p: {"id": p, "owner": 1 + p % 3} for p in range(1, 5)}
+
+
+class Pet(graphene.ObjectType):
+    id = graphene.Int(required=True)
+    owner_name = graphene.String()
+    toys = graphene.List(graphene.String)
+
+    def resolve_owner_name(self, info):
+        # What people write in sync Python (and promise's DataLoader.get allowed):
+        # block on the load, right here in the resolver.
+        return info.context["owners"].load(self["owner"]).result(timeout=10)["name"]
+
+    def resolve_toys(self, info):
+        return info.context["toys"].load(self["id"])
+
+
+class PetQuery(graphene.ObjectType):
+    pets = graphene.List(Pet)
+
+    def resolve_pets(self, info):
+        return [info.context["pets"].load(p) for p in sorted(PETS)]
+
+
+PET_SCHEMA = graphene.Schema(query=PetQuery)
+
+
+@pytest.mark.parametrize("in_registry", [False, True], ids=["plain-loaders", "ticker-registry-never"])
+def test_a_resolver_blocking_on_a_load_gets_its_value_and_the_rest_still_batches_per_level(in_registry: bool) -> None:
+    recorders = {"pets": Recorder(PETS.get), "owners": Recorder(OWNERS.get),
+                 "toys": Recorder(lambda p: [f"toy {p}.{t}" for t in range(2)])}
+    loaders = {name: DataLoader(rec, name=name) for name, rec in recorders.items()}
+    context: Any = loaders
+    registry = None
+    if in_registry:  # a registry whose predicate never passes: only the execution and blocking waits dispatch
+        registry = ScheduledDataLoaderRegistry(ticker_mode=True, schedule=3600, dispatch_predicate=DISPATCH_NEVER)
+        for name, loader in loaders.items():
+            registry.register(name, loader, DISPATCH_ALWAYS if name != "owners" else DISPATCH_NEVER)
+        context = dict(loaders, loaders=registry)
+    try:
+        result = PET_SCHEMA.execute("{ pets { id ownerName toys } }", context_value=context,
+                                    execution_context_class=DataLoaderExecutionContext)
+    finally:
+        if registry is not None:
+            registry.close()
+    assert result.errors is None
+    assert result.data == {"pets": [{"id": p, "ownerName": f"owner {1 + p % 3}",
+                                     "toys": [f"toy {p}.0", f"toy {p}.1"]} for p in sorted(PETS)]}
+    assert recorders["pets"].calls == [[1, 2, 3, 4]]
+    assert recorders["toys"].calls == [[1, 2, 3, 4]]  # one batch for the level, as without the blocking field
+    # The cost of blocking: that field's loader dispatches early, once per distinct key here.
+    assert recorders["owners"].calls == [[2], [3], [1]]

@@ -27,6 +27,14 @@ def executor():
     ex.shutdown(wait=True, cancel_futures=True)
 
 
+def settled(fut, timeout=WAIT):
+    """The value of *fut* once something else dispatched it: ``result()`` would dispatch its loader itself."""
+    done = threading.Event()
+    fut.add_done_callback(lambda _: done.set())
+    assert done.wait(timeout), "nothing dispatched the load"
+    return fut.result(0)
+
+
 def id_loader(calls=None, **kwargs):
     def batch(keys):
         if calls is not None:
@@ -88,7 +96,7 @@ def test_ScheduledDataLoaderRegistry_load_after_dispatch_all_completes_on_the_ne
     registry.dispatch_all()  # nothing queued yet: this only starts the ticker
     assert threads == []
     fut = registry["a"].load("late")
-    assert fut.result(timeout=WAIT) == "late"
+    assert settled(fut) == "late"
     assert threads == ["test-registry-worker_0"] or (
         len(threads) == 1 and threads[0].startswith("test-registry-worker")
     )  # dispatched by a tick on the executor, not by this thread
@@ -111,7 +119,7 @@ def test_ScheduledDataLoaderRegistry_ticker_survives_a_predicate_that_raises(exe
     with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
         registry.reschedule_now()
         assert raised.wait(WAIT)
-        assert queued.result(timeout=WAIT) == "k"  # the next tick asked again
+        assert settled(queued) == "k"  # the next tick asked again
     assert any("predicate failed" in (r.exc_text or "") or "raised" in r.getMessage() for r in caplog.records)
     registry.close()
 
@@ -131,7 +139,7 @@ def test_ScheduledDataLoaderRegistry_ticker_survives_a_batch_function_that_raise
     registry.dispatch_all()
     with pytest.raises(ValueError, match="batch failed"):
         first.result(timeout=WAIT)
-    assert registry["a"].load(2).result(timeout=WAIT) == 2  # the next tick still came
+    assert settled(registry["a"].load(2)) == 2  # the next tick still came
     registry.close()
 
 
@@ -140,7 +148,7 @@ def test_ScheduledDataLoaderRegistry_close_stops_the_ticker_but_dispatch_all_sti
     registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=0.005)
     registry.register("a", id_loader(calls))
     registry.dispatch_all()
-    assert registry["a"].load("ticked").result(timeout=WAIT) == "ticked"
+    assert settled(registry["a"].load("ticked")) == "ticked"
     registry.close()
     assert registry.closed
     assert executor.pending_count == 0  # the pending tick was cancelled at once
@@ -192,7 +200,7 @@ def test_ScheduledDataLoaderRegistry_predicate_that_eventually_returns_true(exec
     registry.register("a", loader)
     assert registry.dispatch_all_with_count() == 0
     assert not p1.done() and not p2.done()
-    assert p1.result(timeout=WAIT) == "K1" and p2.result(timeout=WAIT) == "K2"  # a recheck dispatched
+    assert settled(p1) == "K1" and settled(p2) == "K2"  # a recheck dispatched
     assert predicate.calls >= 6
     registry.close()
 
@@ -220,7 +228,7 @@ def test_ScheduledDataLoaderRegistry_reschedule_now_starts_checking_without_a_di
     registry.register("a", loader)
     registry.reschedule_now()
     assert calls == []
-    assert fut.result(timeout=WAIT) == "K1"
+    assert settled(fut) == "K1"
     assert calls == [["K1"]]
     registry.close()
 
@@ -234,7 +242,7 @@ def test_ScheduledDataLoaderRegistry_takes_out_the_schedule_once_it_dispatches(e
                                            dispatch_predicate=predicate)
     registry.register("a", loader)
     registry.dispatch_all()
-    assert first.result(timeout=WAIT) == "K1"
+    assert settled(first) == "K1"
     assert executor.pending_count == 0  # dispatched: no more rechecks
     loader.load("K2")
     assert executor.pending_count == 0  # nobody called dispatch_all: nothing scheduled
@@ -269,7 +277,7 @@ def test_ScheduledDataLoaderRegistry_can_tick_after_first_dispatch_for_chain_dat
     registry.register("a", a).register("b", b)
     assert registry.ticker_mode
     assert registry.dispatch_all_with_count() == 1
-    assert chained.result(timeout=WAIT) == "AK1"
+    assert settled(chained) == "AK1"  # the ticker dispatched b
     registry.close()
 
 
@@ -288,8 +296,8 @@ def test_ScheduledDataLoaderRegistry_chain_data_loaders_will_hang_if_not_in_tick
     assert b.dispatch_depth == 1
     assert executor.pending_count == 0
     assert not chained.done()
-    registry.dispatch_all()  # only an explicit dispatch rescues it
-    assert chained.result(timeout=WAIT) == "AK1"
+    registry.dispatch_all()  # an explicit dispatch rescues it (so would blocking on it: result() dispatches b)
+    assert settled(chained) == "AK1"
     registry.close()
 
 
@@ -519,4 +527,18 @@ def test_ScheduledDataLoaderRegistry_dispatch_all_immediately_dispatches_a_loade
     assert registry.dispatch_depth == 1
     assert registry.dispatch_all_with_count_immediately() == 1
     assert fut.result(timeout=WAIT) == 1
+    registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_a_blocking_wait_dispatches_its_own_loader_whatever_the_predicate(executor):
+    calls = []
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=FAR,
+                                           dispatch_predicate=DISPATCH_NEVER)
+    registry.register("a", id_loader(calls)).register("b", id_loader())
+    registry.dispatch_all()  # starts the ticker; the predicate never passes
+    other = registry["b"].load("other")
+    assert registry["a"].load("mine").result(timeout=WAIT) == "mine"
+    assert calls == [["mine"]]
+    assert not other.done() and registry["b"].dispatch_depth == 1  # other loaders are left to the registry
+    assert executor.pending_count == 1  # the ticker goes on as scheduled
     registry.close()
