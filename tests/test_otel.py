@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import threading
+from typing import List
 
 import pytest
 
@@ -261,3 +263,44 @@ def test_OpenTelemetryInstrumentation_without_a_provider_uses_the_global_one_set
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout) == ["dataloader.batch users"]
+
+
+# -- the frameworks' own OpenTelemetry instrumentation: loader spans under the request's span ----------------
+EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+
+
+def _run_example(path: str) -> List[str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(EXAMPLES), env.get("PYTHONPATH")) if p)
+    out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.splitlines()
+
+
+def test_OpenTelemetryInstrumentation_under_flasks_request_span_in_the_flask_example():
+    pytest.importorskip("opentelemetry.instrumentation.flask")
+    lines = _run_example(os.path.join(EXAMPLES, "otel_flask.py"))
+    assert json.loads(lines[0].replace("'", '"'))["data"]["authors"][1]["books"][0]["stars"] == [4, 4, 5]
+    assert lines[1:] == [
+        "POST /graphql",
+        "  dataloader.batch author  [dataloader.name=author, dataloader.batch.size=2]",
+        "  dataloader.batch books_by_author  [dataloader.name=books_by_author, dataloader.batch.size=2]",
+        "  dataloader.batch stars  [dataloader.name=stars, dataloader.batch.size=3]",  # on the pool's thread
+        "    SELECT stars",
+    ]
+
+
+def test_OpenTelemetryInstrumentation_under_djangos_request_span_in_the_django_example():
+    pytest.importorskip("opentelemetry.instrumentation.django")
+    if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
+        pytest.skip("graphene_django is not installed")
+    lines = _run_example(os.path.join(EXAMPLES, "django_project", "otel_demo.py"))
+    assert lines == [
+        "3 authors, 5 books",
+        "POST graphql",
+        "  SELECT books_author",
+        "  dataloader.batch books_by_author  [dataloader.name=books_by_author, dataloader.batch.size=3]",
+        "    SELECT books_book",
+        "  dataloader.batch reviews_by_book  [dataloader.name=reviews_by_book, dataloader.batch.size=5]",
+        "    SELECT books_review",
+    ]

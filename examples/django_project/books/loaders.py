@@ -11,6 +11,13 @@ from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry
 
 from .models import Author, Book, Review
 
+try:  # a span per batch call when OpenTelemetry is installed (a no-op until an SDK is configured)
+    from dataloader_sync.otel import OpenTelemetryInstrumentation
+except ImportError:
+    INSTRUMENTATION = None
+else:
+    INSTRUMENTATION = OpenTelemetryInstrumentation()
+
 
 def load_authors(ids: Sequence[int]) -> Dict[int, Author]:
     """Authors by id (a mapping: a missing id loads as None)."""
@@ -44,7 +51,7 @@ def make_registry(request) -> ScheduledDataLoaderRegistry:
     No executor and no ticker mode: batch functions run on the request thread,
     where Django's database connection lives.
     """
-    registry = ScheduledDataLoaderRegistry()
+    registry = ScheduledDataLoaderRegistry(instrumentation=INSTRUMENTATION)
     registry.register("author", DataLoader(load_authors, name="author"))
     registry.register("book", DataLoader(load_books, name="book"))
     registry.register("books_by_author", DataLoader(load_books_by_author, name="books_by_author"))
