@@ -47,10 +47,13 @@ from typing import (
     Hashable,
     Iterable,
     List,
+    Literal,
     MutableMapping,
     Optional,
     Tuple,
     TypeVar,
+    Union,
+    overload,
 )
 
 from . import _instrumentation as _instr
@@ -67,12 +70,24 @@ from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
+from ._types import (
+    EnvBatchFn,
+    EnvFutureBatchFn,
+    EnvFutureMappedBatchFn,
+    EnvMappedBatchFn,
+    FutureBatchFn,
+    FutureMappedBatchFn,
+    MappedBatchFn,
+    SequenceBatchFn,
+)
 from ._value_cache import MISSING, ValueCache
 
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
 K = TypeVar("K")
 V = TypeVar("V")
+_K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
+_V = TypeVar("_V")
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -142,6 +157,196 @@ class DataLoader(Generic[K, V]):
         TypeError, ValueError: at once, for an argument of the wrong kind.
     """
 
+    # -- construction: overloads (one per shape of batch function) -----------------------
+    # The key and value types come from the batch function: sequence-, mapping-
+    # and future-returning, each without and with pass_env; a mapped loader's
+    # values are Optional (a missing key gives None).  The last overload takes
+    # any other callable (a lambda, a function typed otherwise) as
+    # DataLoader[Any, Any]; it has no pass_env=True twin, because a typed
+    # env function (BatchLoaderEnvironment holds Any) would then match two
+    # overloads and mypy would infer Any.
+    # Every overload carries every parameter of the implementation below
+    # (tests/test_types.py checks it): add a new parameter to each.
+    @overload
+    def __init__(
+        self,
+        batch_load_fn: SequenceBatchFn[K, V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[False] = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: DataLoader[_K, Optional[_V]],
+        batch_load_fn: MappedBatchFn[_K, _V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[_K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[False] = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        batch_load_fn: FutureBatchFn[K, V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[False] = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: DataLoader[_K, Optional[_V]],
+        batch_load_fn: FutureMappedBatchFn[_K, _V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[_K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[False] = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        batch_load_fn: EnvBatchFn[K, V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[True],
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: DataLoader[_K, Optional[_V]],
+        batch_load_fn: EnvMappedBatchFn[_K, _V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[_K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[True],
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self,
+        batch_load_fn: EnvFutureBatchFn[K, V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[True],
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: DataLoader[_K, Optional[_V]],
+        batch_load_fn: EnvFutureMappedBatchFn[_K, _V],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[_K], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[True],
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: DataLoader[Any, Any],
+        batch_load_fn: Callable[..., Any],
+        *,
+        name: Optional[str] = None,
+        batch: bool = True,
+        cache: bool = True,
+        max_batch_size: Optional[int] = None,
+        cache_key_fn: Optional[Callable[[Any], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
+        cache_exceptions: bool = True,
+        executor: Optional[cf.Executor] = None,
+        pass_env: Literal[False] = False,
+        context: Any = None,
+        context_provider: Optional[Callable[[], Any]] = None,
+        value_cache: Optional[ValueCache[Any, Any]] = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None: ...
+
     def __init__(
         self,
         batch_load_fn: Callable[..., Any],
@@ -150,8 +355,8 @@ class DataLoader(Generic[K, V]):
         batch: bool = True,
         cache: bool = True,
         max_batch_size: Optional[int] = None,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = None,
-        cache_map: Optional[MutableMapping[Hashable, Future]] = None,
+        cache_key_fn: Optional[Callable[[Any], Hashable]] = None,
+        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = None,
         cache_exceptions: bool = True,
         executor: Optional[cf.Executor] = None,
         pass_env: bool = False,
@@ -362,13 +567,23 @@ class DataLoader(Generic[K, V]):
             scope.loader_queued(self)
         return fut
 
+    @overload
+    def load_many(
+        self, keys: Iterable[K], key_contexts: Any = None, *, return_exceptions: Literal[False] = False
+    ) -> Future[List[V]]: ...
+
+    @overload
+    def load_many(
+        self, keys: Iterable[K], key_contexts: Any = None, *, return_exceptions: bool
+    ) -> Future[List[Union[V, BaseException]]]: ...
+
     def load_many(
         self,
         keys: Iterable[K],
         key_contexts: Any = None,
         *,
         return_exceptions: bool = False,
-    ) -> "Future[List[Any]]":
+    ) -> Future[List[Any]]:
         """Return a future of the list of values for *keys*, in order.
 
         Args:
@@ -447,7 +662,7 @@ class DataLoader(Generic[K, V]):
                     scope.loader_queued(self)
         return gather(futures, return_exceptions=return_exceptions)
 
-    def prime(self, key: K, value: Any) -> "DataLoader[K, V]":
+    def prime(self, key: K, value: Union[V, Exception, "cf.Future[V]"]) -> DataLoader[K, V]:
         """Put *value* in the cache for *key*, unless *key* is cached already.
 
         As java-dataloader's ``prime(K, V)`` and ``prime(K, CompletableFuture<V>)``:
@@ -634,14 +849,14 @@ class DataLoader(Generic[K, V]):
         self._send(queue, sink)
         return DispatchResult(sink.future, len(queue))
 
-    def dispatch(self) -> "Future[List[Any]]":
+    def dispatch(self) -> Future[List[V]]:
         """Send every queued key to the batch function; a future of their values.
 
         The future fails if any of its keys fails.
         """
         return self.dispatch_with_counts().future
 
-    def dispatch_and_join(self) -> List[Any]:
+    def dispatch_and_join(self) -> List[V]:
         """Dispatch until nothing is queued, waiting for each; all the values.
 
         Loads queued by callbacks while waiting are dispatched too.

@@ -1,0 +1,121 @@
+"""DataLoader: key and value types come from the batch function, no annotations needed."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+from typing_extensions import assert_type
+
+from dataloader_sync import BatchLoaderEnvironment, DataLoader, Future, completed_future
+
+
+class User:
+    name: str = "ann"
+
+
+# -- the shapes of batch function ------------------------------------------------------------
+def load_users(ids: List[int]) -> List[User]:
+    return [User() for _ in ids]
+
+
+def load_users_from_sequence(ids: Sequence[int]) -> Sequence[User]:
+    return [User() for _ in ids]
+
+
+def load_users_from_iterable(ids: Iterable[int]) -> List[User]:
+    return [User() for _ in ids]
+
+
+def load_users_or_errors(ids: List[int]) -> List[Union[User, Exception]]:
+    return [User() if i else KeyError(i) for i in ids]
+
+
+def load_optional_users(ids: List[int]) -> List[Optional[User]]:
+    return [None for _ in ids]
+
+
+def load_users_by_name(names: List[str]) -> Dict[str, User]:  # a mapped loader
+    return {name: User() for name in names}
+
+
+def load_users_later(ids: List[int]) -> cf.Future[List[User]]:
+    return completed_future([User() for _ in ids])
+
+
+def load_users_by_name_later(names: List[str]) -> cf.Future[Mapping[str, User]]:
+    return completed_future({name: User() for name in names})
+
+
+def load_with_env(ids: List[int], env: BatchLoaderEnvironment) -> List[str]:
+    return [f"{env.context}:{i}" for i in ids]
+
+
+def load_mapped_with_env(ids: List[int], env: BatchLoaderEnvironment) -> Dict[int, str]:
+    return {i: str(env.context) for i in ids}
+
+
+def load_later_with_env(ids: List[int], env: BatchLoaderEnvironment) -> cf.Future[List[str]]:
+    return completed_future([str(i) for i in ids])
+
+
+users = DataLoader(load_users)
+assert_type(users, DataLoader[int, User])
+assert_type(DataLoader(load_users_from_sequence), DataLoader[int, User])
+assert_type(DataLoader(load_users_from_iterable), DataLoader[int, User])
+assert_type(DataLoader(load_users_or_errors), DataLoader[int, User])  # an Exception fails its key only
+assert_type(DataLoader(load_optional_users), DataLoader[int, Optional[User]])
+assert_type(DataLoader(load_users_by_name), DataLoader[str, Optional[User]])  # a missing key gives None
+assert_type(DataLoader(load_users_later), DataLoader[int, User])
+assert_type(DataLoader(load_users_by_name_later), DataLoader[str, Optional[User]])
+assert_type(DataLoader(load_with_env, pass_env=True), DataLoader[int, str])
+assert_type(DataLoader(load_mapped_with_env, pass_env=True, context="ctx"), DataLoader[int, Optional[str]])
+assert_type(DataLoader(load_later_with_env, pass_env=True), DataLoader[int, str])
+
+# Every option keeps the inferred types.  (With mypy, a lambda among the
+# arguments makes two overloads match, and the loader is DataLoader[Any, Any]:
+# pass a def, as here, or annotate the variable.)
+def user_key(key: int) -> int:
+    return key
+
+
+tuned = DataLoader(load_users, name="users", max_batch_size=100, cache_key_fn=user_key,
+                   cache_exceptions=False, batch=True, cache=True, executor=cf.ThreadPoolExecutor())
+assert_type(tuned, DataLoader[int, User])
+
+# An untyped batch function (or a lambda) gives DataLoader[Any, Any]; annotate
+# the variable to say more.
+by_lambda: DataLoader[int, str] = DataLoader(lambda ids: [str(i) for i in ids])
+
+# -- loading ------------------------------------------------------------------------------------
+assert_type(users.load(1), Future[User])
+assert_type(users.load(1).result(), User)
+assert_type(users.load_many([1, 2]), Future[List[User]])
+assert_type(users.load_many([1, 2], return_exceptions=True), Future[List[Union[User, BaseException]]])
+assert_type(users.dispatch(), Future[List[User]])
+assert_type(users.dispatch_and_join(), List[User])
+assert_type(users.prime(3, User()), DataLoader[int, User])
+assert_type(users.prime(4, KeyError(4)), DataLoader[int, User])
+assert_type(users.prime(5, users.load(1)), DataLoader[int, User])
+assert_type(users.clear(3).clear_all(), DataLoader[int, User])
+
+users.load("1")  # type: ignore[arg-type]
+users.prime(6, "not a user")  # type: ignore[arg-type]
+
+# A Future is a concurrent.futures.Future of the same type.
+plain: cf.Future[User] = users.load(1)
+
+# -- then: a value, or a future that is flattened --------------------------------------------
+assert_type(users.load(1).then(lambda user: user.name), Future[str])
+
+
+def best_friend(user: User) -> Future[User]:
+    return users.load(2)
+
+
+def name_later(user: User) -> cf.Future[str]:
+    return completed_future(user.name)
+
+
+assert_type(users.load(1).then(best_friend), Future[User])
+assert_type(users.load(1).then(name_later), Future[str])
+assert_type(users.load(1).then(best_friend).then(lambda user: user.name), Future[str])
