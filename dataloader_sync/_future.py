@@ -34,7 +34,7 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar, overload
 
 from ._demand import Blocker, drive_and_wait, waiters_for
 from ._dispatch_scope import current_scope, reset_scope, set_scope
@@ -48,7 +48,7 @@ _LOGGER = logging.getLogger("concurrent.futures")
 _Lock = threading.Lock
 
 
-class Future(cf.Future, Generic[T]):  # type: ignore[misc]
+class Future(cf.Future[T], Generic[T]):
     """A ``concurrent.futures.Future`` that is cheap to create, with ``then``.
 
     Thread-safe: any thread may complete it, wait on it or add callbacks.
@@ -296,7 +296,13 @@ class Future(cf.Future, Generic[T]):  # type: ignore[misc]
         return True
 
     # -- chaining --------------------------------------------------------------
-    def then(self, fn: Callable[[T], Any]) -> "Future[Any]":
+    @overload
+    def then(self, fn: Callable[[T], cf.Future[U]]) -> Future[U]: ...
+
+    @overload
+    def then(self, fn: Callable[[T], U]) -> Future[U]: ...
+
+    def then(self, fn: Callable[[T], Any]) -> Future[Any]:
         """Return a future of ``fn(value)``; an error or cancellation propagates.
 
         ``fn`` may return a value or another ``concurrent.futures.Future``

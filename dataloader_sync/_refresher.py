@@ -27,6 +27,7 @@ import weakref
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
+from ._future import Future
 from ._time import Delay as Seconds
 from ._time import check_callable
 from ._time import seconds as _seconds
@@ -218,7 +219,7 @@ class PeriodicRefresher(Generic[T]):
         # claimed and has not yet recorded its outcome, else None. It is
         # always RUNNING (so no caller can cancel it), and it is resolved
         # only after the outcome is recorded and the lock released.
-        self._in_flight: concurrent.futures.Future[T] | None = None
+        self._in_flight: Future[T] | None = None
         self._next_reload: float | None = None  # clock time; None until a load finished
         self._load_count = 0
         self._failure_count = 0
@@ -305,11 +306,12 @@ class PeriodicRefresher(Generic[T]):
         self._load(future)
         return future.result()
 
-    def request_refresh(self) -> concurrent.futures.Future[T]:
+    def request_refresh(self) -> Future[T]:
         """Start one background reload now, whatever the schedule.
 
         Returns:
-            A Future of the new value (or of the loader's error; such a
+            A ``dataloader_sync.Future`` (a ``concurrent.futures.Future`` with
+            ``then``) of the new value, or of the loader's error (such a
             failure is also logged). If a load is already in flight, its
             Future: loads never overlap. The Future cannot be cancelled.
 
@@ -374,15 +376,15 @@ class PeriodicRefresher(Generic[T]):
 
     # -- loading -----------------------------------------------------------
 
-    def _claim_locked(self) -> concurrent.futures.Future[T]:
+    def _claim_locked(self) -> Future[T]:
         """Make a new load the one in flight and return its Future."""
         assert self._in_flight is None, "a load is already in flight"
-        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        future: Future[T] = Future()
         future.set_running_or_notify_cancel()
         self._in_flight = future
         return future
 
-    def _start_background(self, future: concurrent.futures.Future[T]) -> None:
+    def _start_background(self, future: Future[T]) -> None:
         """Run the claimed load on the executor or on a thread of its own."""
         # The thread holds the refresher strongly, but for one load only.
         try:
@@ -399,7 +401,7 @@ class PeriodicRefresher(Generic[T]):
         except Exception as exc:  # executor shut down, or no thread to be had
             self._fail(future, exc, background=True)
 
-    def _load(self, future: concurrent.futures.Future[T], *, background: bool = False) -> None:
+    def _load(self, future: Future[T], *, background: bool = False) -> None:
         """Run the claimed load, record it, then resolve ``future`` (never raises an Exception)."""
         try:
             value = self._load_fn()
@@ -414,7 +416,7 @@ class PeriodicRefresher(Generic[T]):
             self._record_success(value)
             future.set_result(value)
 
-    def _fail(self, future: concurrent.futures.Future[T], exc: Exception, *, background: bool) -> None:
+    def _fail(self, future: Future[T], exc: Exception, *, background: bool) -> None:
         """Record a failed load, log it if nobody waits for it, resolve ``future``."""
         retry_in = self._record_failure(exc)
         if background:

@@ -314,6 +314,16 @@ def test_PeriodicRefresher_request_refresh_returns_the_future_in_flight():
     assert refresher.get() == 2
 
 
+def test_PeriodicRefresher_request_refresh_returns_a_future_that_chains_with_then():
+    loader = GatedLoader()
+    refresher = PeriodicRefresher(loader, 10.0, clock=FakeClock())
+    first = refresher.request_refresh()
+    doubled = first.then(lambda value: value * 2)
+    loader.gate.set()
+    assert doubled.result(timeout=TIMEOUT) == 2
+    refresher.close()
+
+
 def test_PeriodicRefresher_request_refresh_failure_is_in_the_future_and_logged(caplog):
     loader = Loader()
     loader.fail_with = OSError("source down")
