@@ -185,6 +185,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -205,6 +206,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -225,6 +227,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -245,6 +248,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -265,6 +269,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -285,6 +290,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -305,6 +311,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -325,6 +332,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     @overload
@@ -345,6 +353,7 @@ class DataLoader(Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
+        instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None: ...
 
     def __init__(
