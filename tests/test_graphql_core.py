@@ -678,3 +678,28 @@ def test_without_graphql_core_the_import_error_names_the_extra() -> None:
             "try:\n    import dataloader_sync.graphql\nexcept ImportError as exc:\n    print(exc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install dataloader_sync[graphql]" in out.stdout
+
+
+def test_loaders_of_a_request_with_a_context_without_weakref_support_are_freed_after_it() -> None:
+    import gc
+    import weakref
+
+    class SlotsContext:
+        __slots__ = ("loaders",)
+
+        def __init__(self, loaders: Any) -> None:
+            self.loaders = loaders
+
+    def loaders(context: Any) -> Any:
+        return context["loaders"] if isinstance(context, dict) else context.loaders
+
+    schema = _one_field_schema(lambda _s, info: loaders(info.context)["a"].load("k"))
+    refs = []
+    for context_of in (SlotsContext, lambda registry: {"loaders": registry}):
+        registry = DataLoaderRegistry().register("a", DataLoader(lambda keys: keys, name="a"))
+        refs.append(weakref.ref(registry["a"]))
+        result = run(schema, "{ f }", context_value=context_of(registry))
+        assert result.data == {"f": "k"}
+        del registry, result
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None]

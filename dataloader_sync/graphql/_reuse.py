@@ -42,16 +42,34 @@ _owners: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
 _warned: "weakref.WeakSet[Any]" = weakref.WeakSet()
 
 
-class _Strong:
-    """A strong reference with the call syntax of a weak one (for contexts without weakref support)."""
+class _Id:
+    """Stands for a context without weakref support (a dict): its id, compared by ``is_request``.
+
+    Never the context itself: ``_owners`` holds its values strongly, and a
+    per-request context usually holds the request's loaders, so a strong
+    reference would keep every request's loaders (and their caches) alive
+    for good.  An id may be reused by a later context once this one is
+    freed; that later request then looks like the same one and is not
+    reported — a missed warning, never a leak or a false one.
+    """
 
     __slots__ = ("value",)
 
     def __init__(self, value: Any) -> None:
-        self.value = value
+        self.value = id(value)
 
-    def __call__(self) -> Any:
-        return self.value
+    def is_request(self, request: Any) -> bool:
+        return self.value == id(request)
+
+
+class _Weak:
+    __slots__ = ("ref",)
+
+    def __init__(self, request: Any) -> None:
+        self.ref = weakref.ref(request)
+
+    def is_request(self, request: Any) -> bool:
+        return self.ref() is request
 
 
 def request_of(context_value: Any, execution: Any) -> Any:
@@ -64,15 +82,11 @@ def request_of(context_value: Any, execution: Any) -> Any:
 
 
 def _ref(request: Any) -> Any:
-    # An id could be reused by the next request's context once this one is
-    # freed, so the owner is held by reference: weakly when the object allows
-    # it; otherwise (a dict context) strongly, which keeps one context alive
-    # per loader — only loaders that outlive requests live long enough for it
-    # to matter, and they are the ones being reported.
+    # The owner is held weakly when the object allows it, else by id (see _Id).
     try:
-        return weakref.ref(request)
+        return _Weak(request)
     except TypeError:
-        return _Strong(request)
+        return _Id(request)
 
 
 def _cached_beyond_queue(loader: Any) -> bool:
@@ -93,7 +107,7 @@ def check_reuse(loader: Any, request: Any) -> None:
     try:
         with _lock:
             previous = _owners.get(loader)
-            if previous is not None and previous() is request:
+            if previous is not None and previous.is_request(request):
                 return
             _owners[loader] = _ref(request)
             suspect = previous is not None and loader not in _warned
