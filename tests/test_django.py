@@ -329,3 +329,123 @@ def test_dataloader_sync_django_without_django_says_which_extra_to_install():
         "    raise SystemExit('no ImportError')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# -- graphene-django relay connections resolved from a loader future ----------------------------
+def relay_schema():
+    """Authors with two ``DjangoConnectionField``s of books, both resolved from the same loader.
+
+    graphene-django wraps the loader's future in a ``promise.Promise`` and
+    slices the page in its ``then``.  The node types skip graphene-django's
+    model registry, so the example project's own types stay the models' types.
+    """
+    import graphene
+    from graphene import relay
+    from graphene_django import DjangoConnectionField, DjangoObjectType
+
+    from books import models
+
+    class BookNode(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("id", "title")
+            interfaces = (relay.Node,)
+            skip_registry = True
+
+    class AuthorNode(DjangoObjectType):
+        class Meta:
+            model = models.Author
+            fields = ("id", "name")
+            interfaces = (relay.Node,)
+            skip_registry = True
+
+        books = DjangoConnectionField(BookNode)
+        also_books = DjangoConnectionField(BookNode)
+
+        @staticmethod
+        def resolve_books(author, info, **_page):
+            return info.context.loaders["books_by_author"].load(author.id)
+
+        @staticmethod
+        def resolve_also_books(author, info, **_page):
+            return info.context.loaders["books_by_author"].load(author.id)
+
+    class Query(graphene.ObjectType):
+        authors = graphene.List(graphene.NonNull(AuthorNode), required=True)
+
+        @staticmethod
+        def resolve_authors(root, info):
+            return models.Author.objects.order_by("id")
+
+    return graphene.Schema(query=Query)
+
+
+def test_DjangoConnectionField_from_a_loader_future_returns_the_page_batched_with_its_level(data):
+    from django.db import connection
+    from django.test import Client, override_settings
+    from django.test.utils import CaptureQueriesContext
+
+    query = """{ authors { name
+        books(first: 1) { edges { node { title } } pageInfo { hasNextPage } }
+        alsoBooks { edges { cursor node { title } } pageInfo { hasNextPage } }
+    } }"""
+    recorder = Recorder()
+    with override_settings(DATALOADER_SYNC_REGISTRY_FACTORY=recorder,
+                           ROOT_URLCONF=type("urls", (), {"urlpatterns": _relay_urls()})):
+        with CaptureQueriesContext(connection) as queries:
+            response = graphql(Client(), query)
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert "errors" not in body, body
+    authors = body["data"]["authors"]
+    assert len(authors) == N
+    assert authors[2]["books"] == {"edges": [{"node": {"title": "book 2.0"}}], "pageInfo": {"hasNextPage": True}}
+    assert [e["node"]["title"] for e in authors[2]["alsoBooks"]["edges"]] == ["book 2.0", "book 2.1"]
+    assert authors[2]["alsoBooks"]["pageInfo"] == {"hasNextPage": False}
+    sql = [q["sql"] for q in queries.captured_queries]
+    # the authors, then ONE query for both connection fields of all authors
+    assert len(sql) == 2, sql
+    assert '"books_book"' in sql[1] and '"author_id" IN' in sql[1]
+    stats = recorder.registries[0]["books_by_author"].statistics()
+    assert stats.batch_invoke_count == 1 and stats.batch_load_count == N
+
+
+def test_DjangoConnectionField_from_a_failing_loader_gives_field_errors_at_its_path(data):
+    import graphene
+    from graphene import relay
+    from graphene_django import DjangoConnectionField, DjangoObjectType
+
+    from books import models
+    from dataloader_sync import DataLoader
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    class BookNode(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("id", "title")
+            interfaces = (relay.Node,)
+            skip_registry = True
+
+    def fail(keys):
+        raise RuntimeError("books are unavailable")
+
+    class Query(graphene.ObjectType):
+        books = DjangoConnectionField(BookNode)
+
+        @staticmethod
+        def resolve_books(root, info, **_page):
+            return info.context["books"].load("all")
+
+    result = graphene.Schema(query=Query).execute(
+        "{ books(first: 2) { edges { node { title } } } }",
+        context_value={"books": DataLoader(fail)}, execution_context_class=DataLoaderExecutionContext)
+    assert result.data == {"books": None}
+    assert [(e.message, e.path) for e in result.errors] == [("books are unavailable", ["books"])]
+
+
+def _relay_urls():
+    from django.urls import path
+
+    from dataloader_sync.django import GraphQLView
+
+    return [path("graphql", GraphQLView.as_view(schema=relay_schema()))]
