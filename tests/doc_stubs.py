@@ -1,0 +1,47 @@
+"""Stubs that documentation blocks name with ``.. snippet: stubs=NAME`` (see test_docs_snippets.py).
+
+Each stub is a function that fills the block's namespace with what the page
+assumes but does not show.  They run in the block's own interpreter.
+"""
+from __future__ import annotations
+
+import pathlib
+import sys
+from typing import Any, Callable, Dict
+
+EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
+
+
+def django_books(namespace: Dict[str, Any]) -> None:
+    """Django configured with the example project's ``books`` app on in-memory SQLite, migrated;
+    its models (``Author``, ``Book``, ``Review``) and a relay ``BookNode`` in the namespace."""
+    import django
+    from django.conf import settings
+
+    if not settings.configured:
+        sys.path.insert(0, str(EXAMPLE_DIR))
+        settings.configure(
+            INSTALLED_APPS=["graphene_django", "books"],
+            DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+            DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+            USE_TZ=True,
+        )
+        django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+    from graphene import relay
+    from graphene_django import DjangoObjectType
+
+    from books.models import Author, Book, Review
+
+    class BookNode(DjangoObjectType):
+        class Meta:
+            model = Book
+            fields = ("id", "title")
+            interfaces = (relay.Node,)
+
+    namespace.update(Author=Author, Book=Book, Review=Review, BookNode=BookNode)
+
+
+STUBS: Dict[str, Callable[[Dict[str, Any]], None]] = {"django_books": django_books}
