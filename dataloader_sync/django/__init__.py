@@ -22,10 +22,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
 from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
+from ._value_cache import DjangoValueCache as DjangoValueCache
 
 # GraphQLView is left out of __all__ so that a star import does not import
 # graphene-django; it is in __dir__ for discovery.
-__all__ = ["DataLoaderGraphQLViewMixin", "DataLoaderMiddleware"]
+__all__ = ["DataLoaderGraphQLViewMixin", "DataLoaderMiddleware", "DjangoValueCache"]
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,7 @@ import graphene
 from graphene_django import DjangoObjectType
 
 from . import models
+from .loaders import value_cache
 
 
 class Review(DjangoObjectType):
@@ -71,7 +72,8 @@ class Query(graphene.ObjectType):
 
 
 class AddReview(graphene.Mutation):
-    """Review a book; the book's cached reviews are forgotten so the answer shows the new one."""
+    """Review a book; the book's cached reviews are forgotten (by this request's loader and the shared
+    value cache) so the answer and later requests show the new one."""
 
     class Arguments:
         book_id = graphene.ID(required=True)
@@ -86,6 +88,9 @@ class AddReview(graphene.Mutation):
             raise ValueError("rating must be between 1 and 5")
         review = models.Review.objects.create(book_id=int(book_id), rating=rating, body=body)
         info.context.loaders["reviews_by_book"].clear(review.book_id)
+        shared = value_cache("reviews_by_book")  # and for the next requests, when the example shares rows
+        if shared is not None:
+            shared.delete(review.book_id)
         return AddReview(review=review)
 
 

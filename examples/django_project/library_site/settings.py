@@ -25,6 +25,13 @@ MIDDLEWARE = [
 # make_registry(request) -> DataLoaderRegistry, called once per request.
 DATALOADER_SYNC_REGISTRY_FACTORY = "books.loaders.make_registry"
 
+# Optional: share the loaders' rows across requests and processes through
+# Django's cache framework (books.loaders.value_cache). A CACHES alias, e.g.
+# "default" (local memory unless CACHES says otherwise; a Redis or memcached
+# backend shares across processes and hosts); None: every request loads alone.
+BOOKS_VALUE_CACHE = None
+BOOKS_VALUE_CACHE_TTL = 60  # seconds
+
 ROOT_URLCONF = "library_site.urls"
 WSGI_APPLICATION = "library_site.wsgi.application"
 

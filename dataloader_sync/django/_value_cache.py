@@ -1,0 +1,131 @@
+"""DjangoValueCache: a ValueCache over Django's cache framework, so any configured backend serves.
+
+Guarantees:
+- ``get_values`` is one ``get_many``; ``set_values`` one ``set_many``: one
+  round trip each on Django's Redis and memcached backends.
+- A cache key is ``prefix`` followed by the loader's cache key as compact
+  JSON (``dataloader_sync._shared_keys``), percent-encoded where memcached
+  would refuse a character (spaces, control characters, ``%``, ``#`` and
+  non-ASCII), and replaced by ``#`` + its SHA-256 when longer than 200
+  characters: distinct keys give distinct cache keys, the same in every
+  process, and Django's ``CacheKeyWarning`` stays quiet.  Django then adds
+  its own ``KEY_PREFIX`` and version, as for every key.
+- Values are stored as the backend stores them: Django's built-in backends
+  pickle, so this cache is as trusted as the Django cache it uses (sessions
+  may live there too).  Anyone who can write to that cache can already run
+  code in the workers that read it; nothing here changes that.
+- The alias is resolved on every call (``caches[alias]``), as Django does per
+  thread, so one instance serves every thread and request.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any, List, Optional, Sequence
+from urllib.parse import quote
+
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+
+from .._shared_keys import encode_key
+from .._value_cache import MISSING, ValueCache, check_prefix, check_ttl
+
+__all__ = ["DjangoValueCache"]
+
+_SAFE = "!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"  # printable ASCII kept as is (not %, #, space)
+_MAX_KEY = 200  # memcached's limit is 250 with Django's KEY_PREFIX and version
+
+
+class DjangoValueCache(ValueCache[Any, Any]):
+    """A ``ValueCache`` in a cache of Django's ``CACHES`` setting.
+
+    Shared by every process whose loaders use the same backend and prefix;
+    a value that depends on who asks must carry the viewer in its key (see
+    ``RedisValueCache``).  Thread-safe as Django's cache backends are.
+
+    Args:
+        cache: the alias in ``CACHES`` (default ``"default"``), or a cache
+            backend object (``caches["..."]``).
+        prefix: put before every key, e.g. ``"books:author:"``; give every
+            loader its own.
+        ttl: seconds (or a ``timedelta``) a written value lives, rounded up
+            to whole seconds as Django's backends keep them; None: the
+            backend's ``TIMEOUT`` setting (Django's convention; 300 s unless
+            configured).
+
+    Raises:
+        TypeError, ValueError: at once, for an argument of the wrong kind, or
+            an alias missing from ``CACHES`` when settings are configured.
+    """
+
+    def __init__(self, cache: Any = "default", *, prefix: str, ttl: Any = None) -> None:
+        if isinstance(cache, str):
+            from django.conf import settings
+
+            if settings.configured and cache not in settings.CACHES:
+                raise ValueError(f"cache {cache!r} is not in settings.CACHES")
+        elif not all(callable(getattr(cache, m, None)) for m in ("get_many", "set_many", "delete")):
+            raise TypeError("cache must be an alias of settings.CACHES or a Django cache backend")
+        self._cache = cache
+        self._prefix = check_prefix(prefix)
+        seconds = check_ttl(ttl)
+        self._timeout: Any = DEFAULT_TIMEOUT if seconds is None else max(1, math.ceil(seconds))
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    def __repr__(self) -> str:
+        cache = self._cache if isinstance(self._cache, str) else type(self._cache).__name__
+        timeout = "TIMEOUT" if self._timeout is DEFAULT_TIMEOUT else self._timeout
+        return f"DjangoValueCache({cache!r}, prefix={self._prefix!r}, ttl={timeout!r})"
+
+    def backend(self) -> Any:
+        """The Django cache backend (this thread's, for an alias)."""
+        if isinstance(self._cache, str):
+            from django.core.cache import caches
+
+            return caches[self._cache]
+        return self._cache
+
+    def cache_key(self, key: Any) -> str:
+        """The Django cache key of a loader's cache key (before Django's own KEY_PREFIX and version).
+
+        Raises:
+            TypeError: a key type that has no stable name (see ``RedisValueCache``).
+        """
+        name = self._prefix + quote(encode_key(key), safe=_SAFE)
+        if len(name) > _MAX_KEY:
+            name = self._prefix + "#" + hashlib.sha256(name.encode("utf-8")).hexdigest()
+        return name
+
+    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+        """One ``get_many``: the value of each key, or ``MISSING``."""
+        if not keys:
+            return []
+        names = [self.cache_key(k) for k in keys]
+        found = self.backend().get_many(names)
+        return [found.get(name, MISSING) for name in names]
+
+    def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
+        """One ``set_many`` with the ttl."""
+        if keys:
+            self.backend().set_many({self.cache_key(k): v for k, v in zip(keys, values)}, timeout=self._timeout)
+
+    def delete(self, key: Any) -> None:
+        """Delete the value of *key* for every process."""
+        self.backend().delete(self.cache_key(key))
+
+    def clear(self) -> None:
+        """Not supported: Django's cache API cannot delete by prefix.
+
+        ``caches[alias].clear()`` empties the whole cache (sessions and all);
+        use a cache alias of its own for the value caches if that is what you
+        want, or change the prefix (e.g. ``"books:v2:"``) to start afresh.
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError(
+            "Django's cache API cannot delete by prefix: change the prefix, or give the value caches "
+            "a CACHES alias of their own and call caches[alias].clear()"
+        )

@@ -1,0 +1,279 @@
+"""dataloader_sync.django.DjangoValueCache over Django's cache framework: LocMemCache, and Django's
+own Redis backend against a real redis-server (tests/redis_server.py); and the example project's
+optional ``BOOKS_VALUE_CACHE`` setting.
+
+Django is configured as in test_django.py (from tests/django_settings.py, once per process); each
+test picks its CACHES with ``override_settings``.
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.util
+import logging
+import pathlib
+import sys
+from typing import Any, Iterator, List
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("graphene")
+if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
+    pytest.skip("graphene_django is not installed", allow_module_level=True)
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+from redis_server import RedisServer, redis_server  # noqa: E402,F401
+
+from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
+
+EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
+TIMEOUT = 10.0
+LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "value-cache-tests"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def django_setup():
+    sys.path.insert(0, str(EXAMPLE_DIR))
+    try:
+        if not settings.configured:
+            import django_settings
+
+            settings.configure(**{k: v for k, v in vars(django_settings).items() if k.isupper()})
+            django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        yield
+    finally:
+        sys.path.remove(str(EXAMPLE_DIR))
+
+
+@pytest.fixture(autouse=True)
+def fresh_failure_log(monkeypatch):
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+
+
+@pytest.fixture(params=["locmem", "redis"])
+def caches(request) -> Iterator[str]:
+    """CACHES with a "shared" alias on LocMemCache or on Django's RedisCache; yields the backend name."""
+    from django.core.cache import caches as django_caches
+    from django.test import override_settings
+
+    if request.param == "locmem":
+        shared = dict(LOCMEM, TIMEOUT=123)
+    else:
+        server: RedisServer = request.getfixturevalue("redis_server")
+        shared = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": server.url,
+                  "TIMEOUT": 123}
+    with override_settings(CACHES={"default": LOCMEM, "shared": shared}):
+        django_caches["shared"].clear()
+        try:
+            yield request.param
+        finally:
+            django_caches["shared"].clear()
+            django_caches["shared"].close()
+
+
+def raw_redis(server: RedisServer) -> Any:
+    import redis
+
+    return redis.Redis.from_url(server.url)
+
+
+class Batch:
+    def __init__(self) -> None:
+        self.calls: List[List[Any]] = []
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        self.calls.append(list(keys))
+        return [ValueError(k) if str(k).startswith("err") else {"key": k, "tuple": (k, k)} for k in keys]
+
+
+def load_all(loader: DataLoader, keys: List[Any]) -> List[Any]:
+    many = loader.load_many(keys, return_exceptions=True)
+    loader.dispatch()
+    return many.result(TIMEOUT)
+
+
+# -- construction ----------------------------------------------------------------------------
+def test_DjangoValueCache_checks_its_arguments_at_once():
+    from dataloader_sync.django import DjangoValueCache
+
+    with pytest.raises(ValueError, match="not in settings.CACHES"):
+        DjangoValueCache("nope", prefix="p:")
+    with pytest.raises(TypeError, match="cache must be"):
+        DjangoValueCache(42, prefix="p:")
+    with pytest.raises(ValueError, match="prefix"):
+        DjangoValueCache(prefix="")
+    with pytest.raises(ValueError, match="ttl"):
+        DjangoValueCache(prefix="p:", ttl=-5)
+    with pytest.raises(TypeError, match="ttl"):
+        DjangoValueCache(prefix="p:", ttl="60")
+    with pytest.raises(NotImplementedError, match="prefix"):
+        DjangoValueCache(prefix="p:").clear()
+
+
+def test_DjangoValueCache_is_exported_by_dataloader_sync_django():
+    import dataloader_sync.django as dj
+
+    assert "DjangoValueCache" in dj.__all__
+
+
+# -- the store, on each backend ------------------------------------------------------------------
+def test_DjangoValueCache_round_trips_values_and_reports_misses(caches):
+    from dataloader_sync.django import DjangoValueCache
+
+    vc = DjangoValueCache("shared", prefix="t:")
+    values = [{"nested": [1, {"deep": (2, 3)}]}, None, "é", 0]
+    vc.set_values([1, 2, 3, 4], values)
+    assert vc.get_values([1, 2, 3, 4, 5]) == values + [MISSING]  # a stored None is a value
+    vc.delete(1)
+    assert vc.get_values([1]) == [MISSING]
+    assert vc.get_values([]) == []
+
+
+def test_DjangoValueCache_keys_are_distinct_and_memcached_safe(caches):
+    from django.core.cache import caches as django_caches
+
+    from dataloader_sync.django import DjangoValueCache
+
+    vc = DjangoValueCache(django_caches["shared"], prefix="k:")  # a backend object works too
+    keys = [1, "1", ("a b", 1), ("a%20b", 1), "line\nbreak", "é", "x" * 500, "x" * 501, None, b"\x00"]
+    # filterwarnings=error: a key memcached would refuse raises CacheKeyWarning here
+    vc.set_values(keys, list(range(len(keys))))
+    assert vc.get_values(keys) == list(range(len(keys)))
+    names = [vc.cache_key(k) for k in keys]
+    assert len(set(names)) == len(keys)
+    assert all(len(n) <= 200 and " " not in n for n in names)
+    assert vc.cache_key((7, 42)) == "k:[7,42]"
+
+
+def test_DjangoValueCache_with_a_loader_serves_the_next_request_and_skips_errors(caches):
+    from dataloader_sync.django import DjangoValueCache
+
+    vc = DjangoValueCache("shared", prefix="l:", ttl=30)
+    batch = Batch()
+    first = load_all(DataLoader(batch, value_cache=vc), [1, "err", 2])
+    assert first[0] == {"key": 1, "tuple": (1, 1)} and isinstance(first[1], ValueError)
+    second = DataLoader(batch, value_cache=vc)
+    again = load_all(second, [1, "err", 2])
+    assert again[0] == {"key": 1, "tuple": (1, 1)}  # pickled by Django: the tuple stays a tuple
+    assert batch.calls == [[1, "err", 2], ["err"]]  # the error was not stored
+    assert second.statistics().value_cache_hit_count == 2
+
+
+def test_DjangoValueCache_on_Djangos_redis_backend_writes_with_the_ttl(redis_server):
+    from django.core.cache import caches as django_caches
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    shared = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_server.url,
+              "TIMEOUT": 123}
+    raw = raw_redis(redis_server)
+    try:
+        with override_settings(CACHES={"default": LOCMEM, "shared": shared}):
+            raw.flushall()
+            backend = django_caches["shared"]
+            DjangoValueCache("shared", prefix="a:", ttl=datetime.timedelta(seconds=5)).set_values(["x"], [1])
+            DjangoValueCache("shared", prefix="b:", ttl=0.2).set_values(["x"], [1])  # whole seconds, at least 1
+            DjangoValueCache("shared", prefix="c:").set_values(["x"], [1])  # the backend's TIMEOUT
+            ttl = {p: raw.ttl(backend.make_key(f'{p}:"x"')) for p in "abc"}
+            assert 0 < ttl["a"] <= 5 and ttl["b"] == 1 and 100 < ttl["c"] <= 123, ttl
+            backend.close()
+    finally:
+        raw.close()
+
+
+def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_gone(caplog):
+    from django.core.cache import caches as django_caches
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+    from redis_server import redis_binary
+
+    server = RedisServer(redis_binary())
+    server.start()
+    try:
+        shared = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": server.url,
+                  "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}
+        with override_settings(CACHES={"default": LOCMEM, "shared": shared}):
+            vc = DjangoValueCache("shared", prefix="d:")
+            batch = Batch()
+            load_all(DataLoader(batch, value_cache=vc), [1])
+            server.kill()
+            for _ in range(3):
+                assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [
+                    {"key": 1, "tuple": (1, 1)}, {"key": 2, "tuple": (2, 2)}]
+            warned = [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
+            assert len(warned) == 1 and len(batch.calls) == 4
+            django_caches["shared"].close()
+    finally:
+        server.stop()
+
+
+# -- the example project's optional setting ------------------------------------------------------
+@pytest.fixture
+def data():
+    from django.db import transaction
+
+    from books.models import Author, Book, Review
+
+    with transaction.atomic():
+        Author.objects.all().delete()
+        for a in range(4):
+            author = Author.objects.create(name=f"author {a}")
+            for b in range(2):
+                book = Book.objects.create(title=f"book {a}.{b}", author=author)
+                Review.objects.bulk_create(Review(book=book, rating=1 + (a + b + r) % 5) for r in range(2))
+        yield
+        transaction.set_rollback(True)
+
+
+NESTED = "{ authors { name books { title reviews { rating } } } }"
+
+
+def post(client: Any, query: str, **variables: Any) -> Any:
+    response = client.post("/graphql", {"query": query, "variables": variables}, content_type="application/json")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert "errors" not in body, body
+    return body["data"]
+
+
+def test_example_project_BOOKS_VALUE_CACHE_serves_rows_to_later_requests_without_SQL(data, caches):
+    from django.db import connection
+    from django.test import Client, override_settings
+    from django.test.utils import CaptureQueriesContext
+
+    with override_settings(BOOKS_VALUE_CACHE="shared"):
+        client = Client()
+        with CaptureQueriesContext(connection) as cold:
+            first = post(client, NESTED)
+        with CaptureQueriesContext(connection) as warm:
+            second = post(client, NESTED)
+    assert first == second and len(first["authors"]) == 4
+    assert len(cold.captured_queries) == 3  # authors, their books, those books' reviews
+    assert len(warm.captured_queries) == 1, [q["sql"] for q in warm.captured_queries]  # only the root list
+
+    # Without the setting, every request loads alone.
+    with CaptureQueriesContext(connection) as off:
+        assert post(Client(), NESTED) == first
+    assert len(off.captured_queries) == 3
+
+
+def test_example_project_mutation_deletes_the_shared_reviews_of_its_book(data, caches):
+    from django.test import Client, override_settings
+
+    from books.models import Book
+
+    book = Book.objects.order_by("id").first()
+    query = "query Q($id: ID!) { author(id: $id) { books { id reviews { rating } } } }"
+    mutation = """mutation M($id: ID!) { addReview(bookId: $id, rating: 5, body: "yes") { review { rating } } }"""
+    with override_settings(BOOKS_VALUE_CACHE="shared"):
+        client = Client()
+        before = post(client, query, id=book.author_id)["author"]["books"][0]["reviews"]
+        post(client, mutation, id=book.id)
+        after = post(client, query, id=book.author_id)["author"]["books"][0]["reviews"]
+    assert [r["rating"] for r in after] == [r["rating"] for r in before] + [5]
