@@ -31,12 +31,12 @@ from ._predicates import (
 from ._predicates import dispatch_if_longer_than as dispatch_if_longer_than
 from ._refresher import PeriodicRefresher as PeriodicRefresher
 from ._refresher import RefresherStatistics as RefresherStatistics
-from ._refresher import daily_at as daily_at
 from ._refresher import refreshed_every as refreshed_every
 from ._registry import DataLoaderRegistry as DataLoaderRegistry
 from ._scheduled_registry import (
     ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry,
 )
+from ._schedules import daily_at as daily_at
 from ._statistics import Statistics as Statistics
 from ._value_cache import MISSING as MISSING
 from ._value_cache import ValueCache as ValueCache

@@ -28,11 +28,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
 from ._future import Future
+from ._schedules import local_now
 from ._time import Delay as Seconds
 from ._time import check_callable
 from ._time import seconds as _seconds
 
-__all__ = ["PeriodicRefresher", "RefresherStatistics", "daily_at", "refreshed_every"]
+__all__ = ["PeriodicRefresher", "RefresherStatistics", "refreshed_every"]
 
 T = TypeVar("T")
 
@@ -40,63 +41,6 @@ logger = logging.getLogger("dataloader_sync")
 
 # Names of the threads started for one background reload each.
 _refresh_thread_ids = itertools.count(1)
-
-
-def _local_now() -> datetime.datetime:
-    """The current wall-clock time, timezone-aware, in the local zone."""
-    return datetime.datetime.now().astimezone()
-
-
-class daily_at:
-    """A ``next_reload`` schedule: every day at ``hour:minute``.
-
-    ``daily_at(5)(now)`` is the number of seconds from ``now`` until the next
-    05:00 strictly after it (a reload at 05:00 sharp waits for tomorrow's).
-    With ``tz``, the hour is read in that zone; otherwise in ``now``'s own
-    zone (the local zone with the refresher's default wall clock). Seconds are
-    counted in real elapsed time, so a daylight-saving change is honoured.
-
-    Args:
-        hour: 0-23.
-        minute: 0-59.
-        tz: a ``datetime.tzinfo`` (e.g. ``zoneinfo.ZoneInfo("Europe/Paris")``),
-            not a zone name.
-
-    Raises:
-        TypeError: ``hour`` or ``minute`` is not an int, or ``tz`` is not a
-            ``tzinfo`` (a string such as ``"Europe/Paris"`` included).
-        ValueError: ``hour`` or ``minute`` is out of range.
-    """
-
-    def __init__(self, hour: int, minute: int = 0, tz: datetime.tzinfo | None = None) -> None:
-        for name, value in (("hour", hour), ("minute", minute)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int")
-        if tz is not None and not isinstance(tz, datetime.tzinfo):
-            hint = f" (e.g. zoneinfo.ZoneInfo({tz!r}))" if isinstance(tz, str) else ""
-            raise TypeError(f"tz must be a datetime.tzinfo or None{hint}")
-        if not 0 <= hour <= 23:
-            raise ValueError("hour must be in 0..23")
-        if not 0 <= minute <= 59:
-            raise ValueError("minute must be in 0..59")
-        self.hour, self.minute, self.tz = hour, minute, tz
-
-    def __call__(self, now: datetime.datetime) -> float:
-        if self.tz is not None:
-            now = now.astimezone(self.tz)
-        target = now.replace(hour=self.hour, minute=self.minute, second=0, microsecond=0)
-        if target <= now:
-            target += datetime.timedelta(days=1)  # same wall time tomorrow
-        if now.tzinfo is None:
-            return (target - now).total_seconds()
-        # Aware datetimes sharing a tzinfo subtract as wall times; go through
-        # UTC so that a daylight-saving change between now and target counts.
-        utc = datetime.timezone.utc
-        return (target.astimezone(utc) - now.astimezone(utc)).total_seconds()
-
-    def __repr__(self) -> str:
-        tz = f", tz={self.tz!r}" if self.tz is not None else ""
-        return f"daily_at({self.hour}, {self.minute}{tz})"
 
 
 @dataclass(frozen=True)
@@ -189,7 +133,7 @@ class PeriodicRefresher(Generic[T]):
         failures_before_backoff: int = 2,
         next_reload: Callable[[datetime.datetime], Seconds] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], datetime.datetime] = _local_now,
+        wall_clock: Callable[[], datetime.datetime] = local_now,
     ) -> None:
         if not callable(load_fn):
             raise TypeError("load_fn must be callable")
