@@ -44,7 +44,7 @@ __all__ = ["Future", "completed_future", "failed_future", "gather"]
 T = TypeVar("T")
 U = TypeVar("U")
 
-_LOGGER = logging.getLogger("concurrent.futures")
+_LOGGER = logging.getLogger("dataloader_sync")
 _Lock = threading.Lock
 
 
