@@ -14,14 +14,28 @@ Guarantees:
   periodic task; a run the wrapped executor drops on its own shutdown cancels
   its future.  The timer thread holds no reference to the ScheduledExecutor:
   one that is garbage-collected stops its thread.
+- Each run happens in a copy of the ``contextvars`` context of the caller
+  that scheduled or submitted it (a periodic task's runs share one copy).
+- Statistics (``statistics()``): runs, failures, slow runs; queue wait, run
+  time and timer lateness over a bounded window of recent runs.
+- An owned pool is an ``ElasticPool`` (``_pool``): a stuck task does not hold
+  up the others, its daemon threads never hold up interpreter exit, idle
+  ones end.  A given executor keeps its own semantics.
+- Fork (``_fork``): in a child, tasks waiting for their time are still
+  there and run; runs handed over or running at the fork are the parent's:
+  a periodic task's next run is scheduled as usual, a one-shot's future is
+  cancelled.  The child's timer thread and pool start afresh.
 - ``get_default_scheduled_executor()`` is shared by every registry, bounded
-  (a timer thread and four workers), survives ``os.fork()`` (the child gets a
-  fresh timer thread and pool; tasks that were running at the fork do not
-  continue there) and never holds up interpreter exit.
+  (a timer thread, four workers that may grow past stuck tasks to 64
+  threads, and a monitor thread while tasks wait), survives ``os.fork()``
+  and never holds up interpreter exit.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
+import dataclasses
+import functools
 import heapq
 import itertools
 import logging
@@ -32,7 +46,10 @@ import weakref
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from typing import Any, Callable, List, Optional, Tuple
 
+from . import _fork
+from ._executor_statistics import ExecutorStatistics, Window
 from ._future import Future
+from ._pool import ElasticPool, abandon_in_child
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
 from ._time import wait_timeout
@@ -42,21 +59,27 @@ __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_execut
 _LOGGER = logging.getLogger("dataloader_sync")
 _clock = time.monotonic
 _names = itertools.count(1)
-_timers: "weakref.WeakSet[_Timer]" = weakref.WeakSet()
+
+def _threshold(value: Optional[Delay]) -> Optional[float]:
+    return None if value is None else _seconds("slow_task_threshold", value, positive=True)
+
 
 class _Entry:
-    """A task on the heap.  Fields other than ``future`` are guarded by the timer's lock."""
+    """A task.  Fields other than ``future`` and ``ctx`` are guarded by the timer's lock."""
 
-    __slots__ = ("fn", "args", "kwargs", "future", "period", "fixed_rate", "due", "in_heap")
+    __slots__ = ("fn", "args", "kwargs", "ctx", "future", "period", "fixed_rate", "due", "in_heap")
 
     def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, period: Optional[float], fixed_rate: bool):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
+        # Each run happens in this copy of the scheduling caller's context (as
+        # asyncio's call_later): request-scoped contextvars follow the task.
+        self.ctx = contextvars.copy_context()
         self.future: ScheduledFuture = None  # type: ignore[assignment]
         self.period = period
         self.fixed_rate = fixed_rate
-        self.due = 0.0
+        self.due = 0.0  # the due time of the next (or current) run
         self.in_heap = False
 
 
@@ -109,33 +132,58 @@ class ScheduledFuture(Future):
         return False
 
 
-class _Timer:
-    """The timer thread's state.  The thread refers to this, never to the ScheduledExecutor."""
+def _task_name(fn: Callable[..., Any]) -> str:
+    """``module.qualname`` of a task's function (of the function a partial wraps)."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    qualname = getattr(fn, "__qualname__", None)
+    if qualname is None:
+        return repr(fn)
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{qualname}" if module else qualname
 
-    def __init__(self, executor: cf.Executor, owned: bool, name: str, max_workers: Optional[int]) -> None:
+
+class _Timer:
+    """The timer thread's state.  The thread refers to this, never to the ScheduledExecutor.
+
+    An entry's life: on the heap (``pending_count``) -> due, handed to the
+    executor (in ``queued``) -> running (in ``running``) -> done, or back on
+    the heap for a periodic task's next run.
+    """
+
+    def __init__(self, executor: cf.Executor, owned: bool, name: str,
+                 slow_task_threshold: Optional[float]) -> None:
         self.executor = executor
         self.owned = owned
         self.name = name
-        self.max_workers = max_workers
+        self.slow_task_threshold = slow_task_threshold
         self._init_locks()
         self.heap: List[Tuple[float, int, _Entry]] = []
         self.seq = itertools.count()
         self.live = 0  # entries in the heap that are not cancelled: the pending count
-        self.queued = 0  # entries handed to the executor whose run has not started
-        self.running_periodic: "set[_Entry]" = set()
+        self.queued: "set[_Entry]" = set()  # handed to the executor, not started
+        self.running: "set[_Entry]" = set()
         self.task_count = 0
         self.completed_count = 0
+        self.failed_count = 0
+        self.slow_count = 0
+        self.queue_wait = Window()
+        self.run_time = Window()
+        self.lateness = Window()
         self.shutdown_flag = False
         self.thread: Optional[threading.Thread] = None
-        # True while the wrapped executor refuses tasks (a drop was logged);
-        # read and written by the timer thread only.
+        # True while the wrapped executor refuses tasks (a drop was logged).
+        # No lock: a race between hand-overs only decides whether to log.
         self.refusing = False
-        _timers.add(self)
+        # Tracked after an owned pool (created first), so a forked child
+        # repairs the pool before this timer starts handing work to it.
+        _fork.track(self)
 
     def _init_locks(self) -> None:
-        # lock guards heap, live, running_periodic, the counts, shutdown_flag,
-        # thread and every _Entry's due/in_heap.  deadline_changed signals the
-        # timer thread that the earliest due time moved or shutdown began.
+        # lock guards heap, live, queued, running, the counts and windows,
+        # shutdown_flag, thread and every _Entry's due/in_heap.
+        # deadline_changed signals the timer thread that the earliest due
+        # time moved or shutdown began.
         self.lock = threading.Lock()
         self.deadline_changed = threading.Condition(self.lock)
 
@@ -149,8 +197,11 @@ class _Timer:
         if self.heap[0][2] is entry:
             self.deadline_changed.notify()
         if self.thread is None:
-            self.thread = threading.Thread(target=self.run, name=f"{self.name}-timer", daemon=True)
-            self.thread.start()
+            self._start_thread_locked()
+
+    def _start_thread_locked(self) -> None:
+        self.thread = threading.Thread(target=self.run, name=f"{self.name}-timer", daemon=True)
+        self.thread.start()
 
     def discard(self, entry: _Entry) -> bool:
         """Take *entry* off the heap; True if it was there."""
@@ -171,6 +222,17 @@ class _Timer:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
             self.push_locked(entry, _clock() + max(delay, 0.0))
 
+    def run_now(self, entry: _Entry) -> None:
+        """Hand *entry* to the executor at once (``submit``), bypassing the heap."""
+        with self.lock:
+            if self.shutdown_flag:
+                raise RuntimeError("cannot schedule new tasks after shutdown")
+            entry.due = _clock()
+            self.task_count += 1
+            self.queued.add(entry)
+            executor = self.executor
+        self.hand_over(executor, entry)
+
     # -- the timer thread -----------------------------------------------------------
     def run(self) -> None:
         while True:
@@ -186,7 +248,8 @@ class _Timer:
                         if entry.in_heap:
                             entry.in_heap = False
                             self.live -= 1
-                            self.queued += 1
+                            self.queued.add(entry)
+                            self.lateness.add(now - entry.due)
                             due.append(entry)
                     if not due:
                         self.deadline_changed.wait(wait_timeout(heap[0][0] - now) if heap else None)
@@ -195,89 +258,104 @@ class _Timer:
                 self.hand_over(executor, entry)
 
     def hand_over(self, executor: cf.Executor, entry: _Entry) -> None:
+        if self.owned:
+            # Our own pool: no Future per run; shutdown and fork are handled
+            # through ``queued`` (see stop and _after_fork_in_child).
+            try:
+                executor.execute(self.run_entry, entry)  # type: ignore[attr-defined]
+                self.refusing = False
+                return
+            except RuntimeError as exc:  # shut down meanwhile
+                self._drop(entry, exc)
+                return
         try:
             pool_future = executor.submit(self.run_entry, entry)
         except BaseException as exc:  # the wrapped executor is shut down
-            # Logged once per run of refusals: at interpreter exit the pool
-            # refuses every task from then on (every tick of every registry
-            # never closed), and one line says it all.
-            if not self.refusing:
-                self.refusing = True
-                _LOGGER.warning("scheduled task %r dropped: %s (further tasks dropped until the executor "
-                                "accepts one again are not logged)", entry.fn, exc)
-            self._unqueue()
-            entry.future._settle(None, exc)
+            self._drop(entry, exc)
             return
         self.refusing = False
         pool_future.add_done_callback(lambda pf: self._dropped_if_cancelled(pf, entry))
 
-    def _unqueue(self) -> None:
+    def _drop(self, entry: _Entry, exc: BaseException) -> None:
+        # Logged once per run of refusals: at interpreter exit the pool
+        # refuses every task from then on (every tick of every registry
+        # never closed), and one line says it all.
+        if not self.refusing:
+            self.refusing = True
+            _LOGGER.warning("scheduled task %r dropped: %s (further tasks dropped until the executor "
+                            "accepts one again are not logged)", entry.fn, exc)
         with self.lock:
-            self.queued -= 1
+            self.queued.discard(entry)
+        entry.future._settle(None, exc)
 
     def _dropped_if_cancelled(self, pool_future: cf.Future, entry: _Entry) -> None:
         # The wrapped executor cancelled the run before it started (its own
         # shutdown with cancel_futures): the task will not run, so neither
         # will a periodic task's next run.
         if pool_future.cancelled():
-            self._unqueue()
+            with self.lock:
+                if entry not in self.queued:
+                    return  # dealt with already (a fork)
+                self.queued.discard(entry)
             entry.future.cancel()
             entry.future._notify_cancelled()
 
     # -- on the wrapped executor ------------------------------------------------------
     def run_entry(self, entry: _Entry) -> None:
         fut = entry.future
-        self._unqueue()
-        if entry.period is None:
-            if not fut._start():
-                return
-            result, error = None, None
-            try:
-                result = entry.fn(*entry.args, **entry.kwargs)
-            except BaseException as exc:
-                error = exc
-            with self.lock:  # counted before the outcome is published
-                self.completed_count += 1
-            fut._settle(result, error)
-            return
-        if fut.done():
-            return
         with self.lock:
-            self.running_periodic.add(entry)
+            if entry not in self.queued:
+                return  # cancelled by shutdown, or a run of the parent's in a forked child
+            self.queued.discard(entry)
+            self.running.add(entry)
+            start = _clock()
+            self.queue_wait.add(start - entry.due)
+        periodic = entry.period is not None
+        started = (not fut.done()) if periodic else fut._start()
+        if not started:
+            with self.lock:
+                self.running.discard(entry)
+            return
+        result, error = None, None
         try:
-            entry.fn(*entry.args, **entry.kwargs)
+            result = entry.ctx.run(entry.fn, *entry.args, **entry.kwargs)
         except BaseException as exc:
-            _LOGGER.exception("periodic task %r raised; it will not run again", entry.fn)
-            with self.lock:
-                self.running_periodic.discard(entry)
-                self.completed_count += 1
-            fut._settle(None, exc)
-            return
-        with self.lock:
-            self.running_periodic.discard(entry)
+            error = exc
+        took = _clock() - start
+        threshold = self.slow_task_threshold
+        slow = threshold is not None and took > threshold
+        with self.lock:  # counted before the outcome is published
+            self.running.discard(entry)
             self.completed_count += 1
-            if self.shutdown_flag or fut.done():
-                return
-            assert entry.period is not None
-            due = entry.due + entry.period if entry.fixed_rate else _clock() + entry.period
-            self.push_locked(entry, due)
+            self.run_time.add(took)
+            if error is not None:
+                self.failed_count += 1
+            if slow:
+                self.slow_count += 1
+            if periodic and error is None and not (self.shutdown_flag or fut.done()):
+                assert entry.period is not None
+                self.push_locked(entry, entry.due + entry.period if entry.fixed_rate else _clock() + entry.period)
+        if slow:
+            _LOGGER.warning("slow task: %s took %.3f s (slow_task_threshold is %g s)",
+                            _task_name(entry.fn), took, threshold)
+        if not periodic:
+            fut._settle(result, error)
+        elif error is not None:
+            _LOGGER.error("periodic task %r raised; it will not run again", entry.fn, exc_info=error)
+            fut._settle(None, error)
 
-    def submit_counted(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> cf.Future:
+    # -- inspection ----------------------------------------------------------------
+    def statistics(self) -> ExecutorStatistics:
         with self.lock:
-            if self.shutdown_flag:
-                raise RuntimeError("cannot schedule new tasks after shutdown")
-            executor = self.executor
-            self.task_count += 1
-        return executor.submit(self._run_counted, fn, args, kwargs)
-
-    def _run_counted(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        # Counted before the result is published, so completed_count is
-        # up to date once the caller sees the result.
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            with self.lock:
-                self.completed_count += 1
+            stats = ExecutorStatistics(
+                tasks_run=self.completed_count, tasks_failed=self.failed_count,
+                slow_tasks=self.slow_count, pending=self.live, queued=len(self.queued),
+                queue_wait=self.queue_wait.snapshot(), run_time=self.run_time.snapshot(),
+                timer_lateness=self.lateness.snapshot(),
+            )
+        if self.owned:
+            stats = dataclasses.replace(stats, pool=self.executor.statistics())  # type: ignore[attr-defined]
+        return stats
 
     # -- ending ----------------------------------------------------------------------
     def stop(self, wait: bool, cancel_futures: bool) -> None:
@@ -285,45 +363,84 @@ class _Timer:
             first = not self.shutdown_flag
             self.shutdown_flag = True
             waiting = [item[2] for item in self.heap if item[2].in_heap]
-            waiting.extend(self.running_periodic)
+            # Periodic tasks stop; one-shots already handed over still run,
+            # unless cancel_futures drops them from our own pool.
+            waiting.extend(e for e in self.running if e.period is not None)
+            dropped = [e for e in self.queued if e.period is not None or (cancel_futures and self.owned)]
+            self.queued.difference_update(dropped)
+            waiting.extend(dropped)
             thread = self.thread
             self.deadline_changed.notify_all()
         for entry in waiting:
             entry.future.cancel()
+            entry.future._notify_cancelled()
         if thread is not None and wait and thread is not threading.current_thread():
             thread.join()
         if first and self.owned:
             self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
 
-    def after_fork_in_child(self) -> None:
+    # -- fork --------------------------------------------------------------------------
+    def _before_fork(self) -> None:
+        self.lock.acquire()
+
+    def _after_fork_in_parent(self) -> None:
+        self.lock.release()
+
+    def _after_fork_in_child(self) -> None:
+        # Only the forking thread exists here.  What waits on the heap is the
+        # child's too (as the rest of memory is).  Runs handed over or running
+        # at the fork are the parent's: a periodic task goes back on the heap
+        # for its next run; a one-shot's future is cancelled, never left hanging.
         self._init_locks()
         self.thread = None
-        self.running_periodic = set()
-        if self.shutdown_flag:
-            return
-        if self.owned:
-            self.executor = cf.ThreadPoolExecutor(self.max_workers, thread_name_prefix=f"{self.name}-worker")
-        if self.live:
-            self.thread = threading.Thread(target=self.run, name=f"{self.name}-timer", daemon=True)
-            self.thread.start()
+        in_flight = self.queued | self.running
+        self.queued, self.running = set(), set()
+        for entry in in_flight:
+            fut = entry.future
+            if entry.period is not None and not fut.done() and not self.shutdown_flag:
+                # Its context may be "entered" by a parent's thread: a fresh copy.
+                entry.ctx = entry.ctx.copy()
+                fut._lock, fut._cond, fut._w = threading.Lock(), None, None
+                entry.due = entry.due + entry.period if entry.fixed_rate else _clock() + entry.period
+                entry.in_heap = True
+                self.live += 1
+                heapq.heappush(self.heap, (entry.due, next(self.seq), entry))
+            else:
+                abandon_in_child(fut)
+        if self.live and not self.shutdown_flag:
+            self._start_thread_locked()
 
 
 class ScheduledExecutor(cf.Executor):
     """A ``concurrent.futures.Executor`` with delayed and periodic tasks.
 
     Thread-safe.  Delays are seconds (``float``) or ``datetime.timedelta`` on
-    ``time.monotonic``; a delay ≤ 0 means now.
+    ``time.monotonic``; a delay ≤ 0 means now.  Each task runs in a copy of
+    the ``contextvars`` context of the caller that scheduled or submitted it
+    (as asyncio's ``loop.call_later``).
 
     Args:
-        executor: runs the tasks.  When omitted, the ScheduledExecutor owns a
-            ``ThreadPoolExecutor`` (``max_workers`` threads) and shuts it down
-            with itself; a given executor is never shut down by it.
+        executor: runs the tasks.  When omitted, the ScheduledExecutor owns
+            an elastic pool of daemon threads and shuts it down with itself:
+            ``max_workers`` threads run fresh tasks, a task running for more
+            than 0.1 s stops counting against them (the pool then grows, up to
+            ``max(64, 2 * max_workers)`` threads), and a thread idle for 30 s
+            ends.  A given executor is used as it is (its own queueing,
+            thread and exit semantics) and never shut down by it.
         name: prefix of its threads' names (default ``dataloader-sync-N``).
-        max_workers: size of the owned pool (ignored with ``executor``).
+        max_workers: capacity of the owned pool (ignored with ``executor``;
+            default ``min(32, os.cpu_count() + 4)`` as ``ThreadPoolExecutor``).
+        slow_task_threshold: seconds; a task run that takes longer logs one
+            WARNING on the ``dataloader_sync`` logger naming the task's
+            function and its duration, and counts in ``statistics()``.
+            ``None`` (default): no check.  Settable later as an attribute.
+
+    Raises:
+        TypeError, ValueError: a bad argument.
     """
 
     def __init__(self, executor: Optional[cf.Executor] = None, *, name: Optional[str] = None,
-                 max_workers: Optional[int] = None) -> None:
+                 max_workers: Optional[int] = None, slow_task_threshold: Optional[Delay] = None) -> None:
         if executor is not None and not callable(getattr(executor, "submit", None)):
             raise TypeError("executor must be a concurrent.futures.Executor or None")
         if name is not None and not isinstance(name, str):
@@ -333,17 +450,35 @@ class ScheduledExecutor(cf.Executor):
                 raise TypeError("max_workers must be an int or None")
             if max_workers <= 0:
                 raise ValueError("max_workers must be > 0")
+        threshold = _threshold(slow_task_threshold)
         name = name or f"dataloader-sync-{next(_names)}"
         owned = executor is None
         if executor is None:
-            executor = cf.ThreadPoolExecutor(max_workers, thread_name_prefix=f"{name}-worker")
+            workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
+            executor = ElasticPool(workers, name=name)
         self._name = name
-        self._timer = _Timer(executor, owned, name, max_workers)
+        self._timer = _Timer(executor, owned, name, threshold)
         weakref.finalize(self, self._timer.stop, False, False).atexit = False
 
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def slow_task_threshold(self) -> Optional[float]:
+        """Seconds a run may take before it is logged and counted as slow (``None``: no check)."""
+        return self._timer.slow_task_threshold
+
+    @slow_task_threshold.setter
+    def slow_task_threshold(self, value: Optional[Delay]) -> None:
+        self._timer.slow_task_threshold = _threshold(value)
+
+    def statistics(self) -> ExecutorStatistics:
+        """A frozen snapshot: runs, failures, slow runs, timings, the owned pool's threads.
+
+        See ``ExecutorStatistics``.
+        """
+        return self._timer.statistics()
 
     def _start(self, fn: Callable[..., Any], args: tuple, kwargs: dict, delay: float,
                period: Optional[float], fixed_rate: bool) -> ScheduledFuture:
@@ -387,11 +522,19 @@ class ScheduledExecutor(cf.Executor):
         first = _seconds("initial_delay", initial_delay)
         return self._start(fn, args, kwargs, first, _seconds("delay", delay, positive=True), False)
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
-        """Run *fn* now on the wrapped executor (counted in ``task_count``/``completed_count``)."""
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ScheduledFuture:
+        """Run *fn* now on the wrapped executor (counted in ``task_count``/``completed_count``).
+
+        Raises:
+            TypeError: *fn* is not callable.
+            RuntimeError: after ``shutdown()``.
+        """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        return self._timer.submit_counted(fn, args, kwargs)
+        entry = _Entry(fn, args, kwargs, None, False)
+        entry.future = ScheduledFuture(self._timer, entry)
+        self._timer.run_now(entry)
+        return entry.future
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Cancel every task waiting for its time and every periodic task; stop the timer.
@@ -412,7 +555,7 @@ class ScheduledExecutor(cf.Executor):
         ``pending_count + queued_count`` is what Java's
         ``ScheduledThreadPoolExecutor.getQueue().size()`` counts.
         """
-        return self._timer.queued
+        return len(self._timer.queued)
 
     @property
     def completed_count(self) -> int:
@@ -440,8 +583,11 @@ _default_lock = threading.Lock()  # guards the creation of _default
 def get_default_scheduled_executor() -> ScheduledExecutor:
     """The process-wide ScheduledExecutor that registries share by default.
 
-    Created on first use: one timer thread and at most four worker threads,
-    however many registries use it.
+    Created on first use, however many registries use it: one timer thread
+    and an elastic pool of four workers (a task running over 0.1 s stops
+    counting, so the pool may grow to 64 threads while tasks are stuck; idle
+    threads end after 30 s).  To log slow tasks process-wide, set
+    ``get_default_scheduled_executor().slow_task_threshold = seconds``.
     """
     global _default
     executor = _default
@@ -453,12 +599,13 @@ def get_default_scheduled_executor() -> ScheduledExecutor:
     return executor
 
 
-def _after_fork_in_child() -> None:
-    global _default_lock
-    _default_lock = threading.Lock()
-    for timer in list(_timers):
-        timer.after_fork_in_child()
+class _DefaultLock:
+    """Repairs ``_default_lock`` in a forked child (another thread may have held it)."""
+
+    def _after_fork_in_child(self) -> None:
+        global _default_lock
+        _default_lock = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_default_lock_repair = _DefaultLock()
+_fork.track(_default_lock_repair)

@@ -2,9 +2,13 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
+import dataclasses
 import datetime
+import functools
 import gc
 import logging
+import os
 import queue
 import subprocess
 import sys
@@ -280,12 +284,16 @@ def test_default_scheduled_executor_is_shared_and_bounded():
     assert a is get_default_scheduled_executor()
     futures = [a.submit(threading.Event().wait, 0.01) for _ in range(20)]
     cf.wait(futures, timeout=WAIT)
+    pool = a.statistics().pool
+    assert pool is not None and (pool.workers, pool.max_threads) == (4, 64)
     names = {t.name for t in threading.enumerate() if t.name.startswith("dataloader-sync-default")}
-    assert len(names) <= 5  # four workers and the timer
+    assert len(names) <= pool.max_threads + 2  # the pool, the timer and a monitor
 
 
-def _run_script(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
+def _run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=timeout, env=env)
 
 
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
@@ -364,3 +372,379 @@ def test_ScheduledFuture_cancel_wakes_concurrent_futures_wait(executor, periodic
         assert done == {fut} and not not_done
     finally:
         waiting.shutdown()
+
+
+# -- fork (issue: a child could deadlock on its first task) ------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_default_scheduled_executor_works_in_every_forked_child_while_tasks_are_due():
+    # gunicorn --preload: forks while fixed-rate tasks and a ticker registry are live.  Each child
+    # must run a task on the default executor and tick a new registry; the parent goes on working.
+    proc = _run_script(
+        """
+        import os, sys, threading
+        from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, get_default_scheduled_executor
+
+        def child():
+            ex = get_default_scheduled_executor()
+            assert ex.submit(lambda: 7).result(timeout=5) == 7
+            assert ex.schedule(os.getpid, 0.001).result(timeout=5) == os.getpid()
+            registry = ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.001)
+            registry.register("ids", DataLoader(lambda keys: [k * 2 for k in keys]))
+            registry.dispatch_all()                            # arms the ticker
+            assert registry["ids"].load(21).result(timeout=5) == 42  # dispatched by a tick
+            registry.close()
+
+        def run_child():
+            done = threading.Event()
+            def body():
+                try:
+                    child()
+                    done.set()
+                except BaseException as exc:
+                    print("child failed:", repr(exc), file=sys.stderr, flush=True)
+            t = threading.Thread(target=body, daemon=True)
+            t.start()
+            t.join(10)
+            os._exit(0 if done.is_set() else 1)
+
+        ex = get_default_scheduled_executor()
+        ex.schedule_at_fixed_rate(lambda: None, 0, 0.0005)
+        ex.schedule_with_fixed_delay(lambda: None, 0, 0.0005)
+        registry = ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.0005)
+        registry.register("ids", DataLoader(lambda keys: list(keys)))
+        registry.dispatch_all()
+        stop = threading.Event()
+        def load_in_a_loop():                                  # keeps ticks and the pool busy
+            n = 0
+            while not stop.is_set():
+                registry["ids"].load(n).result(timeout=10)
+                n += 1
+        loader_thread = threading.Thread(target=load_in_a_loop, daemon=True)
+        loader_thread.start()
+        stuck = 0
+        for _ in range(50):
+            pid = os.fork()
+            if pid == 0:
+                run_child()
+            _, status = os.waitpid(pid, 0)
+            stuck += os.waitstatus_to_exitcode(status) != 0
+        assert ex.submit(lambda: "parent").result(timeout=10) == "parent"
+        assert registry["ids"].load("last").result(timeout=10) == "last"
+        stop.set()
+        loader_thread.join(10)
+        print("stuck", stuck)
+        sys.exit(1 if stuck else 0)
+        """,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "stuck 0" in proc.stdout
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_ScheduledExecutor_runs_in_flight_at_a_fork_are_the_parents():
+    # A one-shot handed over (queued or running) at the fork is cancelled in the child, never left
+    # hanging nor counted; a periodic task running at the fork goes on in the child.
+    proc = _run_script(
+        """
+        import os, sys, threading
+        from dataloader_sync import ScheduledExecutor
+        ex = ScheduledExecutor(name="forked", max_workers=1)
+        ex._timer.executor.stuck_after = 3600          # the one worker stays the only one
+        parent = os.getpid()
+        gate, started, periodic_started = threading.Event(), threading.Event(), threading.Event()
+        ticked_in_child = threading.Event()
+
+        def tick():
+            if os.getpid() == parent:
+                periodic_started.set()
+                gate.wait(30)
+            else:
+                ticked_in_child.set()
+
+        periodic = ex.schedule_at_fixed_rate(tick, 0, 2)    # its next run, in the child, is 2 s away
+        assert periodic_started.wait(10)
+        ex._timer.executor.stuck_after = 0.0             # let one more thread start, then hold it too
+        running = ex.submit(lambda: (started.set(), gate.wait(30)))
+        assert started.wait(10)
+        ex._timer.executor.stuck_after = 3600
+        queued = ex.submit(lambda: "parent")
+        assert ex.queued_count == 1
+        pid = os.fork()
+        if pid == 0:
+            ok = ex.queued_count == 0 and queued.cancelled() and running.cancelled()
+            ok = ok and not periodic.done() and ticked_in_child.wait(10)
+            ok = ok and ex.submit(lambda: 5).result(timeout=10) == 5
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        gate.set()
+        assert queued.result(timeout=10) == "parent"
+        assert running.result(timeout=10) == (None, True)
+        periodic.cancel()
+        ex.shutdown()
+        sys.exit(os.waitstatus_to_exitcode(status))
+        """
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+# -- exit -------------------------------------------------------------------------------------------
+
+
+def test_interpreter_exit_does_not_wait_for_a_default_executor_task_stuck_in_user_code():
+    proc = _run_script(
+        """
+        import threading
+        from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, get_default_scheduled_executor
+        in_batch = threading.Event()
+        def stuck_batch(keys):                     # a remote call that never returns
+            in_batch.set()
+            threading.Event().wait(3600)
+            return keys
+        registry = ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.005)
+        registry.register("stuck", DataLoader(stuck_batch))
+        registry.reschedule_now()
+        registry["stuck"].load(1)
+        assert in_batch.wait(10)                   # a tick is inside the batch function
+        started = threading.Event()
+        get_default_scheduled_executor().submit(lambda: (started.set(), threading.Event().wait(3600)))
+        assert started.wait(10)
+        print("exiting", flush=True)
+        """,
+        timeout=30,  # the stuck tasks would hold the process for an hour
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "exiting" in proc.stdout
+
+
+def test_a_given_executor_keeps_its_own_exit_semantics():
+    # A ThreadPoolExecutor joins its workers at exit: a task on it finishes before the process ends.
+    proc = _run_script(
+        """
+        import concurrent.futures as cf, threading
+        from dataloader_sync import ScheduledExecutor
+        pool = cf.ThreadPoolExecutor(1)
+        ex = ScheduledExecutor(pool, name="given")
+        started = threading.Event()
+        def task():
+            started.set()
+            threading.Event().wait(0.3)
+            print("task finished", flush=True)
+        ex.submit(task)
+        assert started.wait(10)
+        print("exiting", flush=True)
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["exiting", "task", "finished"]
+
+
+# -- no head-of-line blocking ----------------------------------------------------------------------
+
+
+def test_ScheduledExecutor_light_task_starts_while_every_worker_is_blocked():
+    ex = ScheduledExecutor(name="test-hol", max_workers=2)
+    gate = threading.Event()
+    try:
+        started = threading.Semaphore(0)
+        blocked = [ex.submit(lambda: (started.release(), gate.wait(WAIT))) for _ in range(2)]
+        for _ in range(2):
+            assert started.acquire(timeout=WAIT)
+        ran = threading.Event()
+        tick = ex.schedule(ran.set, 0)
+        assert ran.wait(WAIT), "a tick waited behind blocked tasks"
+        tick.result(timeout=WAIT)
+        pool = ex.statistics().pool
+        assert pool is not None and pool.threads >= 3 and pool.stuck_threads >= 1
+    finally:
+        gate.set()
+        ex.shutdown()
+    assert all(f.result(timeout=0)[1] for f in blocked)
+
+
+def test_ScheduledExecutor_with_a_given_executor_keeps_its_queueing():
+    pool = cf.ThreadPoolExecutor(1, thread_name_prefix="given")
+    ex = ScheduledExecutor(pool, name="test-given-queue")
+    gate, started = threading.Event(), threading.Event()
+    try:
+        blocker = ex.submit(lambda: (started.set(), gate.wait(WAIT)))
+        assert started.wait(WAIT)
+        behind = ex.submit(lambda: "behind")
+        assert not behind.done() and ex.queued_count == 1  # no thread of ours jumps the queue
+        assert ex.statistics().pool is None
+    finally:
+        gate.set()
+    assert behind.result(timeout=WAIT) == "behind"
+    assert blocker.result(timeout=WAIT)[1] is True
+    ex.shutdown()
+    pool.shutdown()
+
+
+# -- contextvars ----------------------------------------------------------------------------------
+
+REQUEST: "contextvars.ContextVar[str]" = contextvars.ContextVar("REQUEST", default="none")
+
+
+def test_ScheduledExecutor_runs_each_task_in_a_copy_of_the_scheduling_context(executor):
+    token = REQUEST.set("request-1")
+    try:
+        one_shot = executor.schedule(REQUEST.get, 0.001)
+        submitted = executor.submit(REQUEST.get)
+        seen: "queue.Queue[str]" = queue.Queue()
+        periodic = executor.schedule_at_fixed_rate(lambda: seen.put(REQUEST.get()), 0, 0.001)
+    finally:
+        REQUEST.reset(token)
+    REQUEST.set("changed later")  # copied at scheduling time: later changes are not seen
+    try:
+        assert one_shot.result(timeout=WAIT) == "request-1"
+        assert submitted.result(timeout=WAIT) == "request-1"
+        assert [seen.get(timeout=WAIT) for _ in range(3)] == ["request-1"] * 3
+    finally:
+        periodic.cancel()
+    # A task's own changes stay in its copy.
+    executor.submit(REQUEST.set, "set by a task").result(timeout=WAIT)
+    assert executor.submit(REQUEST.get).result(timeout=WAIT) == "changed later"
+
+
+def test_ScheduledDataLoaderRegistry_tick_runs_in_the_context_of_the_request_that_armed_it(executor):
+    from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry
+
+    def run_request(name):
+        REQUEST.set(name)
+        registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=0.001)
+        registry.register("who", DataLoader(lambda keys: [REQUEST.get() for _ in keys]))
+        registry.dispatch_all()  # arms the ticker in this request's context
+        try:
+            return registry["who"].load("k").result(timeout=WAIT)
+        finally:
+            registry.close()
+
+    results = [contextvars.copy_context().run(run_request, f"request-{i}") for i in range(3)]
+    assert results == ["request-0", "request-1", "request-2"]
+
+
+# -- statistics and the slow-task log -----------------------------------------------------------------
+
+
+def test_ScheduledExecutor_statistics_is_a_frozen_snapshot(executor):
+    assert executor.statistics().tasks_run == 0
+    executor.submit(lambda: None).result(timeout=WAIT)
+    with pytest.raises(ZeroDivisionError):
+        executor.schedule(lambda: 1 / 0, 0).result(timeout=WAIT)
+    executor.schedule(lambda: None, 0).result(timeout=WAIT)
+    stats = executor.statistics()
+    assert (stats.tasks_run, stats.tasks_failed, stats.slow_tasks) == (3, 1, 0)
+    assert stats.queue_wait.count == 3 and stats.run_time.count == 3
+    assert stats.timer_lateness.count == 2  # submit() is not a timer hand-over
+    assert stats.queue_wait.max >= stats.queue_wait.p99 >= 0 and stats.queue_wait.mean >= 0
+    assert stats.failure_ratio == pytest.approx(1 / 3)
+    assert stats.pool is not None and stats.pool.threads >= 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        stats.tasks_run = 5  # type: ignore[misc]
+    as_dict = stats.to_dict()
+    assert as_dict["tasks_run"] == 3 and as_dict["run_time"]["count"] == 3 and "threads" in as_dict["pool"]
+    executor.submit(lambda: None).result(timeout=WAIT)
+    assert stats.tasks_run == 3  # a snapshot does not move
+
+
+def test_ScheduledExecutor_statistics_window_is_bounded(executor):
+    from dataloader_sync._executor_statistics import WINDOW
+
+    for _ in range(WINDOW + 50):
+        executor.submit(lambda: None)
+    executor.submit(lambda: None).result(timeout=WAIT)
+    assert executor.submit(lambda: None).result(timeout=WAIT) is None
+    stats = executor.statistics()
+    assert stats.run_time.count >= WINDOW + 51
+    assert len(executor._timer.run_time.samples) == WINDOW
+
+
+def test_Window_mean_max_and_p99():
+    from dataloader_sync._executor_statistics import Window
+
+    window = Window()
+    assert window.snapshot().to_dict() == {"count": 0, "mean": 0.0, "max": 0.0, "p99": 0.0}
+    for ms in range(1, 201):  # 1..200 ms
+        window.add(ms / 1000)
+    snap = window.snapshot()
+    assert snap.count == 200 and snap.max == 0.2
+    assert snap.mean == pytest.approx(0.1005)
+    assert snap.p99 == 0.198  # the 198th of 200 sorted samples
+
+
+class _StepClock:
+    """A fake clock that a task advances by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_ScheduledExecutor_logs_and_counts_a_slow_task(executor, monkeypatch, caplog):
+    from dataloader_sync import _executor
+
+    clock = _StepClock()
+    monkeypatch.setattr(_executor, "_clock", clock)
+    executor.slow_task_threshold = 1.0
+
+    def slow():
+        clock.now += 2.5  # this run "takes" 2.5 s
+
+    def fast():
+        clock.now += 0.5
+
+    with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+        executor.submit(slow).result(timeout=WAIT)
+        executor.submit(fast).result(timeout=WAIT)
+        executor.submit(functools.partial(lambda: slow(), )).result(timeout=WAIT)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 2
+    assert "test_ScheduledExecutor_logs_and_counts_a_slow_task.<locals>.slow" in warnings[0]
+    assert "took 2.500 s" in warnings[0]
+    assert "<lambda>" in warnings[1]  # a partial is named by the function it wraps
+    stats = executor.statistics()
+    assert stats.slow_tasks == 2 and stats.run_time.max == 2.5
+
+
+def test_ScheduledExecutor_slow_task_threshold_is_off_by_default_and_checked(executor, monkeypatch, caplog):
+    from dataloader_sync import _executor
+
+    clock = _StepClock()
+    monkeypatch.setattr(_executor, "_clock", clock)
+    assert executor.slow_task_threshold is None
+    with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+        executor.submit(lambda: setattr(clock, "now", clock.now + 100)).result(timeout=WAIT)
+    assert not caplog.records and executor.statistics().slow_tasks == 0
+    for bad, exc in [(0, ValueError), (-1, ValueError), (float("nan"), ValueError), ("1", TypeError), (True, TypeError)]:
+        with pytest.raises(exc, match="slow_task_threshold"):
+            executor.slow_task_threshold = bad
+        with pytest.raises(exc, match="slow_task_threshold"):
+            ScheduledExecutor(slow_task_threshold=bad)
+    ex = ScheduledExecutor(name="test-threshold", slow_task_threshold=datetime.timedelta(milliseconds=250))
+    assert ex.slow_task_threshold == 0.25
+    ex.shutdown()
+
+
+def test_default_scheduled_executor_slow_task_threshold_is_a_setting(monkeypatch, caplog):
+    from dataloader_sync import _executor
+
+    ex = get_default_scheduled_executor()
+    clock = _StepClock()
+    monkeypatch.setattr(_executor, "_clock", clock)
+    ex.slow_task_threshold = 0.5
+    try:
+        with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+            ex.submit(slow_report_taking, clock, 0.75).result(timeout=WAIT)
+    finally:
+        ex.slow_task_threshold = None
+    assert [r.getMessage() for r in caplog.records] == [
+        "slow task: test_executor.slow_report_taking took 0.750 s (slow_task_threshold is 0.5 s)"
+    ]
+
+
+def slow_report_taking(clock, seconds):
+    clock.now += seconds

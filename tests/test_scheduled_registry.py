@@ -401,7 +401,11 @@ def test_ScheduledDataLoaderRegistry_a_hundred_registries_create_no_thread():
     assert [f.result(timeout=WAIT) for f in futures] == ["k"] * 100
     new = [t for t in threading.enumerate() if t.ident not in before]
     assert all(t.name.startswith("dataloader-sync-default") for t in new)
-    assert len([t for t in threading.enumerate() if t.name.startswith("dataloader-sync-default")]) <= 5
+    # Bounded by the shared pool (which may grow past tasks stuck for 0.1 s on a busy machine), a timer
+    # and a monitor: not one thread per registry.
+    pool = get_default_scheduled_executor().statistics().pool
+    assert pool is not None
+    assert len([t for t in threading.enumerate() if t.name.startswith("dataloader-sync-default")]) <= pool.max_threads + 2
     for registry in registries:
         registry.close()
 
