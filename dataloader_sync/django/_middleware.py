@@ -20,7 +20,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from ._registry_factory import close_registry, get_registry_factory, make_registry
+from .._request_registry import close_quietly, make_request_registry
+from ._registry_factory import get_registry_factory
 
 __all__ = ["DataLoaderMiddleware"]
 
@@ -58,16 +59,16 @@ class DataLoaderMiddleware:
         Raises:
             TypeError: the factory did not return a DataLoaderRegistry.
         """
-        registry = make_registry(self.factory, request)
+        registry = make_request_registry(self.factory, request)
         request.loaders = registry
         try:
             response = self.get_response(request)
         except BaseException:
-            close_registry(registry)
+            close_quietly(registry)
             raise
         closers = getattr(response, "_resource_closers", None)
         if closers is None:  # not an HttpResponseBase: nothing will call close() for us
-            close_registry(registry)
+            close_quietly(registry)
         else:
-            closers.append(functools.partial(close_registry, registry))
+            closers.append(functools.partial(close_quietly, registry))
         return response

@@ -1,4 +1,4 @@
-"""The per-request registry factory named in Django settings, and closing registries.
+"""The per-request registry factory named in Django settings.
 
 ``DATALOADER_SYNC_REGISTRY_FACTORY`` names (dotted path) or is a callable
 ``factory(request) -> DataLoaderRegistry``.  The request is passed so loaders
@@ -13,9 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from .._registry import DataLoaderRegistry
-from .._request_registry import close_quietly, make_request_registry
 
-__all__ = ["SETTING", "close_registry", "get_registry_factory", "make_registry", "resolve_factory"]
+__all__ = ["SETTING", "get_registry_factory", "resolve_factory"]
 
 
 #: The Django setting naming the registry factory.
@@ -61,10 +60,3 @@ def get_registry_factory() -> RegistryFactory:
     """
     return resolve_factory(getattr(settings, SETTING, None))
 
-
-def make_registry(factory: RegistryFactory, request: Any) -> DataLoaderRegistry:
-    """Call ``factory(request)`` and check that it made a registry."""
-    return make_request_registry(factory, request)
-
-
-close_registry = close_quietly

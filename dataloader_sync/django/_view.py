@@ -17,7 +17,8 @@ import functools
 from typing import Any, Optional, Union
 
 from .._registry import DataLoaderRegistry
-from ._registry_factory import RegistryFactory, close_registry, get_registry_factory, make_registry, resolve_factory
+from .._request_registry import close_quietly, make_request_registry
+from ._registry_factory import RegistryFactory, get_registry_factory, resolve_factory
 
 __all__ = ["DataLoaderGraphQLViewMixin", "graphql_view_class"]
 
@@ -70,13 +71,13 @@ class DataLoaderGraphQLViewMixin:
         """
         if isinstance(getattr(request, "loaders", None), DataLoaderRegistry):
             return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
-        registry = make_registry(self.get_registry_factory(), request)
+        registry = make_request_registry(self.get_registry_factory(), request)
         request.loaders = registry
         try:
             return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
         finally:
             del request.loaders
-            close_registry(registry)
+            close_quietly(registry)
 
 
 @functools.lru_cache(maxsize=None)

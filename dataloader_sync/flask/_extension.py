@@ -12,15 +12,15 @@ Guarantees:
   requests share one app context (a registry is dropped at
   ``teardown_request``, not only at ``teardown_appcontext``).
 - Closed at teardown, whatever happened: teardown functions run after
-  unhandled exceptions too.  ``close()`` is called when the registry has one
-  (``ScheduledDataLoaderRegistry``); a plain ``DataLoaderRegistry`` is simply
-  dropped.  An error from ``close()`` is logged, never raised into Flask.
+  unhandled exceptions too (every registry has ``close()``; a
+  ``ScheduledDataLoaderRegistry``'s cancels its pending tick).  An error from
+  ``close()`` is logged, never raised into Flask.
 - The factory runs outside any lock; if two threads of one request race the
   first ``get_registry()``, one registry wins and the other is closed at once.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Optional
+from typing import Callable, Dict, Optional
 
 import flask
 
@@ -35,14 +35,6 @@ _G_KEY = "_dataloader_sync_registries"
 
 #: The key of the extension in ``app.extensions``.
 EXTENSION_KEY = "dataloader_sync"
-
-
-close_registry = close_quietly
-
-
-def make_registry(factory: Callable[[], Any]) -> DataLoaderRegistry:
-    """Call *factory* and check that it made a registry."""
-    return make_request_registry(factory)
 
 
 class DataLoaders:
@@ -125,10 +117,10 @@ class DataLoaders:
         registry = registries.get(self)
         if registry is not None:
             return registry
-        made = make_registry(self._factory)
+        made = make_request_registry(self._factory)
         registry = registries.setdefault(self, made)  # atomic: one winner if threads race
         if registry is not made:
-            close_registry(made)
+            close_quietly(made)
         return registry
 
     def _teardown(self, exc: Optional[BaseException] = None) -> None:
@@ -137,7 +129,7 @@ class DataLoaders:
             return
         registry = registries.pop(self, None)
         if registry is not None:
-            close_registry(registry)
+            close_quietly(registry)
 
     def __repr__(self) -> str:
         return f"<DataLoaders factory={getattr(self._factory, '__qualname__', self._factory)!r}>"

@@ -24,7 +24,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 import flask
 
 from .._registry import DataLoaderRegistry
-from ._extension import EXTENSION_KEY, DataLoaders, close_registry, make_registry
+from .._request_registry import close_quietly, make_request_registry
+from ._extension import EXTENSION_KEY, DataLoaders
 
 __all__ = ["GraphQLContext", "graphql_view"]
 
@@ -205,7 +206,7 @@ def graphql_view(
         request = flask.request._get_current_object()  # type: ignore[attr-defined]
         owned = registry_factory is not None
         if registry_factory is not None:
-            registry = make_registry(registry_factory)
+            registry = make_request_registry(registry_factory)
         else:
             extension = loaders if loaders is not None else flask.current_app.extensions.get(EXTENSION_KEY)
             if extension is None:
@@ -220,7 +221,7 @@ def graphql_view(
             return _json_response({"errors": [{"message": str(error)}]}, error.status, error.headers)
         finally:
             if owned:
-                close_registry(registry)
+                close_quietly(registry)
 
     view.__name__ = view.__qualname__ = name
     view.methods = ["GET", "POST"]  # type: ignore[attr-defined]
