@@ -289,6 +289,30 @@ def _with_pending(pending: int, m: int = 5000) -> Dict[str, float]:
     return {"cached load()+result()": min(cached), "queued load()": min(queued)}
 
 
+def _result_in_order(sizes: Tuple[int, ...], chained: bool, repeat: int = 5) -> Dict[int, float]:
+    """ms to call ``result()`` on each of n loads nobody dispatched, in order (GC on, best of *repeat*).
+
+    The first call dispatches the loader (sync on demand: one batch of n
+    keys); every later call must be O(1) in the keys still pending
+    (seeds/graphql-ruby-sync-efficiency.txt).  *chained*: each future is
+    ``a.load(k).then(b.load)``, so the chain dispatches b when it gets there.
+    The sizes are measured in turn within each repeat, so a busy machine
+    weighs on all of them alike.
+    """
+    best = {n: float("inf") for n in sizes}
+    for _ in range(repeat):
+        for n in sizes:
+            a, b = DataLoader(_echo), DataLoader(_echo)
+            futures = [a.load(k).then(b.load) for k in range(n)] if chained else [a.load(k) for k in range(n)]
+            gc.collect()
+            t = _now()
+            for f in futures:
+                f.result()
+            best[n] = min(best[n], (_now() - t) / 1e6)
+            del a, b, futures
+    return best
+
+
 def executor_case(k: int, ms: float) -> Dict[str, float]:
     """Wall ms to dispatch a level of *k* loaders with *ms* of I/O each, with and without an executor."""
     def io(keys: List[Any]) -> List[Any]:
@@ -327,10 +351,19 @@ def scaling(quick: bool = False) -> Dict[str, Any]:
     for op in ("cached load()+result()", "queued load()"):
         cells = "   ".join(f"{n // 1000}k pending {pend[n][op]:>6,.0f} ns" for n in pending)
         print(f"  {op:<24} {cells}   ratio 500k/5k {pend[pending[-1]][op] / pend[pending[0]][op]:.2f}")
+    print("scaling: result() on each of n loads nobody dispatched, in order; the first dispatches (GC on)")
+    in_order = {}
+    for label, chained in (("load(k)", False), ("load(k).then(b.load)", True)):
+        timed = _result_in_order((5_000, 50_000), chained, 3 if quick else 5)
+        small, large = timed[5_000], timed[50_000]
+        in_order[label] = {"5000_ms": small, "50000_ms": large, "ratio": large / small}
+        print(f"  {label:<24} 5k {small:>8.2f} ms   50k {large:>8.2f} ms   ratio {large / small:.1f}× "
+              f"(target ≤ ~12×: O(1) per call)")
     k, ms = 10, (10.0 if quick else 20.0)
     ex = executor_case(k, ms)
     print(f"executor case: a level of {k} loaders × {ms:g} ms I/O: {ex['with executor']:.1f} ms with "
           f"DataLoader(executor=pool) (≈ t = {ms:g}), {ex['inline']:.1f} ms inline (≈ k·t = {k * ms:g})")
     return {"load_many_ns_per_key": {str(n): {"gc_on": on, "gc_off": off} for n, (on, off) in many.items()},
             "with_pending_ns": {str(n): v for n, v in pend.items()},
+            "result_in_order": in_order,
             "executor_case": {"loaders": k, "io_ms": ms, **{f"{lbl}_ms": v for lbl, v in ex.items()}}}
