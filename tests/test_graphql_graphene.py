@@ -336,3 +336,76 @@ def test_a_resolver_blocking_on_a_load_gets_its_value_and_the_rest_still_batches
     assert recorders["toys"].calls == [[1, 2, 3, 4]]  # one batch for the level, as without the blocking field
     # The cost of blocking: that field's loader dispatches early, once per distinct key here.
     assert recorders["owners"].calls == [[2], [3], [1]]
+
+
+# -- mutations and caches; awaitables -------------------------------------------------------------------
+SHELF = {1: "first title"}
+
+
+class RetitleBook(graphene.Mutation):
+    class Arguments:
+        id = graphene.Int(required=True)
+        title = graphene.String(required=True)
+
+    title = graphene.String()
+
+    @staticmethod
+    def mutate(root, info, id, title):
+        SHELF[id] = title
+        return RetitleBook(title=title)
+
+
+class AsyncMutation(graphene.Mutation):
+    ok = graphene.Boolean()
+
+    @staticmethod
+    async def mutate(root, info):
+        return AsyncMutation(ok=True)
+
+
+class ShelfMutation(graphene.ObjectType):
+    retitle = RetitleBook.Field()
+    title = graphene.String(id=graphene.Int(required=True))
+    go_async = AsyncMutation.Field()
+
+    @staticmethod
+    def resolve_title(root, info, id):
+        return info.context["titles"].load(id)
+
+
+class ShelfQuery(graphene.ObjectType):
+    title = graphene.String(id=graphene.Int(required=True))
+
+
+class ClearingExecutionContext(DataLoaderExecutionContext):
+    clear_loaders_after_mutation_fields = True
+
+
+@pytest.mark.parametrize("cls, after", [(DataLoaderExecutionContext, "first title"),
+                                        (ClearingExecutionContext, "second title")])
+def test_graphene_mutation_then_a_load_of_the_changed_row_sees_it_only_with_the_clearing_opt_in(
+        cls: Any, after: str) -> None:
+    SHELF[1] = "first title"
+    titles = Recorder(lambda key: SHELF[key])
+    result = graphene.Schema(query=ShelfQuery, mutation=ShelfMutation).execute(
+        'mutation { before: title(id: 1) retitle(id: 1, title: "second title") { title } after: title(id: 1) }',
+        context_value={"titles": DataLoader(titles)}, execution_context_class=cls)
+    assert result.errors is None
+    assert result.data == {"before": "first title", "retitle": {"title": "second title"}, "after": after}
+    assert titles.calls == ([[1]] if cls is DataLoaderExecutionContext else [[1], [1]])
+
+
+def test_graphene_async_mutation_is_refused_with_the_clear_message() -> None:
+    import gc
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = graphene.Schema(query=ShelfQuery, mutation=ShelfMutation).execute(
+            "mutation { goAsync { ok } retitle(id: 1, title: \"t\") { title } }",
+            execution_context_class=DataLoaderExecutionContext)
+        gc.collect()
+    assert result.data == {"goAsync": None, "retitle": {"title": "t"}}
+    assert [(e.message.split(":")[0], e.path) for e in result.errors] == [
+        ("DataLoaderExecutionContext executes synchronously", ["goAsync"])]
+    assert not [w for w in caught if "never awaited" in str(w.message)]

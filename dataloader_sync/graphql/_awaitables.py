@@ -3,24 +3,28 @@
 ``DataLoaderExecutionContext`` runs on the request thread without an event
 loop, so an awaitable (the coroutine of an ``async def`` resolver,
 ``is_type_of`` or ``resolve_type``, an ``asyncio.Future``) can never complete
-there.  graphql-core asks ``is_awaitable(value)`` of every resolver's value,
-every list item, every ``is_type_of`` and ``resolve_type`` result, inside the
-``try`` that turns a field's exception into a located field error.  The
-execution installs :func:`refuse_awaitable` as that predicate: it answers
-False for everything else and *raises* for an awaitable, after closing it, so
-the field fails with :data:`MESSAGE` at its own path, wherever the awaitable
-came from (a root field, a mutation field, an object completed from a loader
-future, the default type resolver) and no coroutine is left un-awaited.
+there.  Every value graphql-core completes passes through the execution's
+``complete_value``, which asks :func:`is_plain` of it (one dict look-up by
+type) and, for a type not known to be plain, calls :func:`refuse_awaitable`:
+it closes a coroutine and raises :class:`AwaitableNotSupportedError`
+(:data:`MESSAGE`) inside graphql-core's ``try``, so the field fails at its own
+path wherever the awaitable came from (a root or mutation field, an object
+completed from a loader future, a list item).  ``is_type_of`` and
+``resolve_type`` results are checked where the execution receives them, and
+graphql-core's default type resolver gets :func:`refuse_awaitable` as
+``info.is_awaitable`` (:func:`refusing_type_resolver`).
 
-The predicate graphql-core or the caller installed (``is_awaitable=``,
-graphene's ``assume_not_awaitable``, strawberry's ``optimized_is_awaitable``) is
-replaced, not consulted: in a synchronous execution the only right answer
-for an awaitable is a clear error.
+graphql-core's own ``is_awaitable`` hook is set to :data:`NEVER_AWAITABLE`
+(a C-level "always False"): it is asked several times per field, and the one
+check per value above replaces it.  The predicate the caller passed
+(``is_awaitable=``, graphene's ``assume_not_awaitable``, strawberry's
+``optimized_is_awaitable``) is not consulted: in a synchronous execution the
+only right answer for an awaitable is a clear error.
 
 Guarantees:
-- One dict lookup per value for types already seen (the answer depends on the
-  type only, except for generator objects, checked per object as
-  graphql-core does); the table is bounded (cleared past ``_MAX_TYPES``).
+- One dict look-up per completed value; the answer depends on the type only,
+  except for generator objects, checked per object as graphql-core does. The
+  table is bounded (cleared past ``_MAX_TYPES``).
 - ``promise.Promise`` (graphene-django wraps thenables in it) is not refused:
   it has ``__await__`` but the execution settles it synchronously
   (``_promises``).
@@ -31,11 +35,18 @@ from __future__ import annotations
 
 import inspect
 from types import CoroutineType, GeneratorType
-from typing import Any, Dict
+from typing import Any, Callable, Dict
 
 from ._promises import PromiseType
 
-__all__ = ["MESSAGE", "AwaitableNotSupportedError", "refuse_awaitable"]
+__all__ = [
+    "MESSAGE",
+    "NEVER_AWAITABLE",
+    "AwaitableNotSupportedError",
+    "is_plain",
+    "refuse_awaitable",
+    "refusing_type_resolver",
+]
 
 MESSAGE = (
     "DataLoaderExecutionContext executes synchronously: resolvers, is_type_of and resolve_type"
@@ -45,9 +56,18 @@ MESSAGE = (
 _CO_ITERABLE_COROUTINE = inspect.CO_ITERABLE_COROUTINE
 _MAX_TYPES = 4096
 _GENERATOR = 2  # the answer depends on the generator object's code flags
+_PROMISE = 3  # promise.Promise: not awaited, not plain either (the execution settles it)
 
 # type -> False (never awaitable), True (always), _GENERATOR (check the object)
 _by_type: Dict[type, Any] = {}
+
+#: ``is_awaitable`` for graphql-core: always False, at C speed (an empty tuple contains nothing).
+NEVER_AWAITABLE: Callable[[Any], bool] = ().__contains__
+
+
+def is_plain(cls: type, _known: Any = _by_type.get) -> bool:
+    """True when values of *cls* are known not to be awaitable (the hot path: one look-up)."""
+    return _known(cls) is False
 
 
 class AwaitableNotSupportedError(TypeError):
@@ -56,7 +76,7 @@ class AwaitableNotSupportedError(TypeError):
 
 def _classify(cls: type) -> Any:
     if cls is PromiseType:
-        return False
+        return _PROMISE
     if cls is GeneratorType:
         return _GENERATOR
     return cls is CoroutineType or hasattr(cls, "__await__")
@@ -72,8 +92,8 @@ def _discard(value: Any) -> None:
             pass
 
 
-def refuse_awaitable(value: Any) -> bool:
-    """graphql-core's ``is_awaitable`` for a synchronous execution.
+def refuse_awaitable(value: Any, _known: Any = _by_type.get) -> bool:
+    """Refuse *value* if it is awaitable; also usable as an ``is_awaitable`` predicate.
 
     Args:
         value: a resolver's value, a list item, an ``is_type_of`` or
@@ -86,15 +106,42 @@ def refuse_awaitable(value: Any) -> bool:
         AwaitableNotSupportedError: the value is awaitable (it was closed first
             when it is a coroutine); graphql-core makes it the field's error.
     """
+    if _known(value.__class__) is False:  # the hot path: a type seen before, never awaitable
+        return False
+    return _refuse_slow(value)
+
+
+def _refuse_slow(value: Any) -> bool:
     cls = value.__class__
     kind = _by_type.get(cls)
     if kind is None:
         if len(_by_type) >= _MAX_TYPES:
             _by_type.clear()
         kind = _by_type[cls] = _classify(cls)
-    if kind is False:
+    if kind is False or kind is _PROMISE:
         return False
     if kind is _GENERATOR and not value.gi_code.co_flags & _CO_ITERABLE_COROUTINE:
         return False
     _discard(value)
     raise AwaitableNotSupportedError(MESSAGE)
+
+
+def refusing_type_resolver(type_resolver: Callable[..., Any]) -> Callable[..., Any]:
+    """*type_resolver* (graphql-core's default one, typically) seeing :func:`refuse_awaitable` as
+    ``info.is_awaitable``, so an async ``is_type_of`` it calls fails the field instead of
+    counting as true.
+
+    Args:
+        type_resolver: ``(value, info, abstract_type) -> type name``.
+
+    Returns:
+        The wrapped resolver.
+    """
+
+    def resolve(value: Any, info: Any, abstract_type: Any) -> Any:
+        replace = getattr(info, "_replace", None)
+        if replace is not None:
+            info = replace(is_awaitable=refuse_awaitable)
+        return type_resolver(value, info, abstract_type)
+
+    return resolve

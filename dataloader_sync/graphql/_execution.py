@@ -64,9 +64,10 @@ Guarantees:
   ``ExecutionStalledError`` naming the loaders whose keys were never
   dispatched (e.g. a registry predicate that never passes).
 - Awaitables (``async def`` resolvers, ``is_type_of``, ``resolve_type``) are
-  refused wherever they appear: the instance's ``is_awaitable`` is
-  ``_awaitables.refuse_awaitable``, which closes the coroutine and raises, so
-  the field fails with one clear message at its own path.
+  refused wherever they appear: ``complete_value`` checks each value's type
+  once (``_awaitables``), closes a coroutine and raises, so the field fails
+  with one clear message at its own path; graphql-core's ``is_awaitable`` is
+  a constant False.
 - A ``promise.Promise`` (graphene-django wraps thenables in it, e.g. in
   ``DjangoConnectionField``) is settled in ``complete_value``: its value, its
   error, or a Future deferred like a loader's (``_promises``).
@@ -87,7 +88,7 @@ from typing import Any, Optional
 
 from .._dispatch_scope import reset_scope, set_scope
 from . import _compat
-from ._awaitables import refuse_awaitable
+from ._awaitables import NEVER_AWAITABLE, is_plain, refuse_awaitable, refusing_type_resolver
 from ._promises import PromiseType, settle
 from ._run import (
     IS_TYPE_OF,
@@ -142,13 +143,22 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     _run: Optional[Run] = None  # set while the root selection set executes
 
     def __init__(self, *args: Any, operation_extensions: Any = _compat.NOT_GIVEN, **kwargs: Any) -> None:
-        """Arguments as graphql-core's class (it builds the instance); plus, for strawberry,
-        ``operation_extensions`` (strawberry passes it to the class it is given on
-        graphql-core 3.3, and ``is_async_iterable``, which the base class takes)."""
+        """Built by graphql-core (``build``), with its arguments.
+
+        Args:
+            *args, **kwargs: graphql-core's, passed to the base class
+                (``is_async_iterable``, which strawberry passes on 3.3, is one).
+                A given ``is_awaitable`` is replaced: awaitables are refused.
+            operation_extensions: passed by strawberry; kept as the attribute
+                of that name and, like strawberry's own class does, given to
+                its resolvers as ``info.input_extensions``.
+        """
         super().__init__(*args, **kwargs)
-        # Awaitables fail their field with one clear message (see _awaitables);
-        # whatever predicate the caller passed is replaced.
-        self.is_awaitable = refuse_awaitable
+        # Awaitables fail their field with one clear message, checked once per
+        # value in complete_value (see _awaitables); whatever predicate the
+        # caller passed is replaced.
+        self.is_awaitable = NEVER_AWAITABLE
+        self.type_resolver = refusing_type_resolver(self.type_resolver)
         if operation_extensions is not _compat.NOT_GIVEN:
             _compat.adopt_strawberry(self, operation_extensions)
 
@@ -159,8 +169,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if result.done():
                 return self.complete_value(return_type, field_nodes, info, path, outcome(result), *rest)
             return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
-        if result.__class__ is PromiseType:  # graphene-django's wrapper of a thenable
-            return self.complete_value(return_type, field_nodes, info, path, settle(result), *rest)
+        cls = result.__class__
+        if not is_plain(cls):  # first sight of this type, a Promise, or an awaitable (refused)
+            if cls is PromiseType:  # graphene-django's wrapper of a thenable
+                return self.complete_value(return_type, field_nodes, info, path, settle(result), *rest)
+            refuse_awaitable(result)
         return _base_complete_value(self, return_type, field_nodes, info, path, result, *rest)
 
     def ensure_valid_runtime_type(self, runtime_type_name: Any, return_type: Any, field_nodes: Any,
@@ -169,6 +182,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if not runtime_type_name.done():
                 return FutureType(runtime_type_name, return_type)
             runtime_type_name = outcome(runtime_type_name)
+        refuse_awaitable(runtime_type_name)
         return _base_ensure_valid_runtime_type(self, runtime_type_name, return_type, field_nodes, info, result)
 
     def complete_object_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
