@@ -30,10 +30,9 @@ def django_books(namespace: Dict[str, Any]) -> None:
         from django.core.management import call_command
 
         call_command("migrate", verbosity=0)
+    from books.models import Author, Book, Review
     from graphene import relay
     from graphene_django import DjangoObjectType
-
-    from books.models import Author, Book, Review
 
     class BookNode(DjangoObjectType):
         class Meta:

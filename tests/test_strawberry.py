@@ -307,12 +307,11 @@ def strawberry_django_urls() -> type:
 
 
 def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(django_books) -> None:
+    from books.loaders import make_registry
+    from books.models import Author, Book
     from django.db import connection, transaction
     from django.test import Client, override_settings
     from django.test.utils import CaptureQueriesContext
-
-    from books.loaders import make_registry
-    from books.models import Author, Book
 
     made: List[ScheduledDataLoaderRegistry] = []
 

@@ -88,7 +88,12 @@ from typing import Any, Optional
 
 from .._dispatch_scope import reset_scope, set_scope
 from . import _compat
-from ._awaitables import NEVER_AWAITABLE, is_plain, refuse_awaitable, refusing_type_resolver
+from ._awaitables import (
+    NEVER_AWAITABLE,
+    is_plain,
+    refuse_awaitable,
+    refusing_type_resolver,
+)
 from ._promises import PromiseType, settle
 from ._run import (
     IS_TYPE_OF,
@@ -158,7 +163,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         # value in complete_value (see _awaitables); whatever predicate the
         # caller passed is replaced.
         self.is_awaitable = NEVER_AWAITABLE
-        self.type_resolver = refusing_type_resolver(self.type_resolver)
+        self.type_resolver = refusing_type_resolver(self.type_resolver)  # type: ignore[has-type]
         if operation_extensions is not _compat.NOT_GIVEN:
             _compat.adopt_strawberry(self, operation_extensions)
 
