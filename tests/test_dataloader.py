@@ -2006,3 +2006,23 @@ def test_DataLoader_futures_hold_no_reference_to_their_loader():
     assert ref() is None  # no cycle loader -> cache -> future -> loader keeps it
     with pytest.raises(cf.TimeoutError):
         fut.result(timeout=0)  # its loader is gone: nothing can dispatch it
+
+
+def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
+    from dataloader_sync import DataLoaderInstrumentation
+
+    seen: List[Any] = []
+
+    class Recording(DataLoaderInstrumentation):
+        def begin_dispatch(self, loader: Any) -> Any:
+            seen.append("dispatch")
+            return None
+
+        def begin_batch(self, loader: Any, keys: List[Any], environment: Any) -> Any:
+            seen.append(list(keys))
+            return None
+
+    loader = DataLoader(lambda keys: list(keys), instrumentation=Recording())
+    first, second = loader.load(1), loader.load(2)
+    assert second.result(TIMEOUT) == 2 and first.done()
+    assert seen == ["dispatch", [1, 2]]

@@ -569,3 +569,48 @@ def test_failed_future_is_done_with_the_exception():
         fut.result(0)
     done, _ = cf.wait([fut], timeout=0)
     assert done == {fut}
+
+
+# -- sync on demand: what a chain follows ------------------------------------------------
+
+
+def test_Future_then_follows_its_source_then_the_inner_future_and_lets_go_once_done():
+    source: Future[int] = Future()
+    inner: Future[int] = Future()
+    out = source.then(lambda v: inner)
+    assert out._follow is source
+    source.set_result(1)
+    assert out._follow is inner  # the chain moved on
+    inner.set_result(2)
+    assert out.result(0) == 2 and out._follow is None  # no cycle kept through a done future
+
+
+def test_Future_gather_lets_go_of_its_futures_once_done():
+    a: Future[int] = Future()
+    out = gather([a, completed_future(2)])
+    assert out._follow is not None and out._follow.futures is not None
+    a.set_result(1)
+    assert out.result(0) == [1, 2] and out._follow is None
+
+
+def test_Future_blocking_on_a_chain_of_plain_futures_waits_for_another_thread():
+    source: Future[int] = Future()
+    inner: Future[int] = Future()
+    out = source.then(lambda v: inner).then(lambda v: v + 1)
+    t = threading.Thread(target=lambda: (source.set_result(1), inner.set_result(41)), name="test-chain-completer")
+    with pytest.raises(cf.TimeoutError):
+        out.result(timeout=0)  # nothing to dispatch: a plain timeout
+    t.start()
+    assert out.result(TIMEOUT) == 42
+    t.join(TIMEOUT)
+    done, _ = cf.wait([out, source.then(lambda v: v)], timeout=TIMEOUT)
+    assert len(done) == 2
+
+
+def test_Future_as_completed_over_chains_of_plain_futures_yields_each_once():
+    sources = [Future() for _ in range(3)]
+    chains = [s.then(lambda v: v * 2) for s in sources]
+    t = threading.Thread(target=lambda: [s.set_result(i) for i, s in enumerate(sources)], name="test-as-completed")
+    t.start()
+    assert sorted(f.result(0) for f in cf.as_completed(chains, timeout=TIMEOUT)) == [0, 2, 4]
+    t.join(TIMEOUT)
