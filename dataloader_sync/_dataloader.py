@@ -67,7 +67,7 @@ from ._batch import (
 )
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, completed_future, failed_future, gather
+from ._future import Future, _copy_outcome, completed_future, failed_future, gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
 from ._types import (
@@ -1134,12 +1134,3 @@ def _outcome_of(src: cf.Future) -> Future:
         return failed_future(cf.CancelledError())
     exc = src.exception()
     return failed_future(exc) if exc is not None else completed_future(src.result())
-
-
-def _copy_outcome(src: cf.Future, dst: Future) -> None:
-    try:
-        value = src.result()
-    except BaseException as exc:  # CancelledError included
-        dst._settle(None, exc)
-    else:
-        dst._settle(value, None)

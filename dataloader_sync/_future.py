@@ -216,9 +216,6 @@ class Future(cf.Future[T], Generic[T]):
     # -- completing ------------------------------------------------------------
     def _finish_locked(self, state: str) -> None:
         self._state = state
-        if self._follow is not None:
-            self._follow = None  # a done future drives nothing; breaks then()'s cycle
-            self._demand = None
         if self._cond is not None:
             self._cond.notify_all()
         if self._w:
@@ -277,6 +274,16 @@ class Future(cf.Future[T], Generic[T]):
             self._finish_locked(FINISHED)
         self._invoke_callbacks()
 
+    def _settle_followed(self, result: Any, exception: Optional[BaseException]) -> bool:
+        """``_settle`` for a future that followed another (then, gather, prime): let go of it first.
+
+        A done future drives nothing; dropping ``_follow`` keeps a finished
+        chain from holding its earlier futures (and a gather from a cycle).
+        """
+        with self._lock:
+            self._follow = self._demand = None
+        return self._settle(result, exception)
+
     def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
         """Complete unless already done (e.g. cancelled by a user); True if it did."""
         # The hot path of every batch: no method call unless someone waits or
@@ -287,7 +294,7 @@ class Future(cf.Future[T], Generic[T]):
                 return False
             self._result = result
             self._exception = exception
-            if self._cond is None and not self._w and self._follow is None:
+            if self._cond is None and not self._w:
                 self._state = FINISHED
             else:
                 self._finish_locked(FINISHED)
@@ -324,7 +331,7 @@ class Future(cf.Future[T], Generic[T]):
             try:
                 value = src.result()
             except BaseException as exc:  # includes CancelledError
-                out._settle(None, exc)
+                out._settle_followed(None, exc)
                 return
             # Install the then()-time scope even when it is None: the completing
             # thread may be inside another execution's scope.
@@ -332,7 +339,7 @@ class Future(cf.Future[T], Generic[T]):
             try:
                 value = fn(value)
             except BaseException as exc:
-                out._settle(None, exc)
+                out._settle_followed(None, exc)
                 if not isinstance(exc, Exception):
                     raise
                 return
@@ -343,7 +350,7 @@ class Future(cf.Future[T], Generic[T]):
                 out._move_to(value)
                 value.add_done_callback(lambda inner: _copy_outcome(inner, out))
             else:
-                out._settle(value, None)
+                out._settle_followed(value, None)
 
         self.add_done_callback(on_done)
         return out
@@ -363,12 +370,13 @@ class Future(cf.Future[T], Generic[T]):
 
 
 def _copy_outcome(src: cf.Future, dst: Future[Any]) -> None:
+    """Complete *dst*, which followed the done *src*, with *src*'s outcome (a cancellation as a CancelledError)."""
     try:
         value = src.result()
-    except BaseException as exc:
-        dst._settle(None, exc)
+    except BaseException as exc:  # CancelledError included
+        dst._settle_followed(None, exc)
     else:
-        dst._settle(value, None)
+        dst._settle_followed(value, None)
 
 
 def completed_future(value: T) -> Future[T]:
@@ -435,7 +443,7 @@ class _Gather:
                 self.left = 0
             if first:
                 self.futures = None
-                self.out._settle(None, exc)
+                self.out._settle_followed(None, exc)
             return
         value = exc if exc is not None else fut.result()
         where = self.positions[id(fut)]
@@ -449,7 +457,7 @@ class _Gather:
             last = self.left == 0
         if last:
             self.futures = None
-            self.out._settle(self.values, None)
+            self.out._settle_followed(self.values, None)
 
 
 def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> Future[List[Any]]:
