@@ -44,21 +44,23 @@ import threading
 import time
 import weakref
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, Generic, List, Optional, Tuple, TypeVar
 
 from . import _fork
 from ._executor_statistics import ExecutorStatistics, Window
 from ._future import Future
 from ._pool import ElasticPool, abandon_in_child
+from ._time import Clock, check_callable
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
 from ._time import wait_timeout
+from ._types import P
 
 __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_executor"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
-_clock = time.monotonic
 _names = itertools.count(1)
+T = TypeVar("T")
 
 def _threshold(value: Optional[Delay]) -> Optional[float]:
     return None if value is None else _seconds("slow_task_threshold", value, positive=True)
@@ -76,15 +78,15 @@ class _Entry:
         # Each run happens in this copy of the scheduling caller's context (as
         # asyncio's call_later): request-scoped contextvars follow the task.
         self.ctx = contextvars.copy_context()
-        self.future: ScheduledFuture = None  # type: ignore[assignment]
+        self.future: ScheduledFuture[Any] = None  # type: ignore[assignment]
         self.period = period
         self.fixed_rate = fixed_rate
         self.due = 0.0  # the due time of the next (or current) run
         self.in_heap = False
 
 
-class ScheduledFuture(Future):
-    """The future of a scheduled task.
+class ScheduledFuture(Future[T], Generic[T]):
+    """The future of a scheduled task: a ``Future`` of what the task returns.
 
     A one-shot task's future completes with its result; a periodic task's
     future stays pending until it is cancelled, raises, or the executor shuts
@@ -99,7 +101,7 @@ class ScheduledFuture(Future):
 
     def delay(self) -> float:
         """Seconds until the next run (negative when overdue, 0.0 when done)."""
-        return 0.0 if self.done() else self._entry.due - _clock()
+        return 0.0 if self.done() else self._entry.due - self._timer.clock()
 
     @property
     def periodic(self) -> bool:
@@ -152,10 +154,11 @@ class _Timer:
     """
 
     def __init__(self, executor: cf.Executor, owned: bool, name: str,
-                 slow_task_threshold: Optional[float]) -> None:
+                 slow_task_threshold: Optional[float], clock: Clock) -> None:
         self.executor = executor
         self.owned = owned
         self.name = name
+        self.clock = clock  # due times and timings; called under lock (see ScheduledExecutor)
         self.slow_task_threshold = slow_task_threshold
         self._init_locks()
         self.heap: List[Tuple[float, int, _Entry]] = []
@@ -220,14 +223,18 @@ class _Timer:
         with self.lock:
             if self.shutdown_flag:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
-            self.push_locked(entry, _clock() + max(delay, 0.0))
+            self.push_locked(entry, self.clock() + max(delay, 0.0))
+
+    def wake(self) -> None:
+        with self.lock:
+            self.deadline_changed.notify_all()
 
     def run_now(self, entry: _Entry) -> None:
         """Hand *entry* to the executor at once (``submit``), bypassing the heap."""
         with self.lock:
             if self.shutdown_flag:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
-            entry.due = _clock()
+            entry.due = self.clock()
             self.task_count += 1
             self.queued.add(entry)
             executor = self.executor
@@ -241,7 +248,7 @@ class _Timer:
                 while not due:
                     if self.shutdown_flag:
                         return
-                    now = _clock()
+                    now = self.clock()
                     heap = self.heap
                     while heap and (heap[0][0] <= now or not heap[0][2].in_heap):
                         entry = heapq.heappop(heap)[2]
@@ -308,7 +315,7 @@ class _Timer:
                 return  # cancelled by shutdown, or a run of the parent's in a forked child
             self.queued.discard(entry)
             self.running.add(entry)
-            start = _clock()
+            start = self.clock()
             self.queue_wait.add(start - entry.due)
         periodic = entry.period is not None
         started = (not fut.done()) if periodic else fut._start()
@@ -321,7 +328,7 @@ class _Timer:
             result = entry.ctx.run(entry.fn, *entry.args, **entry.kwargs)
         except BaseException as exc:
             error = exc
-        took = _clock() - start
+        took = self.clock() - start
         threshold = self.slow_task_threshold
         slow = threshold is not None and took > threshold
         with self.lock:  # counted before the outcome is published
@@ -334,7 +341,7 @@ class _Timer:
                 self.slow_count += 1
             if periodic and error is None and not (self.shutdown_flag or fut.done()):
                 assert entry.period is not None
-                self.push_locked(entry, entry.due + entry.period if entry.fixed_rate else _clock() + entry.period)
+                self.push_locked(entry, entry.due + entry.period if entry.fixed_rate else self.clock() + entry.period)
         if slow:
             _LOGGER.warning("slow task: %s took %.3f s (slow_task_threshold is %g s)",
                             _task_name(entry.fn), took, threshold)
@@ -401,7 +408,7 @@ class _Timer:
                 # Its context may be "entered" by a parent's thread: a fresh copy.
                 entry.ctx = entry.ctx.copy()
                 fut._lock, fut._cond, fut._w = threading.Lock(), None, None
-                entry.due = entry.due + entry.period if entry.fixed_rate else _clock() + entry.period
+                entry.due = entry.due + entry.period if entry.fixed_rate else self.clock() + entry.period
                 entry.in_heap = True
                 self.live += 1
                 heapq.heappush(self.heap, (entry.due, next(self.seq), entry))
@@ -434,13 +441,20 @@ class ScheduledExecutor(cf.Executor):
             WARNING on the ``dataloader_sync`` logger naming the task's
             function and its duration, and counts in ``statistics()``.
             ``None`` (default): no check.  Settable later as an attribute.
+        clock: returns the current time in seconds (``time.monotonic`` by
+            default), as ``sched.scheduler(timefunc)``: due times, ``delay()``
+            and the timings of ``statistics()`` are read on it, so tests can
+            drive the executor with fake time (then call ``wake()`` after
+            moving the clock).  It is called under the executor's lock: it
+            must be quick, must not raise and must not call the executor.
 
     Raises:
         TypeError, ValueError: a bad argument.
     """
 
     def __init__(self, executor: Optional[cf.Executor] = None, *, name: Optional[str] = None,
-                 max_workers: Optional[int] = None, slow_task_threshold: Optional[Delay] = None) -> None:
+                 max_workers: Optional[int] = None, slow_task_threshold: Optional[Delay] = None,
+                 clock: Clock = time.monotonic) -> None:
         if executor is not None and not callable(getattr(executor, "submit", None)):
             raise TypeError("executor must be a concurrent.futures.Executor or None")
         if name is not None and not isinstance(name, str):
@@ -451,13 +465,14 @@ class ScheduledExecutor(cf.Executor):
             if max_workers <= 0:
                 raise ValueError("max_workers must be > 0")
         threshold = _threshold(slow_task_threshold)
+        check_callable("clock", clock)
         name = name or f"dataloader-sync-{next(_names)}"
         owned = executor is None
         if executor is None:
             workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
             executor = ElasticPool(workers, name=name)
         self._name = name
-        self._timer = _Timer(executor, owned, name, threshold)
+        self._timer = _Timer(executor, owned, name, threshold, clock)
         weakref.finalize(self, self._timer.stop, False, False).atexit = False
 
     @property
@@ -480,8 +495,16 @@ class ScheduledExecutor(cf.Executor):
         """
         return self._timer.statistics()
 
+    def wake(self) -> None:
+        """Make the timer thread read the clock now: after a fake ``clock`` moved.
+
+        With the default clock there is no need: the timer wakes by itself
+        when the next task is due.
+        """
+        self._timer.wake()
+
     def _start(self, fn: Callable[..., Any], args: tuple, kwargs: dict, delay: float,
-               period: Optional[float], fixed_rate: bool) -> ScheduledFuture:
+               period: Optional[float], fixed_rate: bool) -> ScheduledFuture[Any]:
         """Put a new task on the heap, due *delay* seconds from now (delays already checked)."""
         if not callable(fn):
             raise TypeError("fn must be callable")
@@ -490,7 +513,7 @@ class ScheduledExecutor(cf.Executor):
         self._timer.schedule(entry, delay)
         return entry.future
 
-    def schedule(self, fn: Callable[..., Any], delay: Delay, /, *args: Any, **kwargs: Any) -> ScheduledFuture:
+    def schedule(self, fn: Callable[P, T], delay: Delay, /, *args: P.args, **kwargs: P.kwargs) -> ScheduledFuture[T]:
         """Run ``fn(*args, **kwargs)`` once, *delay* seconds from now.
 
         Raises:
@@ -499,8 +522,8 @@ class ScheduledExecutor(cf.Executor):
         """
         return self._start(fn, args, kwargs, _seconds("delay", delay), None, False)
 
-    def schedule_at_fixed_rate(self, fn: Callable[..., Any], initial_delay: Delay, period: Delay, /,
-                               *args: Any, **kwargs: Any) -> ScheduledFuture:
+    def schedule_at_fixed_rate(self, fn: Callable[P, object], initial_delay: Delay, period: Delay, /,
+                               *args: P.args, **kwargs: P.kwargs) -> ScheduledFuture[None]:
         """Run *fn* after *initial_delay*, then every *period* after the previous due time.
 
         A run that is late is followed at once by the next due one (as Java's);
@@ -512,8 +535,8 @@ class ScheduledExecutor(cf.Executor):
         first = _seconds("initial_delay", initial_delay)
         return self._start(fn, args, kwargs, first, _seconds("period", period, positive=True), True)
 
-    def schedule_with_fixed_delay(self, fn: Callable[..., Any], initial_delay: Delay, delay: Delay, /,
-                                  *args: Any, **kwargs: Any) -> ScheduledFuture:
+    def schedule_with_fixed_delay(self, fn: Callable[P, object], initial_delay: Delay, delay: Delay, /,
+                                  *args: P.args, **kwargs: P.kwargs) -> ScheduledFuture[None]:
         """Run *fn* after *initial_delay*, then *delay* after each run returns.
 
         Raises:
@@ -522,7 +545,7 @@ class ScheduledExecutor(cf.Executor):
         first = _seconds("initial_delay", initial_delay)
         return self._start(fn, args, kwargs, first, _seconds("delay", delay, positive=True), False)
 
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> ScheduledFuture:
+    def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> ScheduledFuture[T]:
         """Run *fn* now on the wrapped executor (counted in ``task_count``/``completed_count``).
 
         Raises:

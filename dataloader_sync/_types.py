@@ -18,13 +18,17 @@ Guarantees:
   so ``Sequence[Union[V, Exception]]`` is accepted and gives the value type
   ``V``.  A mapped loader gives ``None`` for a missing key: its value type is
   ``Optional[V]``.
+- ``P`` is the parameter list of a task function, so that
+  ``ScheduledExecutor.schedule(fn, delay, *args)`` checks ``args`` against
+  ``fn`` as typeshed's ``Executor.submit`` does.
 - A future of a result is anything with ``result()`` returning it
   (``ResultOf``): ``concurrent.futures.Future`` is invariant in its type, so a
   ``Future[List[User]]`` would not match ``Future[Sequence[User]]``.
 """
 from __future__ import annotations
 
-from typing import Callable, List, Mapping, Optional, Protocol, Sequence, TypeVar, Union
+import sys
+from typing import TYPE_CHECKING, Callable, List, Mapping, Optional, Protocol, Sequence, TypeVar, Union
 
 from ._batch import BatchLoaderEnvironment
 
@@ -36,6 +40,7 @@ __all__ = [
     "FutureBatchFn",
     "FutureMappedBatchFn",
     "MappedBatchFn",
+    "P",
     "ResultOf",
     "SequenceBatchFn",
 ]
@@ -43,6 +48,21 @@ __all__ = [
 K = TypeVar("K")
 V = TypeVar("V")
 T_co = TypeVar("T_co", covariant=True)
+
+# The parameters of a task function, as typeshed's Executor.submit(fn, *args)
+# types them.  Python 3.9's typing has no ParamSpec: there, only type checkers
+# see one (from typing_extensions, which they bundle); the core imports only
+# the standard library at run time.
+if sys.version_info >= (3, 10):
+    from typing import ParamSpec
+
+    P = ParamSpec("P")
+elif TYPE_CHECKING:
+    from typing_extensions import ParamSpec
+
+    P = ParamSpec("P")
+else:  # pragma: no cover - Python 3.9 at run time: annotations are never evaluated
+    P = TypeVar("P")
 
 
 class ResultOf(Protocol[T_co]):

@@ -17,6 +17,7 @@ import threading
 import time
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 
@@ -54,21 +55,41 @@ def test_ScheduledExecutor_negative_delay_means_now(executor):
     assert executor.schedule(lambda: 1, -5).result(timeout=WAIT) == 1
 
 
-def test_ScheduledExecutor_equal_due_times_run_in_submission_order(monkeypatch):
-    from dataloader_sync import _executor
-
-    ex = ScheduledExecutor(name="test-order", max_workers=1)
+def test_ScheduledExecutor_equal_due_times_run_in_submission_order():
+    clock = FakeClock(1000.0)  # stands still: every task gets the same due time
+    ex = ScheduledExecutor(name="test-order", max_workers=1, clock=clock)
     try:
         order = []
-        now = time.monotonic()
-        monkeypatch.setattr(_executor, "_clock", lambda: now)  # every task gets the same due time
-        futures = [ex.schedule(order.append, 0.02, i) for i in range(30)]
-        monkeypatch.undo()
+        futures = [ex.schedule(order.append, 5, i) for i in range(30)]
+        clock.advance(5)
+        ex.wake()
         done, not_done = cf.wait(futures, timeout=WAIT)
         assert not not_done
         assert order == list(range(30))
     finally:
         ex.shutdown()
+
+
+def test_ScheduledExecutor_runs_on_the_clock_it_is_given():
+    clock = FakeClock(0.0)
+    ex = ScheduledExecutor(name="test-clock", clock=clock)
+    try:
+        later = ex.schedule(lambda: "ran", 60)  # a minute of fake time
+        assert later.delay() == 60
+        clock.advance(20)
+        assert later.delay() == 40
+        assert ex.pending_count == 1
+        clock.advance(40)
+        ex.wake()  # the timer reads the moved clock now, not in a real minute
+        assert later.result(timeout=WAIT) == "ran"
+        assert later.delay() == 0.0
+    finally:
+        ex.shutdown()
+
+
+def test_ScheduledExecutor_clock_must_be_callable():
+    with pytest.raises(TypeError, match="clock must be callable"):
+        ScheduledExecutor(clock=5)  # type: ignore[arg-type]
 
 
 def test_ScheduledExecutor_timer_thread_never_runs_user_code(executor):
@@ -674,21 +695,9 @@ def test_Window_mean_max_and_p99():
     assert snap.p99 == 0.198  # the 198th of 200 sorted samples
 
 
-class _StepClock:
-    """A fake clock that a task advances by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def test_ScheduledExecutor_logs_and_counts_a_slow_task(executor, monkeypatch, caplog):
-    from dataloader_sync import _executor
-
-    clock = _StepClock()
-    monkeypatch.setattr(_executor, "_clock", clock)
+def test_ScheduledExecutor_logs_and_counts_a_slow_task(caplog):
+    clock = FakeClock(1000.0)  # advanced by the tasks themselves
+    executor = ScheduledExecutor(name="test-slow", clock=clock)
     executor.slow_task_threshold = 1.0
 
     def slow():
@@ -707,14 +716,13 @@ def test_ScheduledExecutor_logs_and_counts_a_slow_task(executor, monkeypatch, ca
     assert "took 2.500 s" in warnings[0]
     assert "<lambda>" in warnings[1]  # a partial is named by the function it wraps
     stats = executor.statistics()
+    executor.shutdown()
     assert stats.slow_tasks == 2 and stats.run_time.max == 2.5
 
 
-def test_ScheduledExecutor_slow_task_threshold_is_off_by_default_and_checked(executor, monkeypatch, caplog):
-    from dataloader_sync import _executor
-
-    clock = _StepClock()
-    monkeypatch.setattr(_executor, "_clock", clock)
+def test_ScheduledExecutor_slow_task_threshold_is_off_by_default_and_checked(caplog):
+    clock = FakeClock(1000.0)
+    executor = ScheduledExecutor(name="test-slow-off", clock=clock)
     assert executor.slow_task_threshold is None
     with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
         executor.submit(lambda: setattr(clock, "now", clock.now + 100)).result(timeout=WAIT)
@@ -724,17 +732,16 @@ def test_ScheduledExecutor_slow_task_threshold_is_off_by_default_and_checked(exe
             executor.slow_task_threshold = bad
         with pytest.raises(exc, match="slow_task_threshold"):
             ScheduledExecutor(slow_task_threshold=bad)
+    executor.shutdown()
     ex = ScheduledExecutor(name="test-threshold", slow_task_threshold=datetime.timedelta(milliseconds=250))
     assert ex.slow_task_threshold == 0.25
     ex.shutdown()
 
 
 def test_default_scheduled_executor_slow_task_threshold_is_a_setting(monkeypatch, caplog):
-    from dataloader_sync import _executor
-
     ex = get_default_scheduled_executor()
-    clock = _StepClock()
-    monkeypatch.setattr(_executor, "_clock", clock)
+    clock = FakeClock(1000.0)
+    monkeypatch.setattr(ex._timer, "clock", clock)  # the default executor reads time.monotonic
     ex.slow_task_threshold = 0.5
     try:
         with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
