@@ -33,9 +33,11 @@ def test_repro_json_rows_show_one_pending_tick_against_loaders_times_calls():
     for calls in (1, 2, 10):
         assert single[calls]["pending_tasks"] == 1
         assert single[calls]["pending_after_close"] == 0
-        assert single[calls]["tasks_run_per_second"] > 0
         assert chains[calls]["pending_tasks"] == 20 * calls
-        assert chains[calls]["tasks_run_per_second"] > single[calls]["tasks_run_per_second"]
+        # Run rates are timings (a loaded machine may run no tick in 0.1 s):
+        # only their shape is checked here; tools/repro.py measures them.
+        for row in (single[calls], chains[calls]):
+            assert isinstance(row["tasks_run_per_second"], int) and row["tasks_run_per_second"] >= 0
 
 
 def test_repro_prints_the_table_by_default():
