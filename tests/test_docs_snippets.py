@@ -11,6 +11,9 @@ name what the block needs but does not show:
 
 - ``.. snippet: stubs=NAME[,NAME...]`` runs the stubs ``NAME`` of
   ``tests/doc_stubs.py`` first (e.g. Django models the block uses);
+- ``.. snippet: requires=MODULE[,MODULE...]`` runs the block only where those
+  modules are installed (strawberry needs Python 3.10; the suite runs on
+  3.9 too);
 - ``.. snippet: skip REASON`` does not run it (the reason is mandatory), for
   fragments that only make sense inside a project (see
   ``tests/test_docs_django_project.py``, which builds one from the Django
@@ -20,6 +23,7 @@ name what the block needs but does not show:
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -35,7 +39,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 STUBS = pathlib.Path(__file__).resolve().parent / "doc_stubs.py"
 
 _DIRECTIVE = re.compile(r"^\.\. code-block::\s*(\S+)\s*$")
-_SNIPPET = re.compile(r"^\.\. snippet:\s*(stubs=(?P<stubs>\S+)|skip\s+(?P<reason>\S.*))\s*$")
+_SNIPPET = re.compile(
+    r"^\.\. snippet:\s*(stubs=(?P<stubs>\S+)|requires=(?P<requires>\S+)|skip\s+(?P<reason>\S.*))\s*$")
 
 
 class Block(NamedTuple):
@@ -43,7 +48,8 @@ class Block(NamedTuple):
     code: str
     stubs: List[str]
     skip: Optional[str]
-    caption: Optional[str]  # the directive's :caption: (a file name, on the Django page)
+    caption: Optional[str]
+    requires: List[str]  # the directive's :caption: (a file name, on the Django page)
 
 
 def doc_files() -> List[pathlib.Path]:
@@ -66,16 +72,21 @@ def python_blocks(text: str) -> List[Block]:
             i += 1
             continue
         stubs: List[str] = []
+        requires: List[str] = []
         skip: Optional[str] = None
         j = i - 1
-        while j >= 0 and not lines[j].strip():
+        while j >= 0:  # the snippet comments (and blank lines) right above the directive
+            comment = _SNIPPET.match(lines[j])
+            if comment:
+                if comment.group("stubs"):
+                    stubs += comment.group("stubs").split(",")
+                elif comment.group("requires"):
+                    requires += comment.group("requires").split(",")
+                else:
+                    skip = comment.group("reason")
+            elif lines[j].strip():
+                break
             j -= 1
-        comment = _SNIPPET.match(lines[j]) if j >= 0 else None
-        if comment:
-            if comment.group("stubs"):
-                stubs = comment.group("stubs").split(",")
-            else:
-                skip = comment.group("reason")
         caption: Optional[str] = None
         k = i + 1
         while k < len(lines) and lines[k].startswith(" ") and lines[k].strip().startswith(":"):
@@ -87,7 +98,7 @@ def python_blocks(text: str) -> List[Block]:
         while k < len(lines) and (not lines[k].strip() or lines[k].startswith((" ", "\t"))):
             body.append(lines[k])
             k += 1
-        blocks.append(Block(i + 1, textwrap.dedent("\n".join(body)).strip("\n") + "\n", stubs, skip, caption))
+        blocks.append(Block(i + 1, textwrap.dedent("\n".join(body)).strip("\n") + "\n", stubs, skip, caption, requires))
         i = k
     return blocks
 
@@ -127,6 +138,7 @@ def test_the_block_reader_sees_blocks_comments_and_options() -> None:
             not = python
 
         .. snippet: stubs=django_books
+        .. snippet: requires=strawberry,flask
 
         .. code-block:: python
            :caption: books/loaders.py
@@ -145,9 +157,9 @@ def test_the_block_reader_sees_blocks_comments_and_options() -> None:
             not python either
         """)
     blocks = python_blocks(text)
-    assert [(b.code, b.stubs, b.skip, b.caption) for b in blocks] == [
-        ("x = 1\nif x:\n    y = 2\n", ["django_books"], None, "books/loaders.py"),
-        ('INSTALLED_APPS += ["x"]\n', [], "a fragment of settings.py", None),
+    assert [(b.code, b.stubs, b.skip, b.caption, b.requires) for b in blocks] == [
+        ("x = 1\nif x:\n    y = 2\n", ["django_books"], None, "books/loaders.py", ["strawberry", "flask"]),
+        ('INSTALLED_APPS += ["x"]\n', [], "a fragment of settings.py", None, []),
     ]
 
 
@@ -161,7 +173,8 @@ def test_every_documentation_page_with_python_is_covered() -> None:
 
 @pytest.mark.parametrize("path", _cases())
 def test_the_python_blocks_of_a_page_run_as_written(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    blocks = [b._asdict() for b in python_blocks(path.read_text(encoding="utf-8")) if b.skip is None]
+    blocks = [b._asdict() for b in python_blocks(path.read_text(encoding="utf-8"))
+              if b.skip is None and all(importlib.util.find_spec(m) is not None for m in b.requires)]
     env: Dict[str, str] = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DJANGO_SETTINGS_MODULE", None)
