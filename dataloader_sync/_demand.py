@@ -16,7 +16,8 @@ How "still queued" is O(1): a loader holds a current ``Ticket`` (a weak
 reference to the loader and nothing else) and stamps it on each future it
 queues; swapping the queue out (any dispatch) replaces the ticket.  A future's
 key is still queued iff its ticket is still its loader's current one.  No scan
-of the pending keys (seeds/graphql-ruby-sync-efficiency.txt), no reference
+of the pending keys (graphql-ruby's ``Dataloader::Source#sync`` scanned them
+and grew quadratic), no reference
 from a future to its loader (no cycle loader -> cache -> future -> loader).
 
 Guarantees:

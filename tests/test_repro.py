@@ -1,4 +1,4 @@
-"""tools/repro.py prints the seed's table; the per-loader-chains model shows the defect it contrasts."""
+"""tools/repro.py prints the ticker report's table; the per-loader-chains model shows the defect it contrasts."""
 from __future__ import annotations
 
 import json

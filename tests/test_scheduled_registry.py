@@ -1,4 +1,4 @@
-"""ScheduledDataLoaderRegistry: the seed's four tests, java's scenarios, and what java does not cover."""
+"""ScheduledDataLoaderRegistry: the ticker report's four tests, java's scenarios, and what java does not cover."""
 from __future__ import annotations
 
 import gc
@@ -71,7 +71,7 @@ class CountingPredicate:
         return self.answer
 
 
-# -- the seed's four tests ------------------------------------------------------------------------
+# -- the ticker report's four tests ----------------------------------------------------------------
 
 
 def test_ScheduledDataLoaderRegistry_one_pending_task_after_many_dispatch_all_and_reschedule_now(executor):

@@ -1,4 +1,4 @@
-"""The end-to-end benchmark of the ticker seed (Bench.java), on graphene / graphql-core.
+"""The end-to-end benchmark of the java-dataloader ticker report (Bench.java), on graphene / graphql-core.
 
 Every variant serves the same query (tools/bench_workload.py: 200 loaders per
 request, 20 items × 3 nested levels, 10 field loaders, one chained "late" load

@@ -294,7 +294,7 @@ def _result_in_order(sizes: Tuple[int, ...], chained: bool, repeat: int = 5) -> 
 
     The first call dispatches the loader (sync on demand: one batch of n
     keys); every later call must be O(1) in the keys still pending
-    (seeds/graphql-ruby-sync-efficiency.txt).  *chained*: each future is
+    (graphql-ruby's ``Source#sync`` was not).  *chained*: each future is
     ``a.load(k).then(b.load)``, so the chain dispatches b when it gets there.
     The sizes are measured in turn within each repeat, so a busy machine
     weighs on all of them alike.

@@ -1,4 +1,4 @@
-"""The workload of tools/bench.py: Bench.java of the ticker seed, on graphene.
+"""The workload of tools/bench.py: Bench.java of the java-dataloader ticker report, on graphene.
 
 ``{ items { f0 … f9 id late children { … } } }`` over ``items`` items and
 ``depth`` nested levels (each item has 3 children), every request with its own

@@ -1,4 +1,4 @@
-"""The pending-task table of the ticker seed (Repro.java), in Python.
+"""The pending-task table of the java-dataloader ticker report (Repro.java), in Python.
 
 For 1, 2, 10 and 50 ``dispatch_all()`` calls on a ticker-mode registry of 200
 loaders with a 15 ms schedule, print the executor's pending tasks, the task
