@@ -26,14 +26,14 @@ Guarantees:
 from __future__ import annotations
 
 import abc
-import datetime
 import enum
 import logging
-import math
 import threading
 import time
 import weakref
 from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, TypeVar, Union
+
+from ._time import seconds
 
 __all__ = ["MISSING", "ValueCache"]
 
@@ -213,13 +213,7 @@ def check_ttl(ttl: Any) -> Optional[float]:
     """
     if ttl is None:
         return None
-    if isinstance(ttl, datetime.timedelta):
-        ttl = ttl.total_seconds()
-    elif isinstance(ttl, bool) or not isinstance(ttl, (int, float)):
-        raise TypeError("ttl must be seconds (int, float or timedelta) or None")
-    if not math.isfinite(ttl) or ttl <= 0:
-        raise ValueError("ttl must be finite and > 0")
-    return float(ttl)
+    return seconds("ttl", ttl, positive=True)  # the one rule for every delay (see _time)
 
 
 def look_up(value_cache: Any, keys: List[Any]) -> Optional[List[Any]]:

@@ -262,3 +262,21 @@ def test_Flask_helpers_refuse_bad_arguments_at_once_naming_the_parameter():
     with pytest.raises(TypeError, match="name must be a str"):
         graphql_view(schema, registry_factory=DataLoaderRegistry, name=5)
     assert callable(graphql_view(schema.graphql_schema, registry_factory=DataLoaderRegistry))
+
+
+# -- value caches: a ttl follows the delay rule ------------------------------------------------
+
+
+@pytest.mark.parametrize("ttl, error, message", [
+    (10**400, ValueError, "ttl must be finite"),
+    (math.inf, ValueError, "ttl must be finite"),
+    (0, ValueError, "ttl must be > 0"),
+    (True, TypeError, "ttl must be a number of seconds"),
+], ids=["10**400", "inf", "zero", "True"])
+def test_RedisValueCache_refuses_a_bad_ttl_at_once(ttl, error, message):
+    redis = pytest.importorskip("redis")
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(host="127.0.0.1", port=1)  # never connected: construction only
+    with pytest.raises(error, match=message):
+        RedisValueCache(client, prefix="p", ttl=ttl)
