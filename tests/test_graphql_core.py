@@ -703,3 +703,105 @@ def test_loaders_of_a_request_with_a_context_without_weakref_support_are_freed_a
         del registry, result
     gc.collect()
     assert [ref() for ref in refs] == [None, None]
+
+
+# -- the fast path (a field's value written into its object's results) and the general one ----------
+
+PATHS_SDL = """
+interface Named { name: String }
+type Box implements Named { name: String a: String b: String! c: String tags: [String!] kids: [Box!] }
+type Query { box: Box boxes: [Box] named: Named late: String }
+"""
+
+BOXES = {
+    "ok": {"name": "ok", "a": "A", "b": "B", "c": "C", "tags": ["t1", "t2"], "kids": ["k1", "k2"]},
+    "nn": {"name": "nn", "a": "A", "b": None, "c": "C", "tags": ["t"], "kids": []},
+    "tag": {"name": "tag", "a": "A", "b": "B", "c": "C", "tags": ["t", None], "kids": []},
+    "kid": {"name": "kid", "a": "A", "b": "B", "c": "C", "tags": [], "kids": ["nn", "k1"]},
+    "k1": {"name": "k1", "a": "a1", "b": "b1", "c": None, "tags": None, "kids": []},
+    "k2": {"name": "k2", "a": "a2", "b": "b2", "c": "c2", "tags": [], "kids": []},
+}
+
+
+def paths_schema(loaders: Any, root: str, *, futures: bool) -> Any:
+    """Every Box field loads through *loaders* (one loader per field) when *futures*, else returns its value."""
+    schema = build_schema(PATHS_SDL)
+
+    def field(name: str) -> Callable[..., Any]:
+        def resolve(box: Any, _info: Any) -> Any:
+            value = box[name]
+            if name == "kids":
+                value = [BOXES[k] for k in value]
+            if name == "tags" and futures and value is not None:  # Futures inside a list
+                return [loaders["item"].load(("#item", box["name"], i)) for i in range(len(value))]
+            return loaders[name].load((box["name"], name)) if futures else value
+        return resolve
+
+    for name in ("name", "a", "b", "c", "tags", "kids"):
+        schema.type_map["Box"].fields[name].resolve = field(name)
+    schema.query_type.fields["box"].resolve = lambda _s, _i: BOXES[root]
+    schema.query_type.fields["boxes"].resolve = lambda _s, _i: [BOXES["ok"], BOXES[root], BOXES["k2"]]
+    schema.query_type.fields["named"].resolve = lambda _s, _i: BOXES[root]
+    schema.type_map["Named"].resolve_type = (
+        (lambda _v, _i, _t: loaders["type"].load(("#type", "Box"))) if futures else (lambda _v, _i, _t: "Box"))
+    if futures:
+        schema.query_type.fields["late"].resolve = lambda _s, _i: loaders["a"].load(("#late", 1)).then(
+            lambda _v: loaders["a"].load(("#late", 2, "after the level")))
+    else:
+        schema.query_type.fields["late"].resolve = lambda _s, _i: "after the level"
+    return schema
+
+
+def _paths_loaders() -> Dict[str, DataLoader]:
+    def value(key: Any) -> Any:
+        if key[0] == "#item":
+            return BOXES[key[1]]["tags"][key[2]]
+        if key[0] in ("#late", "#type"):
+            return key[-1]
+        box, field = key
+        return [BOXES[k] for k in BOXES[box][field]] if field == "kids" else BOXES[box][field]
+
+    def values(keys: List[Any]) -> List[Any]:
+        return [value(key) for key in keys]
+
+    return {name: DataLoader(values, name=name) for name in ("name", "a", "b", "c", "tags", "kids", "item", "type")}
+
+
+PATHS_QUERY = "{ %s { name a b c tags kids { name a b c } } }"
+
+
+@pytest.mark.parametrize("root", ["ok", "nn", "tag", "kid"])
+@pytest.mark.parametrize("where", ["box", "boxes", "named"])
+def test_waiting_fields_land_where_plain_values_do(root: str, where: str) -> None:
+    """Fields of objects (fast path), Futures in lists and behind an interface (general path), and a
+    non-null failure that nulls an object whose other fields still wait: same as plain values."""
+    selection = PATHS_QUERY % where if where != "named" else "{ named { ... on Box { name a b c tags } } }"
+    expected = plain(paths_schema(None, root, futures=False), selection)
+    got = run(paths_schema(_paths_loaders(), root, futures=True), selection)
+    assert normalized(got) == normalized(expected)
+
+
+def test_a_non_null_failure_skips_the_waiting_siblings_of_the_nulled_object() -> None:
+    loaders = _paths_loaders()
+    BOXES["nn-kids"] = dict(BOXES["nn"], name="nn-kids", kids=["k1"])
+    try:
+        got = run(paths_schema(loaders, "nn-kids", futures=True), "{ box { a b kids { name } c } boxes { b c } }")
+    finally:
+        del BOXES["nn-kids"]
+    assert got.data == {"box": None, "boxes": [{"b": "B", "c": "C"}, None, {"b": "b2", "c": "c2"}]}
+    assert sorted(e.path for e in got.errors) == [["box", "b"], ["boxes", 1, "b"]]
+    # box.kids was waiting beside box.b: once box is null, its objects are not completed
+    assert loaders["name"].statistics().load_count == 0
+
+
+def test_a_chain_that_completes_after_its_level_lands_in_its_field() -> None:
+    loaders = _paths_loaders()
+    calls: List[Any] = []
+    inner = loaders["a"]._batch_load_fn
+    loaders["a"]._batch_load_fn = lambda keys: calls.append(list(keys)) or inner(keys)
+    got = run(paths_schema(loaders, "ok", futures=True), "{ late box { a kids { a } } }")
+    assert got.errors is None
+    assert got.data == {"late": "after the level", "box": {"a": "A", "kids": [{"a": "a1"}, {"a": "a2"}]}}
+    # level 1: late's first load and box.a; the chained load is made by that batch's
+    # callback, so it joins level 2 (box.kids.a): one batch per level
+    assert [len(c) for c in calls] == [2, 3]

@@ -13,9 +13,14 @@ batch per loader for the whole level); when there is nothing to dispatch
 either, it gives the remaining futures a done-callback that only enqueues into
 the scope and blocks on the scope's Condition until a future completes or a
 load is queued (``then`` chains on other threads report their loads too).  A
-placeholder is found again by its response path from the root data and
-replaced by graphql-core's own completion of the value, which may leave
-further placeholders.
+placeholder is replaced by graphql-core's own completion of the value (which
+may leave further placeholders), written straight into its slot: a field of
+an object (the common case, every loaded field) finds its container in the
+frame of that object, which keeps the object's results dict once built (the
+root fields: the root data); no path walk, no second pass through our
+``complete_value``.  The general path, for a Future that is a list item or
+once an error has nulled a position (a frame's dict may then be detached),
+finds the container from the root data by the placeholder's response path.
 
 Guarantees:
 - Results and errors are graphql-core's own: a resolved value goes through
@@ -55,7 +60,7 @@ Guarantees:
   dispatched directly.  Keys queued where no scope saw them are swept up
   before the loop waits.
 - A plain value costs one ``isinstance`` per completed value and one frame
-  tuple per object; a pending Future costs one placeholder, and a callback
+  list per object; a pending Future costs one placeholder, and a callback
   only if the loop has to wait for it.
 - graphql-core state is touched on the request thread only; other threads
   only append to the scope under its lock.
@@ -144,7 +149,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     stall_timeout: Optional[float] = 30.0
     clear_loaders_after_mutation_fields: bool = False
 
-    _frame: Any = None  # (parent frame, info, path, nodes) of the object being completed
+    _frame: Any = None  # [parent frame, info, path, nodes, results] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
 
     def __init__(self, *args: Any, operation_extensions: Any = _compat.NOT_GIVEN, **kwargs: Any) -> None:
@@ -173,7 +178,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         if isinstance(result, _Future):
             if result.done():
                 return self.complete_value(return_type, field_nodes, info, path, outcome(result), *rest)
-            return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
+            run = self._run
+            if run is None:
+                return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
+            # The hot path of every loaded field: remember where the value goes, nothing else.
+            pending = Pending(VALUE, result, self._frame, return_type, field_nodes, info, path, rest, None)
+            run.unwatched.append(pending)
+            return pending
         cls = result.__class__
         if not is_plain(cls):  # first sight of this type, a Promise, or an awaitable (refused)
             if cls is PromiseType:  # graphene-django's wrapper of a thenable
@@ -210,9 +221,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                          rest: tuple) -> Any:
         parent = self._frame
-        self._frame = (parent, info, path, field_nodes)
+        frame = self._frame = [parent, info, path, field_nodes, None]
         try:
-            return _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
+            # The fields' results dict: where the values of this object's
+            # waiting fields go (Pending.frame -> results, without a path walk).
+            results = frame[4] = _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
+            return results
         finally:
             self._frame = parent
 
@@ -341,10 +355,20 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         if run.root_error is not None:
             return  # the data is null: graphql-core runs nothing after that either
         path = pending.path
-        slot = run.slot(path)
-        if slot is None:
-            return  # an enclosing position was nulled meanwhile: nothing to do
-        container, key = slot
+        if path is pending.info.path and not run.nulled:
+            # A field of an object (or a root field): its container is the
+            # object's results dict, kept in the frame; None when the object's
+            # completion raised (its position is nulled: nothing to do).
+            frame = pending.frame
+            container = run.root if frame is None else frame[4]
+            if container is None:
+                return
+            key = path.key
+        else:  # a list item, or positions were nulled: find the container from the root
+            slot = run.slot(path)
+            if slot is None:
+                return  # an enclosing position was nulled meanwhile: nothing to do
+            container, key = slot
         if container[key] is not pending:
             return
         saved = self._frame
@@ -356,8 +380,14 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 value = pending.future.result()  # done: raises its error at once
                 kind = pending.kind
                 if kind == VALUE:
-                    completed = self.complete_value(pending.return_type, pending.nodes, pending.info, path,
-                                                    value, *pending.rest)
+                    # graphql-core's completion writes the value; a nested
+                    # Future or Promise goes through ours again.
+                    if isinstance(value, _Future) or not is_plain(value.__class__):  # a Promise, an awaitable
+                        completed = self.complete_value(pending.return_type, pending.nodes, pending.info, path,
+                                                        value, *pending.rest)
+                    else:
+                        completed = _base_complete_value(self, pending.return_type, pending.nodes, pending.info,
+                                                         path, value, *pending.rest)
                 elif kind == TYPE:
                     object_type = self.ensure_valid_runtime_type(value, pending.return_type, pending.nodes,
                                                                  pending.info, pending.source)
@@ -390,6 +420,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                     continue
                 if position is not pending.path:
                     run.parents.clear()  # containers below the nulled position are detached
+                    run.nulled = True  # from now on, positions are found from the root
                     slot = locate(run.root, position)
                     if slot is not None:
                         slot[0][slot[1]] = None
@@ -397,4 +428,4 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if frame is None:  # past the root fields: the whole data is null
                 run.root_error = error
                 return
-            frame, info, path, nodes = frame
+            frame, info, path, nodes, _ = frame

@@ -5,8 +5,9 @@ Guarantees:
   a future; it carries exactly the arguments graphql-core's ``complete_value``
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
-- Positions are graphql-core ``Path``s; a frame is the tuple
-  ``(parent frame, info, path, nodes)`` of an object being completed, where
+- Positions are graphql-core ``Path``s; a frame is the list
+  ``[parent frame, info, path, nodes, results]`` of an object being completed
+  (``results``: its fields' dict, once built: where its waiting fields' values go), where
   ``info`` is the resolve info of the field that holds it.  ``levels()`` turns
   a field's info and a position into the ``(path, type)`` pairs that
   graphql-core's own error handling visits (field, then list items).
@@ -49,7 +50,7 @@ class Pending:
                  path: Any, rest: tuple, source: Any) -> None:
         self.kind = kind
         self.future = future
-        self.frame = frame  # (parent frame, info, path, nodes) of the enclosing object, or None
+        self.frame = frame  # [parent frame, info, path, nodes, results] of the enclosing object, or None
         self.return_type = return_type
         self.nodes = nodes
         self.info = info
@@ -120,7 +121,7 @@ class Run:
     enqueues it in the scope, waking the loop).
     """
 
-    __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "root", "root_error", "registry",
+    __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "nulled", "root", "root_error", "registry",
                  "seen", "request")
 
     def __init__(self, context_value: Any) -> None:
@@ -131,6 +132,7 @@ class Run:
         # id(parent path) -> (parent path, container): where placeholders under it live.
         # Cleared whenever a position is nulled (a cached container may be detached).
         self.parents: Dict[int, Any] = {}
+        self.nulled = False  # a position was nulled: a frame's results may be detached
         self.root: Any = None  # the root data dict, once the root fields have run
         self.root_error: Optional[Exception] = None  # an error that nulled the whole data
         self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
