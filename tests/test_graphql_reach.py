@@ -209,17 +209,38 @@ def _reuse_warnings(caplog: Any) -> List[str]:
             if r.name == "dataloader_sync" and r.levelno == logging.WARNING and "second GraphQL" in r.getMessage()]
 
 
-def test_a_loader_reused_by_another_execution_with_cached_values_warns_once_naming_it(caplog: Any) -> None:
+class RequestContext:
+    """A per-request context object, as Flask's and Django's views pass."""
+
+    def __init__(self, viewer: str) -> None:
+        self.viewer = viewer
+
+
+@pytest.mark.parametrize("context_of", [RequestContext, lambda viewer: {"viewer": viewer}], ids=["object", "dict"])
+def test_a_loader_reused_by_another_execution_with_cached_values_warns_once_naming_it(
+        caplog: Any, context_of: Any) -> None:
     loader = DataLoader(lambda keys: [f"user {k}" for k in keys], name="global_users")
     schema = _reuse_schema(loader)
     caplog.set_level(logging.WARNING, logger="dataloader_sync")
-    assert run(schema, "{ user(id: 1) }", context_value={"viewer": "ann"}).data == {"user": "user 1"}
+    # The requests' contexts stay alive here: a dict context is told apart by
+    # its id, which a later dict may reuse once the earlier one is freed.
+    contexts = [context_of(viewer) for viewer in ("ann", "bob", "cid", "dan")]
+    assert run(schema, "{ user(id: 1) }", context_value=contexts[0]).data == {"user": "user 1"}
     assert _reuse_warnings(caplog) == []
-    for viewer in ("bob", "cid", "dan"):
-        assert run(schema, "{ user(id: 2) }", context_value={"viewer": viewer}).data == {"user": "user 2"}
+    for context in contexts[1:]:
+        assert run(schema, "{ user(id: 2) }", context_value=context).data == {"user": "user 2"}
     messages = _reuse_warnings(caplog)
     assert len(messages) == 1
     assert "global_users" in messages[0] and "DataLoaders" in messages[0] and "DataLoaderMiddleware" in messages[0]
+
+
+def test_a_loader_reused_by_requests_whose_contexts_are_freed_in_between_warns(caplog: Any) -> None:
+    loader = DataLoader(lambda keys: list(keys), name="global")
+    schema = _reuse_schema(loader)
+    caplog.set_level(logging.WARNING, logger="dataloader_sync")
+    for user in (1, 2):
+        run(schema, f"{{ user(id: {user}) }}", context_value=RequestContext("someone"))
+    assert len(_reuse_warnings(caplog)) == 1
 
 
 def test_per_request_loaders_and_cleared_loaders_do_not_warn(caplog: Any) -> None:
