@@ -1,9 +1,10 @@
 """A lean ``concurrent.futures.Future`` with ``then``.
 
 Every ``load()`` creates a future, so its cost is the cost of a load.  The
-standard ``Future.__init__`` builds a ``threading.Condition`` (about 1.6 µs
-here); this one holds a plain ``Lock`` (about 50 ns) and builds the Condition
-over that lock only when a thread actually has to wait.
+standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
+waiter list and bound methods) for every future; this one holds a plain
+``Lock`` and builds the Condition over that lock only when a thread actually
+has to wait (``tools/bench.py --micro`` measures both side by side).
 
 Guarantees:
 - It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
