@@ -607,7 +607,7 @@ class DataLoader(Generic[K, V]):
             ``bytes`` (its characters would be loaded as keys); ValueError:
             ``key_contexts`` is a sequence of another length.
         """
-        if isinstance(keys, (str, bytes)):
+        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
             raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
         keys = list(keys)
         if key_contexts is None:
@@ -615,6 +615,9 @@ class DataLoader(Generic[K, V]):
         elif isinstance(key_contexts, Mapping):
             contexts = [key_contexts.get(k) for k in keys]
         else:
+            if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
+                raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
+                                f"not a {type(key_contexts).__name__}")
             contexts = list(key_contexts)
             if len(contexts) != len(keys):
                 raise ValueError("key_contexts must have the same length as keys")

@@ -91,6 +91,12 @@ BAD_CALLS = [
      "keys must be an iterable of keys, not a str"),
     ("load_many(b'abc')", lambda: DataLoader(lambda keys: keys).load_many(b"abc"), TypeError,
      "keys must be an iterable of keys, not a bytes"),
+    ("load_many(5)", lambda: DataLoader(lambda keys: keys).load_many(5), TypeError,
+     "keys must be an iterable of keys, not a int"),
+    ("load_many(key_contexts=5)", lambda: DataLoader(lambda keys: keys).load_many(["a"], 5), TypeError,
+     "key_contexts must be a sequence parallel to keys, a mapping or None, not a int"),
+    ("load_many(key_contexts='ab')", lambda: DataLoader(lambda keys: keys).load_many(["a", "b"], "ab"), TypeError,
+     "key_contexts must be a sequence parallel to keys"),
 ]
 
 
