@@ -43,4 +43,12 @@ def encode_key(key: Any) -> str:
     Raises:
         TypeError: a key (or part of a tuple key) of another type.
     """
+    kind = type(key)
+    if kind is int:  # the common keys, without json.dumps' set-up (same text)
+        return int.__repr__(key)
+    if kind is str:
+        return _encode_str(key)
     return json.dumps(_plain(key), separators=(",", ":"), ensure_ascii=False)
+
+
+_encode_str = json.encoder.encode_basestring  # what json.dumps(str, ensure_ascii=False) writes

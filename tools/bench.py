@@ -30,6 +30,7 @@ that concurrent requests keep alive (the cyclic GC walks them).
     python tools/bench.py --io-ms 0            # CPU-bound
     python tools/bench.py --gc-threshold 50000 # the same with fewer cyclic-GC passes (see the header's gc line)
     python tools/bench.py --micro --scaling    # per-operation costs and their shape (tools/bench_micro.py)
+    python tools/bench.py --value-cache        # value-cache costs per key; the Bench shape on a shared Redis
     python tools/bench.py --json out.json      # the same figures as JSON too
 """
 from __future__ import annotations
@@ -342,6 +343,9 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="small settings: the whole run takes under a minute")
     p.add_argument("--micro", action="store_true", help="ns per load/dispatch/tick (tools/bench_micro.py)")
     p.add_argument("--scaling", action="store_true", help="cost vs keys pending; the executor case")
+    p.add_argument("--value-cache", action="store_true",
+                   help="value-cache costs per key and the Bench shape across two processes sharing Redis "
+                        "(tools/bench_value_cache.py; needs redis-server and redis-py)")
     args = p.parse_args(argv)
     args.explicit = args.variants is not None
     if args.quick:
@@ -375,7 +379,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             report["micro"] = bench_micro.micro(quick=args.quick)
         if args.scaling:
             report["scaling"] = bench_micro.scaling(quick=args.quick)
-    if not (args.micro or args.scaling) or args.explicit:
+    if args.value_cache:
+        import bench_value_cache
+        report["value_cache"] = bench_value_cache.run(args)
+    if not (args.micro or args.scaling or args.value_cache) or args.explicit:
         report.update(end_to_end(args))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:

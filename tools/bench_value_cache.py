@@ -1,0 +1,363 @@
+"""The value cache's costs, for tools/bench.py ``--value-cache``.
+
+Needs redis-py and a ``redis-server`` binary (started here on a free port of
+127.0.0.1, no persistence, stopped at the end); Django for the
+``DjangoValueCache`` rows (skipped without it).
+
+``per_key()``: ns per key of a batch of 100 keys, each the best of 5 runs of
+``rounds`` fresh loaders (a new request each) doing ``load_many(100 keys)`` +
+``dispatch()`` + ``result()``, side by side in one run:
+
+  per-request cache hit      the same loader, keys already cached (no dispatch)
+  value-cache hit (redis)    RedisValueCache, every key in Redis: one MGET of 100 keys, JSON values
+  value-cache hit (django)   DjangoValueCache over Django's RedisCache (pickle) and over LocMemCache
+  batch fn on SQLite         no value cache: one SELECT ... WHERE id IN (100 ids) on a SQLite file
+  value-cache miss (redis)   MGET (all miss) + the same SELECT + one pipelined SET PX of 100 values
+
+The rows are dicts of four fields (an id, a title, an author id, a 200-character body).
+
+``shape()``: the Bench shape of tools/bench.py (tools/bench_workload.py) in two OS processes
+sharing one Redis: process 1 serves ``--requests`` requests with a RedisValueCache per loader
+(it warms the cache); process 2 serves the same number without a value cache and then with the
+warm one, side by side: batch calls per request fall to 0, value-cache hits replace them.
+
+    python tools/bench.py --value-cache            # both sections
+    python tools/bench.py --value-cache --quick    # small settings
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import gc
+import json
+import os
+import select
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from dataloader_sync import DataLoader  # noqa: E402
+
+REPEAT = 5
+KEYS = 100
+
+
+# -- a redis-server of our own -------------------------------------------------------------------
+class RedisProcess:
+    """A redis-server on a free port of 127.0.0.1 (no persistence), until ``stop()``."""
+
+    def __init__(self) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            raise RuntimeError("no redis-server binary on PATH (apt-get install redis-server)")
+        self.dir = tempfile.mkdtemp(prefix="bench-redis-")
+        for _ in range(5):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
+            self.proc = subprocess.Popen(
+                [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+                 "--dir", self.dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            if self._ready():
+                return
+        raise RuntimeError("redis-server did not start")
+
+    def _ready(self) -> bool:
+        assert self.proc.stdout is not None
+        out, deadline = b"", time.monotonic() + 20
+        while b"Ready to accept connections" not in out:
+            ready, _, _ = select.select([self.proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            chunk = os.read(self.proc.stdout.fileno(), 65536) if ready else b""
+            if not chunk:
+                self.proc.kill()
+                self.proc.wait()
+                return False
+            out += chunk
+        self.proc.stdout.close()
+        return True
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _client(port: int) -> Any:
+    import redis
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, socket_connect_timeout=5)
+
+
+# -- per key -----------------------------------------------------------------------------------------
+class Books:
+    """A SQLite file of 10,000 books; ``batch`` is a batch function: one SELECT per call."""
+
+    def __init__(self, path: str) -> None:
+        self.db = sqlite3.connect(path, check_same_thread=False)
+        self.db.execute("CREATE TABLE book (id INTEGER PRIMARY KEY, title TEXT, author_id INTEGER, body TEXT)")
+        self.db.executemany("INSERT INTO book VALUES (?, ?, ?, ?)",
+                            ((i, f"book {i}", i % 97, "x" * 200) for i in range(10_000)))
+        self.db.commit()
+        self.calls = 0
+
+    def batch(self, ids: List[int]) -> List[Any]:
+        self.calls += 1
+        marks = ",".join("?" * len(ids))
+        rows = {r[0]: {"id": r[0], "title": r[1], "author_id": r[2], "body": r[3]}
+                for r in self.db.execute(f"SELECT id, title, author_id, body FROM book WHERE id IN ({marks})", ids)}
+        return [rows.get(i) for i in ids]
+
+
+def _best(run: Any) -> float:
+    gc.collect()
+    return min(run() for _ in range(REPEAT))
+
+
+def _requests(batch: Any, value_cache: Any, rounds: int, before_each: Any = None) -> float:
+    """Seconds per key: *rounds* fresh loaders, each load_many(100) + dispatch + result."""
+    def run() -> float:
+        total = 0.0
+        for r in range(rounds):
+            keys = list(range((r % 50) * KEYS, (r % 50 + 1) * KEYS))
+            if before_each is not None:
+                before_each()
+            t0 = time.perf_counter()
+            loader = DataLoader(batch, value_cache=value_cache)
+            many = loader.load_many(keys)
+            loader.dispatch()
+            values = many.result(30)
+            total += time.perf_counter() - t0
+            assert len(values) == KEYS and values[0]["id"] == keys[0], values[0]
+        return total / (rounds * KEYS)
+    return _best(run)
+
+
+def _cached(batch: Any, rounds: int) -> Tuple[float, float]:
+    """(load() of a cached key, load_many of 100 cached keys + result) in seconds per key."""
+    loader = DataLoader(batch)
+    keys = list(range(KEYS))
+    loader.load_many(keys)
+    loader.dispatch()
+    load = loader.load
+
+    def one() -> float:
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            for k in keys:
+                load(k)
+        return (time.perf_counter() - t0) / (rounds * KEYS)
+
+    def many() -> float:
+        t0 = time.perf_counter()
+        for _ in range(rounds):
+            loader.load_many(keys).result(30)
+        return (time.perf_counter() - t0) / (rounds * KEYS)
+    return _best(one), _best(many)
+
+
+def _django_caches(redis_url: str) -> Optional[Any]:
+    try:
+        import django
+        from django.conf import settings
+    except ImportError:
+        return None
+    if not settings.configured:
+        settings.configure(CACHES={
+            "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "bench",
+                        "OPTIONS": {"MAX_ENTRIES": 100_000}},
+            "redis": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_url},
+        })
+        django.setup()
+    from django.core.cache import caches
+    return caches
+
+
+def per_key(quick: bool, server: RedisProcess) -> List[Dict[str, Any]]:
+    from dataloader_sync.redis import RedisValueCache
+
+    rounds = 20 if quick else 100
+    tmp = tempfile.mkdtemp(prefix="bench-sqlite-")
+    books = Books(os.path.join(tmp, "books.sqlite3"))
+    client = _client(server.port)
+    rows: List[Dict[str, Any]] = []
+
+    def add(case: str, seconds: float, note: str = "") -> None:
+        rows.append({"case": case, "ns_per_key": seconds * 1e9, "note": note})
+        print(f"  {case:<38} {seconds * 1e9:>10,.0f} ns/key  {note}", flush=True)
+
+    try:
+        client.flushall()
+        one, many = _cached(books.batch, rounds * 10)
+        add("per-request cache hit: load()", one)
+        add("per-request cache hit: load_many(100)", many)
+        calls = books.calls
+        add("batch fn on SQLite (no value cache)", _requests(books.batch, None, rounds))
+        assert books.calls - calls == REPEAT * rounds
+        redis_vc = RedisValueCache(client, prefix="bench:book:", ttl=3600)
+        _requests(books.batch, redis_vc, 50)  # warm: keys 0..4,999 in Redis
+        calls = books.calls
+        add("value-cache hit: RedisValueCache", _requests(books.batch, redis_vc, rounds), "1 MGET / 100 keys, JSON")
+        assert books.calls == calls, "a hit called the batch function"
+        add("value-cache miss: RedisValueCache", _requests(books.batch, redis_vc, rounds, client.flushall),
+            "MGET + SELECT + pipelined SET PX")
+        caches = _django_caches(server.url)
+        if caches is None:
+            print("  DjangoValueCache: skipped (Django is not installed)")
+        else:
+            from dataloader_sync.django import DjangoValueCache
+            for alias, note in (("redis", "Django RedisCache, pickle"), ("default", "LocMemCache, pickle")):
+                vc = DjangoValueCache(alias, prefix="bench:book:", ttl=3600)
+                _requests(books.batch, vc, 50)
+                calls = books.calls
+                add(f"value-cache hit: DjangoValueCache ({alias})", _requests(books.batch, vc, rounds), note)
+                assert books.calls == calls, f"a hit of {alias} called the batch function"
+    finally:
+        client.close()
+        books.db.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = {r["case"]: r["ns_per_key"] for r in rows}
+    hit = base["per-request cache hit: load()"]
+    sqlite_ns = base["batch fn on SQLite (no value cache)"]
+    print(f"  ratios: RedisValueCache hit = {base['value-cache hit: RedisValueCache'] / hit:.1f}x a per-request "
+          f"cache hit, {base['value-cache hit: RedisValueCache'] / sqlite_ns:.2f}x the SQLite batch function",
+          flush=True)
+    return rows
+
+
+# -- the Bench shape, two processes ---------------------------------------------------------------
+def _shape_child(argv: List[str]) -> int:
+    """One process of ``shape()``: serve requests with (and, with --compare, without) a value cache."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--requests", type=int, required=True)
+    p.add_argument("--concurrency", type=int, required=True)
+    p.add_argument("--items", type=int, required=True)
+    p.add_argument("--depth", type=int, required=True)
+    p.add_argument("--io-ms", type=float, required=True)
+    p.add_argument("--compare", action="store_true")
+    a = p.parse_args(argv)
+    import bench_workload as bw
+
+    from dataloader_sync import DISPATCH_ALWAYS, DataLoader as DL
+    from dataloader_sync.redis import RedisValueCache
+    from dataloader_sync import ScheduledDataLoaderRegistry
+
+    w = bw.Workload(items=a.items, depth=a.depth, loaders=200, io_ms=a.io_ms, io_inline=False,
+                    io_threads=a.concurrency * 16, tick_ms=15.0)
+    client = _client(a.port)
+    caches = {name: RedisValueCache(client, prefix=f"bench:{name}:", ttl=3600) for name in w.names["all"]}
+
+    class Shared(bw.DataLoaderSyncVariant):
+        """The Bench variant whose loaders share a RedisValueCache each (one per loader name)."""
+
+        use_cache = True
+        lock = threading.Lock()
+        hits = misses = 0
+
+        def registry(self) -> ScheduledDataLoaderRegistry:
+            if not self.use_cache:
+                return super().registry()
+            registry = self.registry_class(scheduled_executor=self.shared, ticker_mode=True, schedule=self.w.tick,
+                                           dispatch_predicate=bw.DISPATCH_NEVER)
+            for name in self.w.names["all"]:
+                registry.register(name, DL(self.batch_fn, name=name, value_cache=caches[name]), DISPATCH_ALWAYS)
+            return registry
+
+        def run_one(self) -> Any:
+            registry = self.registry()
+            try:
+                import graphql
+                return graphql.execute_sync(self.schema, self.w.document,
+                                            context_value=bw.Context(registry, bw._then_future),
+                                            execution_context_class=self.execution_context_class)
+            finally:
+                registry.close()
+                stats = registry.statistics()
+                with self.lock:
+                    Shared.hits += stats.value_cache_hit_count
+                    Shared.misses += stats.value_cache_miss_count
+
+    def serve(use_cache: bool) -> Dict[str, Any]:
+        variant = Shared(w, "single-tick", ScheduledDataLoaderRegistry)
+        variant.use_cache = use_cache
+        Shared.hits = Shared.misses = 0
+        calls0, cpu0, t0 = w.io.calls, time.process_time(), time.perf_counter()
+        errors = 0
+        try:
+            with cf.ThreadPoolExecutor(a.concurrency) as pool:
+                for result in pool.map(lambda _: variant.run_one(), range(a.requests)):
+                    if result.errors or result.data != w.expected:
+                        errors += 1
+        finally:
+            variant.close()
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        return {"value_cache": use_cache, "requests": a.requests, "errors": errors,
+                "batch_calls_per_request": (w.io.calls - calls0) / a.requests,
+                "value_cache_hits_per_request": Shared.hits / a.requests,
+                "value_cache_misses_per_request": Shared.misses / a.requests,
+                "cpu_ms_per_request": cpu / a.requests * 1e3, "throughput_rps": a.requests / wall}
+
+    try:
+        runs = ([serve(False)] if a.compare else []) + [serve(True)]
+    finally:
+        w.io.close()
+        client.close()
+    print(json.dumps({"pid": os.getpid(), "runs": runs}))
+    return 0
+
+
+def shape(args: argparse.Namespace, server: RedisProcess) -> List[Dict[str, Any]]:
+    here = os.path.abspath(__file__)
+    common = ["--port", str(server.port), "--requests", str(args.requests), "--concurrency", str(args.concurrency),
+              "--items", str(args.items), "--depth", str(args.depth), "--io-ms", str(args.io_ms)]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(here)), env.get("PYTHONPATH", "")])
+    out: List[Dict[str, Any]] = []
+    for label, extra in (("process 1 (cold cache)", []), ("process 2", ["--compare"])):
+        done = subprocess.run([sys.executable, here, "--shape-child", *common, *extra], capture_output=True,
+                              text=True, env=env, timeout=3600)
+        if done.returncode != 0:
+            raise RuntimeError(f"{label} failed:\n{done.stderr}")
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+        for run in report["runs"]:
+            run["process"] = label
+            out.append(run)
+    print(f"  {'process':<24}{'value cache':>12}{'batch calls/req':>17}{'vc hits/req':>13}{'vc misses/req':>15}"
+          f"{'CPU ms/req':>12}{'rps':>9}{'errors':>8}")
+    for r in out:
+        print(f"  {r['process']:<24}{'yes' if r['value_cache'] else 'no':>12}{r['batch_calls_per_request']:>17.2f}"
+              f"{r['value_cache_hits_per_request']:>13.0f}{r['value_cache_misses_per_request']:>15.1f}"
+              f"{r['cpu_ms_per_request']:>12.1f}{r['throughput_rps']:>9.1f}{r['errors']:>8}")
+    return out
+
+
+def run(args: argparse.Namespace) -> Dict[str, Any]:
+    """Both sections with a redis-server of our own; the figures as a dict."""
+    server = RedisProcess()
+    try:
+        print(f"value cache, per key (batches of {KEYS}; best of {REPEAT}; redis-server on 127.0.0.1:{server.port})",
+              flush=True)
+        keys = per_key(args.quick, server)
+        print(f"\nvalue cache, the Bench shape across two processes (requests={args.requests} "
+              f"concurrency={args.concurrency} items={args.items} depth={args.depth} io-ms={args.io_ms:g})",
+              flush=True)
+        return {"per_key": keys, "shape": shape(args, server)}
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--shape-child"]:
+        sys.exit(_shape_child(sys.argv[2:]))
+    sys.exit("run it through tools/bench.py --value-cache")
