@@ -2026,3 +2026,41 @@ def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
     first, second = loader.load(1), loader.load(2)
     assert second.result(TIMEOUT) == 2 and first.done()
     assert seen == ["dispatch", [1, 2]]
+
+
+def test_DataLoader_threads_blocking_on_chains_while_others_dispatch_lose_no_key_and_load_none_twice():
+    loaders = [id_loader(name=f"l{i}") for i in range(3)]
+    stop = threading.Event()
+    errors: List[BaseException] = []
+
+    def user(seed: int) -> None:
+        rnd = random.Random(seed)
+        try:
+            for _ in range(300):
+                (a, _), (b, _) = rnd.sample(loaders, 2)
+                key = rnd.randrange(200)
+                if rnd.random() < 0.5:
+                    assert a.load(key).result(TIMEOUT) == key
+                else:
+                    assert a.load(key).then(b.load).result(TIMEOUT) == key
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def dispatcher() -> None:
+        rnd = random.Random(99)
+        while not stop.is_set():
+            rnd.choice(loaders)[0].dispatch()
+
+    threads = [threading.Thread(target=user, args=(i,), name=f"test-chain-user-{i}") for i in range(6)]
+    background = threading.Thread(target=dispatcher, name="test-chain-dispatcher")
+    background.start()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(6 * TIMEOUT)
+    stop.set()
+    background.join(TIMEOUT)
+    assert not errors
+    for _, calls in loaders:
+        loaded = [k for call in calls for k in call]
+        assert len(loaded) == len(set(loaded))  # cached: no key loaded twice
