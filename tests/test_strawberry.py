@@ -261,54 +261,19 @@ def django_books():
         sys.path.remove(str(EXAMPLE_DIR))
 
 
-@strawberry.type
-class BookType:
-    id: int
-    title: str
-
-
-@strawberry.type
-class AuthorType:
-    id: int
-    name: str
-
-    @strawberry.field
-    def books(self, info: strawberry.Info) -> List[BookType]:
-        return info.context.loaders["books_by_author"].load(self.id)
-
-
-@strawberry.type
-class BooksQuery:
-    @strawberry.field
-    def authors(self) -> List[AuthorType]:
-        from books.models import Author
-
-        return list(Author.objects.order_by("id"))
-
-    @strawberry.field
-    def book(self, info: strawberry.Info, id: int) -> Optional[BookType]:
-        return info.context.loaders["book"].load(id)
-
-
-books_schema = strawberry.Schema(query=BooksQuery, execution_context_class=DataLoaderExecutionContext)
-
-
 def strawberry_django_urls() -> type:
+    """The example project's strawberry endpoint (books/strawberry_schema.py), alone."""
     from django.urls import path
-    from strawberry.django.views import GraphQLView
 
-    class LoaderGraphQLView(GraphQLView):
-        def get_context(self, request, response):
-            context = super().get_context(request, response)
-            context.loaders = request.loaders  # the registry DataLoaderMiddleware made
-            return context
+    from books import strawberry_schema
 
-    return type("urls", (), {"urlpatterns": [path("graphql", LoaderGraphQLView.as_view(schema=books_schema))]})
+    view = strawberry_schema.LoaderGraphQLView.as_view(schema=strawberry_schema.schema)
+    return type("urls", (), {"urlpatterns": [path("strawberry", view)]})
 
 
 def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(django_books) -> None:
     from books.loaders import make_registry
-    from books.models import Author, Book
+    from books.models import Author, Book, Review
     from django.db import connection, transaction
     from django.test import Client, override_settings
     from django.test.utils import CaptureQueriesContext
@@ -324,18 +289,25 @@ def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_
         for a in range(5):
             author = Author.objects.create(name=f"author {a}")
             for b in range(3):
-                Book.objects.create(title=f"book {a}.{b}", author=author)
+                book = Book.objects.create(title=f"book {a}.{b}", author=author)
+                Review.objects.create(book=book, rating=1 + (a + b) % 5)
         with override_settings(ROOT_URLCONF=strawberry_django_urls(), DATALOADER_SYNC_REGISTRY_FACTORY=factory,
                                MIDDLEWARE=["dataloader_sync.django.DataLoaderMiddleware"]):
+            client = Client(enforce_csrf_checks=True)
             with CaptureQueriesContext(connection) as queries:
-                response = Client().post("/graphql", {"query": "{ authors { name books { title } } }"},
-                                         content_type="application/json")
+                response = client.post("/strawberry", {"query": "{ authors { name books { title reviews { rating } } } }"},
+                                       content_type="application/json")
             assert response.status_code == 200, response.content
             body = response.json()
             assert "errors" not in body, body
-            assert body["data"]["authors"][3] == {
-                "name": "author 3", "books": [{"title": f"book 3.{b}"} for b in range(3)]}
+            assert body["data"]["authors"][3] == {"name": "author 3", "books": [
+                {"title": f"book 3.{b}", "reviews": [{"rating": 1 + (3 + b) % 5}]} for b in range(3)]}
             sql = [q["sql"] for q in queries.captured_queries]
-            assert len(sql) == 2, sql  # the authors, then all their books in one query
+            assert len(sql) == 3, sql  # authors; all their books; all those books' reviews
             assert len(made) == 1 and made[0].closed
+
+            one = client.post("/strawberry", {"query": "{ author(id: %d) { name books { author { name } } } }"
+                                              % Author.objects.get(name="author 1").id},
+                              content_type="application/json").json()
+            assert one == {"data": {"author": {"name": "author 1", "books": [{"author": {"name": "author 1"}}] * 3}}}
         transaction.set_rollback(True)
