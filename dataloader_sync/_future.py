@@ -35,10 +35,23 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from typing import Any, Callable, Dict, Generic, Iterable, List, Optional, TypeVar, overload
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Generic,
+    Iterable,
+    List,
+    Literal,
+    Optional,
+    TypeVar,
+    Union,
+    overload,
+)
 
 from ._demand import Blocker, drive_and_wait, waiters_for
 from ._dispatch_scope import current_scope, reset_scope, set_scope
+from ._types import ResultOf
 
 __all__ = ["Future", "completed_future", "failed_future", "gather"]
 
@@ -461,11 +474,26 @@ class _Gather:
             self.out._settle_followed(self.values, None)
 
 
-def gather(futures: Iterable[cf.Future], *, return_exceptions: bool = False) -> Future[List[Any]]:
+@overload
+def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: Literal[False] = False) -> Future[List[T]]: ...
+
+
+@overload
+def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: bool) -> Future[List[Union[T, BaseException]]]: ...
+
+
+@overload
+def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[List[Any]]: ...
+
+
+def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[List[Any]]:
     """Return a future of the list of results of *futures*, in order.
 
     It fails with the first error (in completion order) unless
     ``return_exceptions`` is true; then the list holds the exception instances.
+    Typed as a future of a list of the futures' common result type (the last
+    overload takes what a type checker cannot join, e.g. mypy with futures of
+    different types).
 
     Raises:
         TypeError: an item is not a ``concurrent.futures.Future``.

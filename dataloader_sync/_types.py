@@ -9,8 +9,8 @@ has one overload per shape.
 
 Guarantees:
 - Only the standard library ``typing`` module is used; nothing here runs at
-  import beyond building the aliases (the package's ``_batch`` names the
-  environment type).
+  import beyond building the aliases, and nothing of the package is imported
+  at run time (``_future`` imports this module).
 - A batch function receives a ``list`` of keys (its own copy), so
   ``(keys: List[int])``, ``(keys: Sequence[int])`` and
   ``(keys: Iterable[int])`` all fit and give ``K = int``.
@@ -28,9 +28,20 @@ Guarantees:
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable, List, Mapping, Optional, Protocol, Sequence, TypeVar, Union
+from typing import (
+    TYPE_CHECKING,
+    Callable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    TypeVar,
+    Union,
+)
 
-from ._batch import BatchLoaderEnvironment
+if TYPE_CHECKING:  # _batch imports _future, which imports this module
+    from ._batch import BatchLoaderEnvironment
 
 __all__ = [
     "EnvBatchFn",
@@ -83,7 +94,7 @@ FutureBatchFn = Callable[[List[K]], ResultOf[Values[V]]]
 FutureMappedBatchFn = Callable[[List[K]], ResultOf[MappedValues[K, V]]]
 
 # fn(keys, env), with pass_env=True.
-EnvBatchFn = Callable[[List[K], BatchLoaderEnvironment], Values[V]]
-EnvMappedBatchFn = Callable[[List[K], BatchLoaderEnvironment], MappedValues[K, V]]
-EnvFutureBatchFn = Callable[[List[K], BatchLoaderEnvironment], ResultOf[Values[V]]]
-EnvFutureMappedBatchFn = Callable[[List[K], BatchLoaderEnvironment], ResultOf[MappedValues[K, V]]]
+EnvBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], Values[V]]
+EnvMappedBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], MappedValues[K, V]]
+EnvFutureBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], ResultOf[Values[V]]]
+EnvFutureMappedBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], ResultOf[MappedValues[K, V]]]

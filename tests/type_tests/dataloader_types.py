@@ -6,7 +6,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 
 from typing_extensions import assert_type
 
-from dataloader_sync import BatchLoaderEnvironment, DataLoader, Future, completed_future
+from dataloader_sync import BatchLoaderEnvironment, DataLoader, Future, completed_future, gather
 
 
 class User:
@@ -119,3 +119,8 @@ def name_later(user: User) -> cf.Future[str]:
 assert_type(users.load(1).then(best_friend), Future[User])
 assert_type(users.load(1).then(name_later), Future[str])
 assert_type(users.load(1).then(best_friend).then(lambda user: user.name), Future[str])
+
+# -- gather: the futures' common type ----------------------------------------------------------
+assert_type(gather([users.load(1), users.load(2)]), Future[List[User]])
+assert_type(gather([users.load(1)], return_exceptions=True), Future[List[Union[User, BaseException]]])
+mixed = gather([completed_future(1), completed_future("a")])  # List[int | str], or List[Any] (mypy)
