@@ -1,4 +1,7 @@
-"""At interpreter exit, ticker registries that were never closed log their dropped tick once.
+"""Tasks a wrapped executor refuses are logged once per run of refusals, at exit too.
+
+At interpreter exit, ticker registries that were never closed log their
+dropped tick once (if the pool refuses work then at all).
 
 Exit behaviour is tested in subprocesses, several times over.  The script's
 own ``atexit`` hook runs after ``concurrent.futures`` has stopped accepting
@@ -8,11 +11,16 @@ prints how many "dropped" warnings were logged.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
+import logging
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
+
+from dataloader_sync import ScheduledExecutor
 
 SCRIPT = textwrap.dedent(
     """
@@ -80,3 +88,38 @@ def test_never_closed_ticker_registries_log_one_dropped_warning_at_exit(run):
     assert outcome in ("all ticks dropped", "still ticking"), line[0]
     assert int(dropped) <= 1, line[0]
     assert proc.stderr.count("dropped") <= 1, proc.stderr
+
+
+class _Refusing(cf.Executor):
+    """Runs tasks at once, or refuses them (as a shut-down pool does) while ``refuse`` is set."""
+
+    def __init__(self) -> None:
+        self.refuse = threading.Event()
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if self.refuse.is_set():
+            raise RuntimeError("cannot schedule new futures after shutdown")
+        future: cf.Future = cf.Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+def test_ScheduledExecutor_logs_a_run_of_refused_tasks_once(caplog):
+    pool = _Refusing()
+    executor = ScheduledExecutor(pool, name="test-refused")
+    try:
+        with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+            pool.refuse.set()
+            refused = [executor.schedule(lambda: None, 0) for _ in range(5)]
+            for future in refused:
+                with pytest.raises(RuntimeError, match="cannot schedule"):
+                    future.result(timeout=10)
+            assert len(caplog.records) == 1 and "dropped" in caplog.records[0].getMessage()
+            pool.refuse.clear()  # accepted again: the next run of refusals is logged again
+            assert executor.schedule(lambda: 1, 0).result(timeout=10) == 1
+            pool.refuse.set()
+            with pytest.raises(RuntimeError):
+                executor.schedule(lambda: None, 0).result(timeout=10)
+        assert sum("dropped" in r.getMessage() for r in caplog.records) == 2
+    finally:
+        executor.shutdown()
