@@ -13,6 +13,8 @@ from ._dataloader import DataLoader as DataLoader
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import ScheduledFuture as ScheduledFuture
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
+from ._executor_statistics import ExecutorStatistics as ExecutorStatistics
+from ._executor_statistics import TimingStatistics as TimingStatistics
 from ._future import Future as Future
 from ._future import completed_future as completed_future
 from ._future import failed_future as failed_future
@@ -22,6 +24,7 @@ from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumenta
 from ._instrumentation import (
     DataLoaderInstrumentationContext as DataLoaderInstrumentationContext,
 )
+from ._pool import PoolStatistics as PoolStatistics
 from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
 from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
 from ._predicates import DispatchPredicate as DispatchPredicate
@@ -55,15 +58,18 @@ __all__ = [
     "DataLoaderRegistry",
     "DispatchPredicate",
     "DispatchResult",
+    "ExecutorStatistics",
     "Future",
     "MISSING",
     "PeriodicRefresher",
+    "PoolStatistics",
     "RefresherStatistics",
     "RestartableWorker",
     "ScheduledDataLoaderRegistry",
     "ScheduledExecutor",
     "ScheduledFuture",
     "Statistics",
+    "TimingStatistics",
     "ValueCache",
     "WorkerState",
     "completed_future",

@@ -316,7 +316,7 @@ class _Timer:
             self.queued.discard(entry)
             self.running.add(entry)
             start = self.clock()
-            self.queue_wait.add(start - entry.due)
+            waited = start - entry.due
         periodic = entry.period is not None
         started = (not fut.done()) if periodic else fut._start()
         if not started:
@@ -334,6 +334,7 @@ class _Timer:
         with self.lock:  # counted before the outcome is published
             self.running.discard(entry)
             self.completed_count += 1
+            self.queue_wait.add(waited)
             self.run_time.add(took)
             if error is not None:
                 self.failed_count += 1

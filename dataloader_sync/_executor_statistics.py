@@ -43,8 +43,7 @@ class ExecutorStatistics:
         queued: tasks due and handed over, not started (``queued_count``).
         queue_wait: due time (or ``submit()``) -> start of the run.
         run_time: start -> end of the run.
-        timer_lateness: due time -> hand-over to the pool (scheduled tasks
-            only: the timer thread's own delay, a part of ``queue_wait``).
+        timer_lateness: due time -> hand-over, the timer's own delay (scheduled tasks only).
         pool: the owned pool's threads (``None`` with a given executor).
 
     Snapshots do not add up (a p99 cannot be summed): there is no ``+``.

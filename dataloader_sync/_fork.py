@@ -1,5 +1,8 @@
 """One mechanism for surviving ``os.fork()``: objects that hold threads and locks.
 
+Its users: the ScheduledExecutor's timer, the ElasticPool, the default
+executor's creation lock, RestartableWorker and PeriodicRefresher.
+
 gunicorn ``--preload``, uWSGI and Celery's prefork pool fork after the
 application has been imported, possibly while our threads hold a lock.  In
 the child only the forking thread exists; a lock held by any other thread at

@@ -20,13 +20,12 @@ import datetime
 import functools
 import itertools
 import logging
-import os
 import threading
 import time
-import weakref
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
+from . import _fork
 from ._future import Future
 from ._schedules import local_now
 from ._time import Delay as Seconds
@@ -72,10 +71,6 @@ class RefresherStatistics:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (``last_error`` stays the exception object)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
-
-
-# Instances to repair in a forked child; see _reinit_after_fork_in_child.
-_instances: weakref.WeakSet[PeriodicRefresher[Any]] = weakref.WeakSet()
 
 
 class PeriodicRefresher(Generic[T]):
@@ -170,7 +165,7 @@ class PeriodicRefresher(Generic[T]):
         self._failures_in_a_row = 0
         self._last_success: float | None = None
         self._last_error: BaseException | None = None
-        _instances.add(self)
+        _fork.track(self)  # repaired in a forked child: _after_fork_in_child
 
     def _init_lock(self) -> None:
         # Guards every mutable field: value, closed, _in_flight, the reload
@@ -406,20 +401,11 @@ class PeriodicRefresher(Generic[T]):
             self._in_flight = None
             return retry_in
 
-    def _reinit_in_child(self) -> None:
+    def _after_fork_in_child(self) -> None:
         # In a forked child no load is running: whoever held the lock or the
         # in-flight claim in the parent does not exist here.
         self._init_lock()
         self._in_flight = None
-
-
-def _reinit_after_fork_in_child() -> None:
-    for refresher in list(_instances):
-        refresher._reinit_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reinit_after_fork_in_child)
 
 
 def refreshed_every(

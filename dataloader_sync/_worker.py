@@ -28,12 +28,11 @@ import collections
 import enum
 import itertools
 import logging
-import os
 import threading
 import time
-import weakref
 from typing import Callable
 
+from . import _fork
 from ._time import Delay, check_callable, wait_timeout
 from ._time import seconds as _seconds
 
@@ -65,10 +64,6 @@ class WorkerState(enum.Enum):
     RUNNING = "running"
     STOPPING = "stopping"  # no current thread, but a retired one is finishing its unit
     GAVE_UP = "gave up"  # stopped after too many crashes; see last_error
-
-
-# Instances to repair in a forked child; see _reinit_after_fork_in_child.
-_instances: weakref.WeakSet[RestartableWorker] = weakref.WeakSet()
 
 
 class RestartableWorker:
@@ -135,7 +130,7 @@ class RestartableWorker:
         self._crash_times: collections.deque[float] = collections.deque()
         self._restart_count = 0
         self._last_error: BaseException | None = None
-        _instances.add(self)
+        _fork.track(self)  # repaired in a forked child: _after_fork_in_child
 
     def _init_locks(self) -> None:
         # Guards _current, _threads, _unit_running, _gave_up, _crash_times,
@@ -323,7 +318,7 @@ class RestartableWorker:
     def _end_unit(self, error: BaseException | None) -> None:
         with self._lock:
             # Not asserted True: a target that forks leaves its child here
-            # with the flag reset by _reinit_in_child.
+            # with the flag reset by _after_fork_in_child.
             self._unit_running = False
             if error is not None:
                 self._last_error = error
@@ -405,17 +400,9 @@ class RestartableWorker:
             logger.error("worker %s: more than %d crashes within %g s; giving up",
                          self._name, self._max_restarts, self._restart_window, exc_info=exc)
 
-    def _reinit_in_child(self) -> None:
+    def _after_fork_in_child(self) -> None:
         # In a forked child only the forking thread exists: none of the
         # worker's threads run, and the lock may have been held by one.
         self._init_locks()
         self._forget_threads()
 
-
-def _reinit_after_fork_in_child() -> None:
-    for worker in list(_instances):
-        worker._reinit_in_child()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reinit_after_fork_in_child)

@@ -51,3 +51,19 @@ def test_bench_refuses_bad_arguments():
     proc = _bench("--loaders", "5")
     assert proc.returncode != 0
     assert "--loaders" in proc.stderr
+
+
+def test_bench_hol_tiny_run_reports_every_policy_with_and_without_heavy_tasks(tmp_path):
+    out = tmp_path / "hol.json"
+    proc = _bench("--hol", "--hol-seconds", "0.3", "--hol-threads", "2",
+                  "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())["hol"]
+    runs = [(row["policy"], row["heavy"]) for row in report["rows"]]
+    assert runs == [(p, h) for p in ("fixed-4", "thread-per-task", "elastic") for h in (False, True)]
+    for row in report["rows"]:
+        assert row["errors"] == 0, row["first_error"]
+        assert row["light_tasks"] > 0
+        assert {"mean", "p50", "p99", "p999"} <= set(row["light_queue_wait_ms"]) & set(row["light_latency_ms"])
+    assert [t["policy"] for t in report["targets"]] == ["fixed-4", "thread-per-task", "elastic"]
+    assert "| policy" in proc.stdout and "target: elastic" in proc.stdout

@@ -58,6 +58,7 @@ def test_ScheduledExecutor_negative_delay_means_now(executor):
 def test_ScheduledExecutor_equal_due_times_run_in_submission_order():
     clock = FakeClock(1000.0)  # stands still: every task gets the same due time
     ex = ScheduledExecutor(name="test-order", max_workers=1, clock=clock)
+    ex._timer.executor.stuck_after = 3600  # one thread, even if a run is descheduled for a while
     try:
         order = []
         futures = [ex.schedule(order.append, 5, i) for i in range(30)]
@@ -361,22 +362,32 @@ def test_default_scheduled_executor_never_hangs_interpreter_exit():
     assert "exiting" in proc.stdout
 
 
-def test_ScheduledExecutor_runs_dropped_by_the_wrapped_executor_cancel_their_futures():
-    ex = ScheduledExecutor(name="test-dropped", max_workers=1)
-    gate = threading.Event()
-    blocker = ex.submit(gate.wait, WAIT)
+@pytest.mark.parametrize("owned", [True, False])
+def test_ScheduledExecutor_runs_dropped_by_the_wrapped_executor_cancel_their_futures(owned):
+    pool = None if owned else cf.ThreadPoolExecutor(1, thread_name_prefix="given-dropped")
+    ex = ScheduledExecutor(pool, name="test-dropped", max_workers=1)
+    if owned:
+        ex._timer.executor.stuck_after = 3600  # the one worker stays the only one
+    gate, started = threading.Event(), threading.Event()
+    blocker = ex.submit(lambda: (started.set(), gate.wait(WAIT)))
+    assert started.wait(WAIT)
     futures = [ex.schedule(lambda: "ran", 0) for _ in range(5)]
     deadline = time.monotonic() + WAIT
     while ex.queued_count < 5 and time.monotonic() < deadline:  # all due, waiting for the one worker
         gate.wait(0.001)
     assert ex.queued_count == 5
-    ex.shutdown(wait=False, cancel_futures=True)
+    if owned:
+        ex.shutdown(wait=False, cancel_futures=True)
+    else:
+        pool.shutdown(wait=False, cancel_futures=True)
     gate.set()
-    assert blocker.result(timeout=WAIT) is True
+    assert blocker.result(timeout=WAIT) == (None, True)
     done, not_done = cf.wait(futures, timeout=WAIT)
     assert not not_done and all(f.cancelled() for f in futures)  # none hangs
     assert ex.queued_count == 0
     ex.shutdown(wait=True)
+    if pool is not None:
+        pool.shutdown(wait=True)
 
 
 @pytest.mark.parametrize("periodic", [False, True])
@@ -673,12 +684,11 @@ def test_ScheduledExecutor_statistics_is_a_frozen_snapshot(executor):
 def test_ScheduledExecutor_statistics_window_is_bounded(executor):
     from dataloader_sync._executor_statistics import WINDOW
 
-    for _ in range(WINDOW + 50):
-        executor.submit(lambda: None)
-    executor.submit(lambda: None).result(timeout=WAIT)
-    assert executor.submit(lambda: None).result(timeout=WAIT) is None
+    futures = [executor.submit(lambda: None) for _ in range(WINDOW + 50)]
+    _, not_done = cf.wait(futures, timeout=WAIT)
+    assert not not_done
     stats = executor.statistics()
-    assert stats.run_time.count >= WINDOW + 51
+    assert stats.run_time.count == WINDOW + 50
     assert len(executor._timer.run_time.samples) == WINDOW
 
 

@@ -31,6 +31,7 @@ that concurrent requests keep alive (the cyclic GC walks them).
     python tools/bench.py --gc-threshold 50000 # the same with fewer cyclic-GC passes (see the header's gc line)
     python tools/bench.py --micro --scaling    # per-operation costs and their shape (tools/bench_micro.py)
     python tools/bench.py --value-cache        # value-cache costs per key; the Bench shape on a shared Redis
+    python tools/bench.py --hol                # head-of-line blocking in the shared executor (tools/bench_hol.py)
     python tools/bench.py --json out.json      # the same figures as JSON too
 """
 from __future__ import annotations
@@ -346,6 +347,12 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     p.add_argument("--value-cache", action="store_true",
                    help="value-cache costs per key and the Bench shape across two processes sharing Redis "
                         "(tools/bench_value_cache.py; needs redis-server and redis-py)")
+    p.add_argument("--hol", action="store_true",
+                   help="head-of-line blocking: light ticks beside rare heavy tasks, per executor policy "
+                        "(tools/bench_hol.py)")
+    p.add_argument("--hol-seconds", type=float, default=30.0, help="seconds per --hol run (6 runs)")
+    p.add_argument("--hol-threads", type=int, default=16, help="request threads of --hol")
+    p.add_argument("--hol-heavy-every", type=int, default=1000, help="1 batch call in N is heavy (1-4 s)")
     args = p.parse_args(argv)
     args.explicit = args.variants is not None
     if args.quick:
@@ -361,6 +368,8 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
             p.error(f"--{name.replace('_', '-')} must be > 0")
     if args.gc_threshold is not None and args.gc_threshold < 0:
         p.error("--gc-threshold must be >= 0 (0 disables the cyclic GC)")
+    if args.hol_seconds <= 0 or args.hol_threads <= 0 or args.hol_heavy_every <= 0:
+        p.error("--hol-seconds, --hol-threads and --hol-heavy-every must be > 0")
     if args.io_ms < 0 or args.depth < 0 or args.warmup < 0:
         p.error("--io-ms, --depth and --warmup must be >= 0")
     if args.loaders < bw.FIELDS + 3:
@@ -382,7 +391,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.value_cache:
         import bench_value_cache
         report["value_cache"] = bench_value_cache.run(args)
-    if not (args.micro or args.scaling or args.value_cache) or args.explicit:
+    if args.hol:
+        import bench_hol
+        report["hol"] = bench_hol.hol(seconds=args.hol_seconds, threads=args.hol_threads,
+                                      heavy_every=args.hol_heavy_every)
+    if not (args.micro or args.scaling or args.value_cache or args.hol) or args.explicit:
         report.update(end_to_end(args))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
