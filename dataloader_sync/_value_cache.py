@@ -28,6 +28,7 @@ from __future__ import annotations
 import abc
 import enum
 import logging
+import os
 import threading
 import time
 import weakref
@@ -113,6 +114,9 @@ class _FailureLog:
         self.interval = interval
         self.clock = clock
         self._lock = threading.Lock()  # guards _states (and the lists in it)
+        if hasattr(os, "register_at_fork"):  # a lock held by another thread at fork stays held in the child
+            ref = weakref.ref(self)
+            os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
         # id(cache) -> [ref() -> cache, last warning time or None, failures not yet reported, failing]
         self._states: Dict[int, List[Any]] = {}
 
@@ -162,6 +166,12 @@ class _FailureLog:
             state[3] = False
             suppressed, state[2] = state[2], 0
         _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
+
+
+def _reset_lock(ref: "weakref.ref[_FailureLog]") -> None:
+    log = ref()
+    if log is not None:
+        log._lock = threading.Lock()
 
 
 class _Strong:

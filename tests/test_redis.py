@@ -5,6 +5,7 @@ persistence; every test starts from an empty database.
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 import datetime
 import json
 import logging
@@ -342,3 +343,69 @@ def test_RedisValueCache_server_that_stops_answering_delays_a_load_by_the_client
         assert len(warnings_of(caplog)) == 1 and "Timeout" in warnings_of(caplog)[0].exc_text
     finally:
         c.close()
+
+
+# -- threads and forks ----------------------------------------------------------------------------
+def test_RedisValueCache_one_instance_serves_many_threads(client):
+    vc = RedisValueCache(client, prefix="th:")
+    batch_keys: List[Any] = []
+    lock = threading.Lock()
+
+    def batch(keys):
+        with lock:
+            batch_keys.extend(keys)
+        return [{"key": k} for k in keys]
+
+    def request(i: int) -> List[Any]:
+        loader = DataLoader(batch, value_cache=vc)
+        keys = [(i + j) % 40 for j in range(10)]
+        return [v["key"] for v in load_all(loader, keys)] == keys
+
+    with cf.ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(request, range(200)))
+    assert set(batch_keys) == set(range(40))  # every key loaded; after the first writes, from Redis
+    assert len(batch_keys) < 200 * 10
+
+
+FORKS = textwrap.dedent("""
+    import os, sys
+    import redis
+    from dataloader_sync import DataLoader
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    vc = RedisValueCache(client, prefix="fork:")
+    def load(keys, calls=[]):
+        calls.append(list(keys))
+        return [k * 10 for k in keys]
+    def request(keys):
+        loader = DataLoader(load, value_cache=vc)
+        many = loader.load_many(keys)
+        loader.dispatch()
+        return many.result(10)
+    assert request([1, 2]) == [10, 20]  # the parent's pool holds a connection now
+    bad = 0
+    for i in range(30):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ok = request([1, 2, 100 + i]) == [10, 20, (100 + i) * 10]
+                ok = ok and load.__defaults__[0][-1] == [100 + i]  # 1 and 2 came from Redis
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        bad += status != 0
+    assert request([1, 2]) == [10, 20]  # the parent's connection still works
+    print(bad)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_RedisValueCache_works_in_forked_children(redis_server, client):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", FORKS, str(redis_server.port)], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"  # no child failed
+    assert client.exists(*[f"fork:{100 + i}" for i in range(30)]) == 30

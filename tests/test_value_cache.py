@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import logging
+import os
 import threading
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -426,3 +427,35 @@ def test_FailureLog_warns_again_after_the_interval_with_the_count_in_between(cap
     other = DictValueCache()  # another cache has its own budget
     log.failed(other, "get_values", ConnectionError("down"))
     assert len(warnings_of(caplog)) == 3
+
+
+FORK_WHILE_LOCKED = """
+import os, signal, sys
+from dataloader_sync import _value_cache
+
+log = _value_cache.FAILURES
+bad = 0
+for _ in range(20):
+    with log._lock:  # held at the fork, as by another thread logging a failure
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(2)  # a child stuck on the inherited lock dies instead of hanging
+            log.failed(object(), "get_values", ConnectionError("down"))
+            os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    bad += status != 0
+print(bad)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_FailureLog_works_in_a_child_forked_while_its_lock_was_held():
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", FORK_WHILE_LOCKED], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
