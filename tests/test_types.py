@@ -2,8 +2,8 @@
 
 The typed usage itself is checked by mypy and pyright on tests/type_tests/
 (see .ci/run); this module checks what a type checker cannot: that every
-``__init__`` overload offers every parameter of the implementation, with the
-same kind and default, so a parameter added to the implementation alone
+``__init__`` overload offers every parameter of the implementation, keyword-only
+and optional where it is, so a parameter added to the implementation alone
 fails here instead of being refused to typed users.
 """
 from __future__ import annotations
@@ -46,10 +46,11 @@ def test_DataLoader_init_overloads_carry_every_parameter_of_the_implementation()
         got = _keyword_params(fn)
         assert [name for name, _, _ in got] == [name for name, _, _ in expected], ast.unparse(fn.args)
         for (name, _, default), (_, _, want) in zip(got, expected):
-            if name == "pass_env":  # Literal[False] = False, or Literal[True] (required)
-                assert default in ("False", "<required>")
-            else:
-                assert default == want, f"{name}: overload default {default}, implementation {want}"
+            if name == "pass_env":  # Literal[False] = ..., or Literal[True] (required)
+                assert default in ("...", "<required>")
+            else:  # optional where the implementation has a default (typeshed's "= ...")
+                assert (default == "<required>") == (want == "<required>"), name
+                assert default in ("...", want), f"{name}: overload default {default}, implementation {want}"
         assert [a.arg for a in fn.args.args] == ["self", "batch_load_fn"]
 
 
