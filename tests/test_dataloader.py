@@ -1867,18 +1867,29 @@ def test_DataLoader_then_chain_dispatches_each_loader_as_the_chain_reaches_it():
 
 
 def test_DataLoader_then_chain_completed_on_another_thread_wakes_the_waiter_to_dispatch_the_next_loader():
-    waiter_thread: List[str] = []
+    dispatched_on: List[str] = []
+
+    def first(keys: List[int]) -> List[int]:
+        wait_until_blocked_on(chained)  # the chain moves on while the waiter sleeps
+        return list(keys)
 
     def second(keys: List[int]) -> List[int]:
-        waiter_thread.append(threading.current_thread().name)
+        dispatched_on.append(threading.current_thread().name)
         return [k * 2 for k in keys]
 
+    got: "queue.Queue[Any]" = queue.Queue()
     with cf.ThreadPoolExecutor(1, thread_name_prefix="test-chain-pool") as pool:
-        a = DataLoader(lambda keys: list(keys), executor=pool)
+        a = DataLoader(first, executor=pool)
         b = DataLoader(second)  # no executor: dispatched on the thread that blocks
         chained = a.load(21).then(b.load)
-        assert chained.result(timeout=TIMEOUT) == 42
-    assert waiter_thread == [threading.current_thread().name]
+        waiter = threading.Thread(target=lambda: got.put(chained.result()), name="test-chain-waiter")
+        waiter.start()
+        try:
+            assert got.get(timeout=TIMEOUT) == 42  # no timeout in result(): only a wake-up gets it there
+        finally:
+            b.dispatch()  # if the waiter was never woken, let it finish
+            waiter.join(TIMEOUT)
+    assert dispatched_on == ["test-chain-waiter"]
 
 
 def test_DataLoader_result_from_a_worker_thread_on_a_load_queued_by_another_thread():
@@ -1955,6 +1966,19 @@ def test_DataLoader_prime_with_a_pending_load_of_another_loader_dispatches_it_on
     assert calls == [["from source"]]
 
 
+def wait_until_blocked_on(fut: Future) -> None:
+    """Return once a thread sleeps in fut.result()/exception() (on its Blocker; CPython internals)."""
+    from dataloader_sync._demand import Blocker
+
+    deadline = time.monotonic() + TIMEOUT
+    pause = threading.Event()
+    while time.monotonic() < deadline:
+        if any(type(w) is Blocker and w._cond._waiters for w in list(fut._w or ())):
+            return
+        pause.wait(0.001)
+    raise AssertionError("no thread started waiting")
+
+
 def test_DataLoader_a_cancelled_load_wakes_a_thread_blocked_on_it():
     release, started = threading.Event(), threading.Event()
 
@@ -1977,6 +2001,7 @@ def test_DataLoader_a_cancelled_load_wakes_a_thread_blocked_on_it():
         t = threading.Thread(target=wait, name="test-cancel-waiter")
         t.start()
         assert started.wait(TIMEOUT)  # the waiter dispatched; the batch blocks on the pool
+        wait_until_blocked_on(chained)
         assert chained.cancel()
         assert isinstance(outcome.get(timeout=TIMEOUT), cf.CancelledError)  # woken, not after TIMEOUT
         release.set()
