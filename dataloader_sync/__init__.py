@@ -19,6 +19,7 @@ from ._future import Future as Future
 from ._future import completed_future as completed_future
 from ._future import failed_future as failed_future
 from ._future import gather as gather
+from ._gc import tune_gc as tune_gc
 from ._instrumentation import ChainedInstrumentation as ChainedInstrumentation
 from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumentation
 from ._instrumentation import (
@@ -80,4 +81,5 @@ __all__ = [
     "gather",
     "get_default_scheduled_executor",
     "refreshed_every",
+    "tune_gc",
 ]

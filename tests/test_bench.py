@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
-VARIANTS = ["floor", "single-tick", "per-loader-chains", "n-plus-one"]
+VARIANTS = ["floor", "floor-ours", "single-tick", "per-loader-chains", "n-plus-one"]
 ROW_KEYS = {"variant", "status", "notes", "requests", "warmup_requests", "errors", "first_error", "throughput_rps",
-            "latency_p50_ms", "latency_p99_ms", "batch_calls_per_request", "process_cpu_ms_per_request"}
+            "latency_p50_ms", "latency_p99_ms", "batch_calls_per_request", "process_cpu_ms_per_request",
+            "gc_collections_per_request", "gc_collections_per_request_by_generation"}
 SCHEDULER_KEYS = {"scheduled_tasks_per_request", "queue_peak", "queue_end", "timer_cpu_ms_per_request",
                   "tick_worker_cpu_ms_per_request"}
 
@@ -33,7 +34,7 @@ def test_bench_tiny_run_writes_every_variant_with_zero_errors(tmp_path):
     graphql_integration = importlib.util.find_spec("dataloader_sync.graphql") is not None
     for name, row in rows.items():
         if row["status"] == "skipped":  # only ours may be skipped, and only without the integration
-            assert name in ("single-tick", "per-loader-chains") and not graphql_integration, row
+            assert name in ("single-tick", "per-loader-chains", "floor-ours") and not graphql_integration, row
             continue
         assert row["status"] == "ran"
         assert ROW_KEYS <= set(row), name
@@ -67,3 +68,18 @@ def test_bench_hol_tiny_run_reports_every_policy_with_and_without_heavy_tasks(tm
         assert {"mean", "p50", "p99", "p999"} <= set(row["light_queue_wait_ms"]) & set(row["light_latency_ms"])
     assert [t["policy"] for t in report["targets"]] == ["fixed-4", "thread-per-task", "elastic"]
     assert "| policy" in proc.stdout and "target: elastic" in proc.stdout
+
+
+def test_bench_gc_freeze_freezes_the_heap_and_reports_both_floors(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = _bench("--requests", "10", "--concurrency", "1", "--io-ms", "0", "--items", "3", "--depth", "1",
+                  "--loaders", "20", "--gc-freeze", "--gc-threshold", "100000", "--json", str(out),
+                  "--variants", "floor", "floor-ours", "single-tick")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["environment"]["gc_frozen"] > 1000 and report["environment"]["gc_threshold"][0] == 100000
+    targets = [t["target"] for t in report["targets"]]
+    if importlib.util.find_spec("dataloader_sync.graphql") is not None:
+        assert any("tuned GC" in t and t.endswith("single-tick / floor") for t in targets), targets
+        assert any(t.endswith("single-tick / floor-ours") for t in targets), targets
+    assert "GC/req" in proc.stdout

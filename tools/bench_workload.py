@@ -231,19 +231,27 @@ def _then_future(fut: Any, fn: Callable) -> Any:
 
 
 class PlainVariant(Variant):
-    """No loaders: ``floor`` returns values at once; ``n-plus-one`` does one I/O per loaded value, inline."""
+    """No loaders: ``floor`` returns values at once; ``n-plus-one`` does one I/O per loaded value, inline;
+    ``floor-ours`` is ``floor`` run through DataLoaderExecutionContext (the execution's own cost)."""
+
+    execution_context_class: Any = None
 
     def __init__(self, w: "Workload", name: str) -> None:
         super().__init__(w)
         self.name = name
-        io: Callable[[Any], Any] = (lambda v: v) if name == "floor" else w.io.io
+        if name == "floor-ours":
+            from dataloader_sync.graphql import DataLoaderExecutionContext
+            self.execution_context_class = DataLoaderExecutionContext
+        io: Callable[[Any], Any] = (lambda v: v) if name in ("floor", "floor-ours") else w.io.io
         if name == "n-plus-one":
             self.notes.append("one time.sleep per loaded value on the request thread (no batching, no cache)")
         self.schema = build_schema(w.root_items, lambda i: lambda item, info: io(item), lambda item, info: item,
                                    lambda item, info: io(io(item)), lambda item, info: _children_of(io(item)))
 
     def run_one(self) -> graphql.ExecutionResult:
-        return graphql.execute_sync(self.schema, self.w.document)
+        if self.execution_context_class is None:
+            return graphql.execute_sync(self.schema, self.w.document)
+        return graphql.execute_sync(self.schema, self.w.document, execution_context_class=self.execution_context_class)
 
 
 class SyncDataLoadersVariant(Variant):
