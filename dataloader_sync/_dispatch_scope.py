@@ -14,6 +14,13 @@ This is what lets ``DataLoaderExecutionContext`` batch loads without a
 registry: it installs a scope for the duration of the execution and dispatches
 the loaders it was told about when it has nothing else to do.
 
+A scope may also have a ``dispatches_itself`` attribute: while it is true,
+its owner will dispatch the loaders it was told of itself (an execution at
+work on a level dispatches them when the level's resolvers are done), so a
+ticker-mode registry's tick leaves a loader whose current queue that scope
+was told of to it, instead of splitting the level into several batches.  An
+explicit ``dispatch_all()`` does not look at it.
+
 Guarantees:
 - The scope lives in a ``contextvars.ContextVar``: threads and asyncio tasks
   each see their own; nothing is shared by accident between requests.

@@ -226,7 +226,12 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         walk = self._walk_queued()
         try:
             for name, loader in walk:
-                if self._should_dispatch(name, loader):
+                told = loader._told
+                if told is not None and getattr(told, "dispatches_itself", False):
+                    # A GraphQL execution at work will dispatch it at the end of
+                    # its level (see _dispatch_scope): one batch per level.
+                    refused.append(name)
+                elif self._should_dispatch(name, loader):
                     try:
                         loader.dispatch_count()
                     except Exception:

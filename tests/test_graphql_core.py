@@ -618,13 +618,15 @@ BENCH_QUERY = "{ items { id %s late children { id %s late children { id %s late 
     (" ".join(f"f{i}" for i in range(10)),) * 3)
 
 
-def test_bench_shape_on_a_ticker_registry_gives_one_batch_per_loader_per_level() -> None:
+@pytest.mark.parametrize("schedule", [60.0, 0.001])
+def test_bench_shape_on_a_ticker_registry_gives_one_batch_per_loader_per_level(schedule: float) -> None:
+    """With a long schedule, and with one far shorter than a level: a tick leaves the loaders
+    an execution at work was told of to it (it dispatches them when the level is done)."""
     recorders = {i: Recorder(lambda k, i=i: f"{i}:{k}") for i in range(200)}
     recorders[100] = Recorder(lambda k: k + 1000)
     recorders[150] = Recorder(lambda key: [] if key[1] == 3 else [
         {"id": key[0] * 1000 + j, "depth": key[1] + 1} for j in (1, 2)])
-    # A long schedule: the ticker must not split a level while the request thread is busy.
-    with ScheduledDataLoaderRegistry(ticker_mode=True, schedule=60.0, dispatch_predicate=DISPATCH_NEVER) as reg:
+    with ScheduledDataLoaderRegistry(ticker_mode=True, schedule=schedule, dispatch_predicate=DISPATCH_NEVER) as reg:
         for i in range(200):
             reg.register(f"loader-{i}", DataLoader(recorders[i], name=f"loader-{i}"), predicate=DISPATCH_ALWAYS)
         context = {f"loader-{i}": reg[f"loader-{i}"] for i in range(200)}

@@ -546,3 +546,31 @@ def test_ScheduledDataLoaderRegistry_a_blocking_wait_dispatches_its_own_loader_w
     assert not other.done() and registry["b"].dispatch_depth == 1  # other loaders are left to the registry
     assert executor.pending_count == 1  # the ticker goes on as scheduled
     registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_tick_leaves_a_loader_to_a_scope_that_dispatches_itself(executor):
+    from dataloader_sync._dispatch_scope import using_scope
+
+    class Execution:
+        """A dispatch scope at work on a level (as DataLoaderExecutionContext's)."""
+
+        dispatches_itself = True
+
+        def loader_queued(self, loader):
+            pass
+
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR, ticker_mode=True)
+    registry.register("mine", id_loader()).register("other", id_loader())
+    scope = Execution()
+    with using_scope(scope):
+        mine = registry["mine"].load(1)
+    other = registry["other"].load(2)  # queued outside any scope
+    registry._tick()
+    assert other.result(timeout=WAIT) == 2 and not mine.done()  # left to the execution
+    scope.dispatches_itself = False  # the execution waits (or ended): the tick takes over
+    registry._tick()
+    assert mine.result(timeout=WAIT) == 1
+    with using_scope(Execution()):
+        again = registry["mine"].load(3)
+    assert registry.dispatch_all_with_count() == 1 and again.result(timeout=WAIT) == 3  # explicit: never left
+    registry.close()

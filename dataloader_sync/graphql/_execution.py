@@ -277,6 +277,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 raise run.root_error
             return data
         finally:
+            run.scope.dispatches_itself = False  # ended: loads it left queued are the ticks' again
             reset_scope(token)
             self._run = None
 

@@ -48,7 +48,7 @@ class _Scope:
     request thread calls ``take``.
     """
 
-    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting")
+    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting", "dispatches_itself")
 
     def __init__(self) -> None:
         # _lock guards _ready, _loaders and _waiting.
@@ -58,6 +58,13 @@ class _Scope:
         self._ready: List[Any] = []  # placeholders whose future is done, in completion order
         self._loaders: Dict[Any, None] = {}  # loaders with newly queued keys (an ordered set)
         self._waiting = False  # the request thread is in take(), waiting
+        # True while the request thread runs the execution (not while it waits,
+        # not once it ended): it dispatches the loaders it was told of itself,
+        # at the end of the level, so a registry's tick leaves them to it (see
+        # _dispatch_scope).  Written by the request thread only; ticks read it
+        # without a lock — a stale answer is harmless, because the execution
+        # dispatches every queued key (its sweep) before it starts waiting.
+        self.dispatches_itself = True
 
     def loader_queued(self, loader: Any) -> None:
         """A load queued a new key in *loader* (called by ``DataLoader`` in this scope)."""
@@ -93,12 +100,16 @@ class _Scope:
 
         Returns False when the time ran out with nothing reported.
         """
-        with self._lock:
-            self._waiting = True
-            try:
-                return self._changed.wait_for(self._has_news, timeout)
-            finally:
-                self._waiting = False
+        self.dispatches_itself = False  # waiting: a tick may dispatch what is queued now
+        try:
+            with self._lock:
+                self._waiting = True
+                try:
+                    return self._changed.wait_for(self._has_news, timeout)
+                finally:
+                    self._waiting = False
+        finally:
+            self.dispatches_itself = True
 
     def _has_news(self) -> bool:
         return bool(self._ready or self._loaders)
