@@ -2089,3 +2089,32 @@ def test_DataLoader_threads_blocking_on_chains_while_others_dispatch_lose_no_key
     for _, calls in loaders:
         loaded = [k for call in calls for k in call]
         assert len(loaded) == len(set(loaded))  # cached: no key loaded twice
+
+
+def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_sleeps():
+    from dataloader_sync._demand import _DrivingEvent
+
+    def waiting_in_cf_wait() -> bool:
+        return any(isinstance(getattr(w, "event", None), _DrivingEvent) and w.event._cond._waiters
+                   for w in list(chained._w or ()))
+
+    def first(keys: List[int]) -> List[int]:
+        pause = threading.Event()
+        deadline = time.monotonic() + TIMEOUT
+        while not waiting_in_cf_wait() and time.monotonic() < deadline:
+            pause.wait(0.001)
+        return list(keys)
+
+    got: "queue.Queue[Any]" = queue.Queue()
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-wait-chain-pool") as pool:
+        a = DataLoader(first, executor=pool)
+        b, b_calls = id_loader()
+        chained = a.load(7).then(b.load)
+        waiter = threading.Thread(target=lambda: got.put(cf.wait([chained])), name="test-wait-chain")
+        waiter.start()
+        try:
+            done, _ = got.get(timeout=TIMEOUT)
+        finally:
+            b.dispatch()  # if the waiter was never woken, let it finish
+            waiter.join(TIMEOUT)
+    assert done == {chained} and chained.result(0) == 7 and b_calls == [[7]]
