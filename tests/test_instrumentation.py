@@ -539,3 +539,29 @@ def test_DataLoader_instrumentation_begin_batch_sets_context_the_batch_function_
                             instrumentation=SetsRequestId())
         assert contextvars.copy_context().run(request, loader) == "r1"  # nothing leaked back
     assert [rid for _, rid in seen] == ["batch of r1"]
+
+
+def test_ScheduledDataLoaderRegistry_tick_runs_batches_in_the_context_of_the_request_that_armed_it():
+    seen: List[Tuple[str, str]] = []
+    ticked = threading.Event()
+
+    def batch(keys):
+        seen.append((threading.current_thread().name, REQUEST_ID.get()))
+        ticked.set()
+        return list(keys)
+
+    with ScheduledExecutor(name="test-tick-context") as executor:
+        def request():
+            REQUEST_ID.set("r1")
+            with ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True,
+                                             schedule=0.001) as registry:
+                loader = DataLoader(batch)
+                registry.register("late", loader)
+                registry.dispatch_all()  # nothing queued: arms the tick, in this context
+                future = loader.load("k")  # only a tick dispatches this one
+                assert ticked.wait(timeout=10)  # (result() alone could dispatch it here)
+                return future.result(timeout=10)
+
+        assert contextvars.copy_context().run(request) == "k"
+    [(thread, request_id)] = seen
+    assert thread != threading.current_thread().name and request_id == "r1"

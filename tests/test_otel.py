@@ -27,6 +27,8 @@ from dataloader_sync import (  # noqa: E402
     DataLoaderInstrumentation,
     DataLoaderRegistry,
     Future,
+    ScheduledDataLoaderRegistry,
+    ScheduledExecutor,
 )
 from dataloader_sync.otel import OpenTelemetryInstrumentation  # noqa: E402
 
@@ -147,6 +149,32 @@ def test_OpenTelemetryInstrumentation_concurrent_requests_each_get_their_own_par
     for i, parent in enumerate(parents):
         [span] = spans_named(exporter, f"dataloader.batch loader-{i}")
         assert span.parent.span_id == parent
+
+
+def test_OpenTelemetryInstrumentation_parent_from_a_registry_tick_is_the_span_that_armed_it(
+        exporter, instrumentation, tracer):
+    ticked = threading.Event()
+    threads = []
+
+    def batch(keys):
+        threads.append(threading.current_thread())
+        ticked.set()
+        return list(keys)
+
+    with ScheduledExecutor(name="test-otel") as executor:
+        with tracer.start_as_current_span("request") as request:
+            with ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=0.001,
+                                             instrumentation=instrumentation) as registry:
+                loader = DataLoader(batch)
+                registry.register("late", loader)
+                registry.dispatch_all()  # nothing queued: arms the tick, in the request's context
+                future = loader.load("k")  # only a tick dispatches this one
+                assert ticked.wait(timeout=10)  # (result() alone could dispatch it here)
+                assert future.result(timeout=10) == "k"
+    assert threads and threading.current_thread() not in threads
+    [span] = spans_named(exporter)
+    assert span.name == "dataloader.batch late"
+    assert span.parent is not None and span.parent.span_id == request.get_span_context().span_id
 
 
 def _raises(keys):
