@@ -67,6 +67,7 @@ from ._batch import (
 )
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
+from ._executor import ScheduledExecutor
 from ._future import Future, _copy_outcome, completed_future, failed_future, gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
@@ -879,13 +880,20 @@ class DataLoader(Generic[K, V]):
         """The batch call in a copy of this thread's context: ``begin_batch`` runs
         in it first (what it sets there, the batch function sees), then the
         batch function, here or on the executor."""
-        context = contextvars.copy_context()
         instrumentation = self._instrumentation
+        executor = self._executor
+        if instrumentation is None and isinstance(executor, ScheduledExecutor):
+            return executor.submit(self._batch_load_fn, *args)  # it runs tasks in a copy of this context
+        context = contextvars.copy_context()
         if instrumentation is not None:
             batch.instr_context = context.run(_instr.begin_batch, instrumentation, self, keys, env)
-        if self._executor is None:
+        if executor is None:
             return context.run(self._batch_load_fn, *args)
-        return self._executor.submit(context.run, self._batch_load_fn, *args)
+        if isinstance(executor, ScheduledExecutor):
+            # Submitted from inside our context, which it copies: the task is
+            # the batch function itself, so its slow-task log names it.
+            return context.run(executor.submit, self._batch_load_fn, *args)
+        return executor.submit(context.run, self._batch_load_fn, *args)
 
     def _end_batch(self, batch: _Queue, result: Any, error: Optional[BaseException]) -> None:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""

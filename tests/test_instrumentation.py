@@ -9,6 +9,7 @@ import threading
 from typing import Any, List, Optional, Tuple
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync import (
     MISSING,
@@ -565,3 +566,37 @@ def test_ScheduledDataLoaderRegistry_tick_runs_batches_in_the_context_of_the_req
         assert contextvars.copy_context().run(request) == "k"
     [(thread, request_id)] = seen
     assert thread != threading.current_thread().name and request_id == "r1"
+
+
+@pytest.mark.parametrize("instrumented", [False, True])
+def test_DataLoader_batch_on_a_ScheduledExecutor_is_the_task_its_slow_task_log_names(instrumented, caplog):
+    clock = FakeClock(1000.0)
+    seen: List[str] = []
+
+    class SetsRequestId(DataLoaderInstrumentation):
+        def begin_batch(self, loader, keys, environment):
+            REQUEST_ID.set(f"batch of {REQUEST_ID.get()}")
+            return None
+
+    def load_users(keys):
+        seen.append(REQUEST_ID.get())
+        clock.advance(2.5)  # this batch "takes" 2.5 s
+        return list(keys)
+
+    executor = ScheduledExecutor(name="test-slow-batch", clock=clock, slow_task_threshold=1.0)
+    loader = DataLoader(load_users, executor=executor, instrumentation=SetsRequestId() if instrumented else None)
+
+    def request():
+        REQUEST_ID.set("r1")
+        future = loader.load(1)
+        loader.dispatch()
+        return future.result(timeout=10)
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+            assert contextvars.copy_context().run(request) == 1
+    finally:
+        executor.shutdown()
+    assert seen == ["batch of r1" if instrumented else "r1"]
+    [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "load_users took 2.500 s" in warning
