@@ -152,17 +152,22 @@ def _timed(case: Callable[[], float]) -> float:
 
 
 # -- more cases ------------------------------------------------------------------------------------
-def _dispatch_count_100() -> float:
-    """``dispatch_count()`` of 100 keys queued by ``load()`` (no gather callbacks, as SyncDataLoader's)."""
+def _dispatch_100(make: Callable[[], Any], dispatch: str) -> float:
+    """Seconds per ``loader.<dispatch>()`` of 100 keys queued by ``load()``, on fresh loaders."""
     total = 0.0
     for _ in range(200):
-        loader = DataLoader(_echo)
+        loader = make()
         for k in range(100):
             loader.load(k)
         t = time.perf_counter()
-        loader.dispatch_count()
+        getattr(loader, dispatch)()
         total += time.perf_counter() - t
     return total / 200
+
+
+def _dispatch_count_100() -> float:
+    """``dispatch_count()`` of 100 keys queued by ``load()`` (no gather callbacks, as SyncDataLoader's)."""
+    return _dispatch_100(lambda: DataLoader(_echo), "dispatch_count")
 
 
 def _dgs_registry(executor: ScheduledExecutor, loaders: int = 200) -> ScheduledDataLoaderRegistry:
@@ -212,15 +217,7 @@ def _gsd_cases(overhead: float) -> List[Any]:
         return (time.perf_counter() - t) / 100_000
 
     def dispatch() -> float:
-        total = 0.0
-        for _ in range(200):
-            loader = SyncDataLoader(_echo)
-            for k in range(100):
-                loader.load(k)
-            t = time.perf_counter()
-            loader.dispatch_queue()
-            total += time.perf_counter() - t
-        return total / 200
+        return _dispatch_100(lambda: SyncDataLoader(_echo), "dispatch_queue")
 
     return [("SyncDataLoader.load, cached", _timed(per_op(lambda: load(1), 200_000)) - overhead),
             ("SyncDataLoader.load, queued", _timed(queued)),
