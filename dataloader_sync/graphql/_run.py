@@ -1,7 +1,7 @@
 """Placeholders, the positions they stand for, and one execution's loop state.
 
 Guarantees:
-- A ``_Pending`` is what the result holds at a position whose value waits for
+- A ``Pending`` is what the result holds at a position whose value waits for
   a future; it carries exactly the arguments graphql-core's ``complete_value``
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
@@ -11,7 +11,7 @@ Guarantees:
   ``info`` is the resolve info of the field that holds it.  ``levels()`` turns
   a field's info and a position into the ``(path, type)`` pairs that
   graphql-core's own error handling visits (field, then list items).
-- ``_Run`` is touched by the request thread only; only its ``scope`` is shared.
+- ``Run`` is touched by the request thread only; only its ``scope`` is shared.
 """
 from __future__ import annotations
 
