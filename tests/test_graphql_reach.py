@@ -299,3 +299,27 @@ def test_a_33_prerelease_is_refused_when_dataloader_sync_graphql_is_imported() -
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "does not support graphql-core 3.3.0a12" in out.stdout and "3.3.0rc1" in out.stdout
+
+
+def test_a_coroutine_delivered_by_a_loader_future_fails_its_field(never_awaited) -> None:
+    schema = build_schema("type Query { a: String xs: [String] }")
+    loader = DataLoader(lambda keys: [_async_value(k) for k in keys])
+    schema.query_type.fields["a"].resolve = lambda _s, _i: loader.load("a")
+    schema.query_type.fields["xs"].resolve = lambda _s, _i: loader.load_many(["x", "y"])
+    result = run(schema, "{ a xs }")
+    assert result.data == {"a": None, "xs": [None, None]}
+    assert _errors(result) == [(REFUSED, ("a",)), (REFUSED, ("xs", 0)), (REFUSED, ("xs", 1))]
+
+
+def test_an_asyncio_future_is_refused_too() -> None:
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    try:
+        schema = build_schema("type Query { a: String }")
+        schema.query_type.fields["a"].resolve = lambda _s, _i: loop.create_future()
+        result = run(schema, "{ a }")
+    finally:
+        loop.close()
+    assert result.data == {"a": None}
+    assert _errors(result) == [(REFUSED, ("a",))]
