@@ -807,3 +807,32 @@ def test_a_chain_that_completes_after_its_level_lands_in_its_field() -> None:
     # level 1: late's first load and box.a; the chained load is made by that batch's
     # callback, so it joins level 2 (box.kids.a): one batch per level
     assert [len(c) for c in calls] == [2, 3]
+
+
+# -- a resolver that blocks on a load (sync on demand) -------------------------------------------
+
+
+def test_a_resolver_blocking_on_a_then_chain_gets_its_value_and_the_level_still_batches() -> None:
+    schema = build_schema("""
+        type Query { items: [Item] }
+        type Item { id: Int, label: String, tags: [String] }
+    """)
+    recorders = {name: Recorder(fn) for name, fn in
+                 (("items", lambda k: {"id": k}), ("labels", lambda k: f"label {k}"),
+                  ("owners", lambda k: k * 100), ("tags", lambda k: [f"tag {k}"]))}
+    loaders = {name: DataLoader(rec, name=name) for name, rec in recorders.items()}
+
+    def resolve_label(item: Any, info: Any) -> Any:
+        # blocks on a chain through two loaders: each is dispatched as the chain reaches it
+        chain = loaders["owners"].load(item["id"]).then(lambda owner: loaders["labels"].load(owner))
+        return chain.result(timeout=10)
+
+    schema.query_type.fields["items"].resolve = lambda _root, info: [loaders["items"].load(i) for i in (1, 2)]
+    item_fields = schema.type_map["Item"].fields
+    item_fields["label"].resolve = resolve_label
+    item_fields["tags"].resolve = lambda item, info: loaders["tags"].load(item["id"])
+    result = run(schema, "{ items { id label tags } }")
+    assert result.errors is None
+    assert result.data == {"items": [{"id": i, "label": f"label {i * 100}", "tags": [f"tag {i}"]} for i in (1, 2)]}
+    assert recorders["tags"].calls == [[1, 2]]  # the level's other loads: one batch
+    assert recorders["owners"].calls == [[1], [2]] and recorders["labels"].calls == [[100], [200]]
