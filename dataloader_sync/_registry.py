@@ -111,7 +111,7 @@ class DataLoaderRegistry:
         # holds it.  Lock order: _lock, then a loader's lock (register); a
         # loader never takes _lock.
         self._lock = threading.Lock()
-        self._loaders: Dict[str, DataLoader] = {}
+        self._loaders: Dict[str, DataLoader[Any, Any]] = {}
         self._order: Dict[str, int] = {}  # name -> registration position, for dispatch order
         self._queued = _Queued()  # names of loaders with (possibly) queued keys
         self._queued_ref = weakref.ref(self._queued)  # what loaders hold
@@ -145,7 +145,7 @@ class DataLoaderRegistry:
         self.close()
 
     # -- registration ------------------------------------------------------------
-    def register(self, name: str, loader: DataLoader) -> "DataLoaderRegistry":
+    def register(self, name: str, loader: DataLoader[Any, Any]) -> "DataLoaderRegistry":
         """Register *loader* under *name* (replacing any loader of that name).
 
         Raises:
@@ -156,7 +156,7 @@ class DataLoaderRegistry:
             self._put_locked(name, loader)
         return self
 
-    def _put_locked(self, name: str, loader: DataLoader) -> None:
+    def _put_locked(self, name: str, loader: DataLoader[Any, Any]) -> None:
         loader._registered(name, self._instrumentation)  # a few attribute writes: no user code
         old = self._loaders.get(name)
         self._loaders[name] = loader
@@ -177,7 +177,7 @@ class DataLoaderRegistry:
         self._queued.discard(name)
         return self
 
-    def compute_if_absent(self, name: str, factory: Callable[[str], DataLoader]) -> DataLoader:
+    def compute_if_absent(self, name: str, factory: Callable[[str], DataLoader[Any, Any]]) -> DataLoader[Any, Any]:
         """Return the loader named *name*, registering ``factory(name)`` first if absent.
 
         The factory runs outside the lock; if two threads race, the first
@@ -204,10 +204,10 @@ class DataLoaderRegistry:
                 loader = made
         return loader
 
-    def __getitem__(self, name: str) -> DataLoader:
+    def __getitem__(self, name: str) -> DataLoader[Any, Any]:
         return self._loaders[name]
 
-    def get(self, name: str, default: Optional[DataLoader] = None) -> Optional[DataLoader]:
+    def get(self, name: str, default: Optional[DataLoader[Any, Any]] = None) -> Optional[DataLoader[Any, Any]]:
         return self._loaders.get(name, default)
 
     def __contains__(self, name: object) -> bool:
@@ -222,16 +222,16 @@ class DataLoaderRegistry:
     def keys(self) -> KeysView[str]:
         return dict(self._loaders).keys()
 
-    def values(self) -> ValuesView[DataLoader]:
+    def values(self) -> ValuesView[DataLoader[Any, Any]]:
         return dict(self._loaders).values()
 
-    def items(self) -> ItemsView[str, DataLoader]:
+    def items(self) -> ItemsView[str, DataLoader[Any, Any]]:
         return dict(self._loaders).items()
 
     def _snapshot(self) -> List[Any]:
         return list(self._loaders.items())
 
-    def _walk_queued(self) -> Generator[Tuple[str, DataLoader], None, None]:
+    def _walk_queued(self) -> Generator[Tuple[str, DataLoader[Any, Any]], None, None]:
         """Yield the loaders that have queued keys, in registration order, each once.
 
         The same loaders, in the same order, that a walk over every registered

@@ -136,7 +136,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             self._scheduler = get_default_scheduled_executor()
         return self._scheduler
 
-    def register(self, name: str, loader: DataLoader, predicate: Optional[Callable[[str, Any], bool]] = None
+    def register(self, name: str, loader: DataLoader[Any, Any],
+                 predicate: Optional[Callable[[str, Any], bool]] = None
                  ) -> "ScheduledDataLoaderRegistry":
         """Register *loader*; *predicate*, when given, is final for it."""
         checked = None if predicate is None else as_predicate(predicate)
@@ -159,7 +160,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         return self
 
     # -- predicates ----------------------------------------------------------------
-    def _should_dispatch(self, name: str, loader: DataLoader) -> bool:
+    def _should_dispatch(self, name: str, loader: DataLoader[Any, Any]) -> bool:
         predicate = self._loader_predicates.get(name, self._predicate)
         if predicate is DISPATCH_ALWAYS:  # the common per-loader predicate: no call on the tick's path
             return True
