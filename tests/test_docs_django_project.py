@@ -63,6 +63,7 @@ print("ok")
 '''
 
 
+@pytest.mark.timeout(300)  # three Django interpreters
 def test_the_django_page_followed_literally_on_a_fresh_startproject(tmp_path: pathlib.Path) -> None:
     blocks = {b.caption: b.code for b in python_blocks(PAGE.read_text(encoding="utf-8")) if b.caption}
     assert set(blocks) == {"mysite/settings.py", "books/loaders.py", "books/schema.py", "mysite/urls.py"}

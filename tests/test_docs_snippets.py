@@ -171,6 +171,7 @@ def test_every_documentation_page_with_python_is_covered() -> None:
             assert path in covered
 
 
+@pytest.mark.timeout(300)  # a fresh interpreter importing graphene, Django, strawberry per page
 @pytest.mark.parametrize("path", _cases())
 def test_the_python_blocks_of_a_page_run_as_written(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
     blocks = [b._asdict() for b in python_blocks(path.read_text(encoding="utf-8"))
@@ -181,7 +182,7 @@ def test_the_python_blocks_of_a_page_run_as_written(path: pathlib.Path, tmp_path
     out = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(STUBS),
          str(path.relative_to(ROOT))],
-        input=json.dumps(blocks), capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+        input=json.dumps(blocks), capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env,
         check=False,
     )
     assert out.returncode == 0, out.stderr[-4000:]
