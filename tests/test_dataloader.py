@@ -2118,3 +2118,14 @@ def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_
             b.dispatch()  # if the waiter was never woken, let it finish
             waiter.join(TIMEOUT)
     assert done == {chained} and chained.result(0) == 7 and b_calls == [[7]]
+
+
+def test_DataLoader_clear_raises_the_cache_maps_error_to_its_caller():
+    cache = FailingCacheMap({"bad"}, reads=False, deletes=True)
+    loader, _ = id_loader(cache_map=cache)
+    loader.prime("bad", 1).prime("good", 2)
+    with pytest.raises(ConnectionError):
+        loader.clear("bad")  # the caller asked for it: it learns that it did not happen
+    loader.clear("good")
+    assert list(cache.stash) == ["bad"]
+    assert loader.load("bad").result(0) == 1
