@@ -836,3 +836,19 @@ def test_a_resolver_blocking_on_a_then_chain_gets_its_value_and_the_level_still_
     assert result.data == {"items": [{"id": i, "label": f"label {i * 100}", "tags": [f"tag {i}"]} for i in (1, 2)]}
     assert recorders["tags"].calls == [[1, 2]]  # the level's other loads: one batch
     assert recorders["owners"].calls == [[1], [2]] and recorders["labels"].calls == [[100], [200]]
+
+
+def test_a_subclass_overriding_complete_value_sees_every_loaded_value() -> None:
+    seen: List[Any] = []
+
+    class Spy(DataLoaderExecutionContext):
+        def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
+                           *rest: Any) -> Any:
+            if not isinstance(result, cf.Future):
+                seen.append((info.field_name, result))
+            return super().complete_value(return_type, field_nodes, info, path, result, *rest)
+
+    loaders = _paths_loaders()
+    got = run(paths_schema(loaders, "ok", futures=True), "{ box { a tags kids { b } } }", cls=Spy)
+    assert got.errors is None and got.data["box"]["a"] == "A"
+    assert ("a", "A") in seen and ("b", "b1") in seen and ("tags", "t1") in seen

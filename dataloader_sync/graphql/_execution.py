@@ -89,7 +89,10 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
+from concurrent.futures._base import FINISHED
 from typing import Any, Optional
+
+from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from .._dispatch_scope import reset_scope, set_scope
 from . import _compat
@@ -121,6 +124,7 @@ _base_complete_value = _Base.complete_value
 _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _handle = _compat.handle
+_LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
 
 class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
@@ -333,16 +337,63 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                     self._fail_all(run, ExecutionStalledError(run.stall_message(self.stall_timeout)))
 
     def _resume_done(self, run: Run) -> bool:
-        """Complete the unwatched placeholders whose future is done; False if there was none."""
+        """Complete the unwatched placeholders whose future is done; False if there was none.
+
+        The common case — a field of an object whose future holds a plain
+        value, nothing nulled — is completed here, inline (graphql-core's
+        ``complete_value`` straight into the object's results dict); every
+        other case goes through ``_resume``.
+        """
         unwatched, run.unwatched = run.unwatched, []
         still = run.unwatched  # placeholders created while resuming join the list too
         resumed = False
-        for pending in unwatched:
-            if pending.future.done():
-                self._resume(run, pending, None)
+        resume = self._resume
+        saved = self._frame
+        # graphql-core's completion directly, unless a subclass overrides ours
+        direct = type(self).complete_value is DataLoaderExecutionContext.complete_value
+        try:
+            for pending in unwatched:
+                future = pending.future
+                if future._state != FINISHED:  # pending, or cancelled
+                    if future.done():
+                        resume(run, pending, None)
+                        resumed = True
+                    else:
+                        still.append(pending)
+                    continue
                 resumed = True
-            else:
-                still.append(pending)
+                path, info = pending.path, pending.info
+                if (future._exception is not None or pending.kind is not VALUE or path is not info.path
+                        or run.nulled or run.root_error is not None):
+                    resume(run, pending, None)
+                    continue
+                value = future._result
+                if isinstance(value, _Future) or not is_plain(value.__class__):
+                    resume(run, pending, None)
+                    continue
+                frame = pending.frame
+                container = run.root if frame is None else frame[4]
+                key = path.key
+                if container is None or container[key] is not pending:
+                    continue  # its object failed (or it was completed): nothing to write
+                self._frame = frame
+                try:
+                    return_type = pending.return_type
+                    if not direct:
+                        container[key] = self.complete_value(return_type, pending.nodes, info, path, value,
+                                                             *pending.rest)
+                    elif value is not None and isinstance(return_type, _LEAF_TYPES) and not isinstance(
+                            value, Exception):
+                        # graphql-core's complete_value for a nullable scalar or enum, minus its type tests
+                        container[key] = self.complete_leaf_value(return_type, value)
+                    else:
+                        container[key] = _base_complete_value(self, return_type, pending.nodes, info, path,
+                                                              value, *pending.rest)
+                except Exception as raw_error:
+                    container[key] = None
+                    self._fail(run, pending, raw_error)
+        finally:
+            self._frame = saved
         return resumed
 
     def _fail_all(self, run: Run, error: Exception) -> None:
@@ -383,7 +434,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 if kind == VALUE:
                     # graphql-core's completion writes the value; a nested
                     # Future or Promise goes through ours again.
-                    if isinstance(value, _Future) or not is_plain(value.__class__):  # a Promise, an awaitable
+                    if (isinstance(value, _Future) or not is_plain(value.__class__)  # a Promise, an awaitable
+                            or type(self).complete_value is not DataLoaderExecutionContext.complete_value):
                         completed = self.complete_value(pending.return_type, pending.nodes, pending.info, path,
                                                         value, *pending.rest)
                     else:
