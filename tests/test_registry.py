@@ -6,6 +6,7 @@ import threading
 from typing import Any, List
 
 import pytest
+from conftest import FakeClock
 
 from dataloader_sync import DataLoader, DataLoaderRegistry, Statistics
 
@@ -227,14 +228,6 @@ def test_DataLoaderRegistry_close_is_idempotent_and_loaders_keep_working():
 
 
 # -- work proportional to work -----------------------------------------------------------
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_DataLoaderRegistry_dispatch_all_visits_only_loaders_with_queued_keys():
