@@ -110,6 +110,8 @@ class PeriodicRefresher(Generic[T]):
             is used; a negative delay counts as 0.
         clock: monotonic seconds, for reload times and statistics.
         wall_clock: returns the current ``datetime`` passed to ``next_reload``.
+            With ``next_reload``, it is called once here to check that it
+            returns a ``datetime`` (``time.time`` does not).
 
     Raises:
         TypeError: ``load_fn``, ``next_reload``, ``executor``, ``clock`` or
@@ -150,6 +152,12 @@ class PeriodicRefresher(Generic[T]):
         self._next_reload_fn = next_reload
         self._clock = check_callable("clock", clock)
         self._wall_clock = check_callable("wall_clock", wall_clock)
+        if next_reload is not None:
+            # Checked now: a wall clock returning seconds (time.time) would
+            # otherwise fail inside every reload, logged, with interval used.
+            now = wall_clock()
+            if not isinstance(now, datetime.datetime):
+                raise TypeError(f"wall_clock must return a datetime.datetime, got {type(now).__name__}")
         self._init_lock()
         self._value: T | None = None
         self._has_value = False

@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import datetime
 import math
+import time
 
 import pytest
 
@@ -49,6 +50,9 @@ BAD_CALLS = [
      "wall_clock must be callable"),
     ("refresher wall_clock=datetime", lambda: PeriodicRefresher(_noop, 1.0, wall_clock=datetime.datetime(2024, 1, 1)),
      TypeError, "wall_clock must be callable"),
+    ("refresher wall_clock=time.time", lambda: PeriodicRefresher(_noop, 1.0, next_reload=daily_at(5),
+                                                                 wall_clock=time.time),
+     TypeError, "wall_clock must return a datetime.datetime, got float"),
     ("refresher failures_before_backoff=True", lambda: PeriodicRefresher(_noop, 1.0, failures_before_backoff=True),
      TypeError, "failures_before_backoff"),
     ("refresher interval=True", lambda: PeriodicRefresher(_noop, True), TypeError, "interval"),
