@@ -24,11 +24,11 @@ def test_tune_gc_freezes_the_heap_and_raises_the_first_threshold():
         import gc
         from dataloader_sync import tune_gc
         before = gc.get_threshold()
-        assert gc.get_freeze_count() == 0
+        frozen_at_start = gc.get_freeze_count()  # 0, but CPython 3.12 freezes a few hundred at startup
         previous = tune_gc()
         assert previous == before, (previous, before)
         assert gc.get_threshold() == (100_000,) + before[1:], gc.get_threshold()
-        assert gc.get_freeze_count() > 1000  # the imported modules, classes and functions
+        assert gc.get_freeze_count() > frozen_at_start + 1000  # the imported modules, classes and functions
         print("ok")
     """)
     assert out == "ok"
