@@ -290,3 +290,32 @@ def test_RedisValueCache_refuses_a_bad_ttl_at_once(ttl, error, message):
     client = redis.Redis(host="127.0.0.1", port=1)  # never connected: construction only
     with pytest.raises(error, match=message):
         RedisValueCache(client, prefix="p", ttl=ttl)
+
+
+# -- GraphQL: stall_timeout, a class attribute, is checked when the subclass is made -------------
+
+
+@pytest.mark.parametrize("value, error, message", [
+    (math.inf, ValueError, "stall_timeout must be finite"),
+    (math.nan, ValueError, "stall_timeout must be finite"),
+    (0, ValueError, "stall_timeout must be > 0"),
+    ("30", TypeError, "stall_timeout must be a number of seconds"),
+], ids=["inf", "nan", "zero", "str"])
+def test_DataLoaderExecutionContext_subclass_with_a_bad_stall_timeout_is_refused(value, error, message):
+    pytest.importorskip("graphql")
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    with pytest.raises(error, match=message):
+        type("Bad", (DataLoaderExecutionContext,), {"stall_timeout": value})
+
+
+def test_DataLoaderExecutionContext_subclass_stall_timeouts_that_are_right_still_work():
+    pytest.importorskip("graphql")
+    import threading
+
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    assert type("Never", (DataLoaderExecutionContext,), {"stall_timeout": None}).stall_timeout is None
+    assert type("Short", (DataLoaderExecutionContext,), {"stall_timeout": 5}).stall_timeout == 5.0
+    long_ = type("Long", (DataLoaderExecutionContext,), {"stall_timeout": LONGER_THAN_TIMEOUT_MAX})
+    assert long_.stall_timeout == threading.TIMEOUT_MAX  # waited as "for ever", not an OverflowError

@@ -95,6 +95,7 @@ from typing import Any, Optional
 from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from .._dispatch_scope import reset_scope, set_scope
+from .._time import seconds, wait_timeout
 from . import _compat
 from ._awaitables import (
     NEVER_AWAITABLE,
@@ -139,7 +140,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         stall_timeout: seconds the execution waits while nothing happens (no
             future completes, no load is queued) before it fails the waiting
             fields with ``ExecutionStalledError``; None waits forever.
-            Subclass to change it.
+            Subclass to change it: a subclass's value is checked when the
+            class is made (a finite number of seconds > 0, or None).
         clear_loaders_after_mutation_fields: when True, after each top-level
             field of a mutation (its value and all its futures completed),
             ``clear_all()`` every loader of the context's registry and every
@@ -155,6 +157,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
 
     _frame: Any = None  # [parent frame, info, path, nodes, results] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A bad stall_timeout fails when the subclass is made, not inside the
+        # first execution that stalls; a very long one waits "for ever".
+        super().__init_subclass__(**kwargs)
+        if cls.stall_timeout is not None:
+            cls.stall_timeout = wait_timeout(seconds("stall_timeout", cls.stall_timeout, positive=True))
 
     def __init__(self, *args: Any, operation_extensions: Any = _compat.NOT_GIVEN, **kwargs: Any) -> None:
         """Built by graphql-core (``build``), with its arguments.
