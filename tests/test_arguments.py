@@ -319,3 +319,37 @@ def test_DataLoaderExecutionContext_subclass_stall_timeouts_that_are_right_still
     assert type("Short", (DataLoaderExecutionContext,), {"stall_timeout": 5}).stall_timeout == 5.0
     long_ = type("Long", (DataLoaderExecutionContext,), {"stall_timeout": LONGER_THAN_TIMEOUT_MAX})
     assert long_.stall_timeout == threading.TIMEOUT_MAX  # waited as "for ever", not an OverflowError
+
+
+# -- Django and Flask helpers ------------------------------------------------------------------
+
+
+def test_DataLoaderGraphQLViewMixin_refuses_a_registry_factory_of_the_wrong_kind_at_once():
+    pytest.importorskip("django")
+    from dataloader_sync.django import DataLoaderGraphQLViewMixin
+
+    with pytest.raises(TypeError, match="Bad.registry_factory must be a callable, a dotted path or None, got int"):
+        type("Bad", (DataLoaderGraphQLViewMixin,), {"registry_factory": 5})
+
+    class Base:
+        @classmethod
+        def as_view(cls, **initkwargs):
+            return initkwargs
+
+    class View(DataLoaderGraphQLViewMixin, Base):
+        registry_factory = "books.loaders.make_registry"  # a dotted path: imported on the first request
+
+    with pytest.raises(TypeError, match="registry_factory must be a callable, a dotted path or None, got bool"):
+        View.as_view(registry_factory=True)
+    assert View.as_view(registry_factory=print) == {"registry_factory": print}
+
+
+def test_GraphQLContext_refuses_loaders_that_are_not_a_registry():
+    pytest.importorskip("flask")
+    pytest.importorskip("graphql")
+    from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.flask import GraphQLContext
+
+    with pytest.raises(TypeError, match="loaders must be a DataLoaderRegistry, got dict"):
+        GraphQLContext(None, {})
+    assert GraphQLContext(None, DataLoaderRegistry()).loaders is not None

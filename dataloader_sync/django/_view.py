@@ -23,6 +23,11 @@ from ._registry_factory import RegistryFactory, get_registry_factory, resolve_fa
 __all__ = ["DataLoaderGraphQLViewMixin", "graphql_view_class"]
 
 
+def _check_factory_kind(value: Any, where: str) -> None:
+    if value is not None and not isinstance(value, str) and not callable(value):
+        raise TypeError(f"{where} must be a callable, a dotted path or None, got {type(value).__name__}")
+
+
 class DataLoaderGraphQLViewMixin:
     """Mix into graphene-django's ``GraphQLView`` to batch loads per request.
 
@@ -36,11 +41,29 @@ class DataLoaderGraphQLViewMixin:
         registry_factory: ``factory(request) -> DataLoaderRegistry`` or its
             dotted path, used when the request has no ``loaders`` registry
             (no ``DataLoaderMiddleware``).  None: the
-            ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting.
+            ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting.  Its kind is
+            checked when a subclass is made or ``as_view()`` is called (a
+            dotted path is imported on the first request, when Django's
+            apps are ready).
     """
 
     registry_factory: Optional[Union[str, RegistryFactory]] = None
     execution_context_class: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        _check_factory_kind(cls.registry_factory, f"{cls.__name__}.registry_factory")
+
+    @classmethod
+    def as_view(cls, **initkwargs: Any) -> Any:
+        """Django's ``as_view``; a ``registry_factory`` given here is checked now.
+
+        Raises:
+            TypeError: ``registry_factory`` is neither a callable, a dotted path nor None.
+        """
+        if "registry_factory" in initkwargs:
+            _check_factory_kind(initkwargs["registry_factory"], "registry_factory")
+        return super().as_view(**initkwargs)  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # graphene-django's __init__ takes a fixed set of keywords: keep ours from it.

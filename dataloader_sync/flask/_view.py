@@ -43,6 +43,9 @@ class GraphQLContext:
     __slots__ = ("request", "loaders")
 
     def __init__(self, request: Any, loaders: DataLoaderRegistry) -> None:
+        """Raises: TypeError: *loaders* is not a ``DataLoaderRegistry``."""
+        if not isinstance(loaders, DataLoaderRegistry):
+            raise TypeError(f"loaders must be a DataLoaderRegistry, got {type(loaders).__name__}")
         self.request = request
         self.loaders = loaders
 
