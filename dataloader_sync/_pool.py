@@ -236,25 +236,27 @@ class ElasticPool(cf.Executor):
                 worker.task = None
                 self._busy.discard(worker)
                 if self._shutdown:
-                    break
+                    self._ending_locked(worker)
+                    return
                 self._idle.append(worker)
             if not worker.wake.acquire(timeout=self.idle_timeout):
                 with lock:
                     if worker in self._idle:  # nobody handed it a task: end
                         self._idle.remove(worker)
-                        break
+                        self._ending_locked(worker)
+                        return
                 # A task (or the end) was handed over as the wait timed out:
-                # the release is on its way.
+                # the release has happened (under the lock we just held).
                 worker.wake.acquire()
             task = worker.task
-        with lock:
-            self._ending_locked()
+        # Handed None: shutdown() has put this thread among the ending ones.
 
-    def _ending_locked(self) -> None:
-        # Remembered for join() (a thread that ended its loop may still be
-        # alive for a moment); the ones that have ended are forgotten.
+    def _ending_locked(self, worker: _Worker) -> None:
+        # A thread that leaves _idle/_busy is remembered for join() (it may
+        # be alive for a moment more); the ones that have ended are forgotten.
         self._exiting = {t for t in self._exiting if t.is_alive()}
-        self._exiting.add(threading.current_thread())
+        if worker.thread is not None:
+            self._exiting.add(worker.thread)
 
     # -- the monitor ----------------------------------------------------------------
     def _start_monitor_locked(self) -> None:
@@ -290,7 +292,7 @@ class ElasticPool(cf.Executor):
                 fresh = [w.started for w in self._busy if w.started > now - self.stuck_after]
                 self._tasks_waiting.wait(min(fresh) + self.stuck_after - now if fresh else None)
             self._monitor = None
-            self._ending_locked()
+            self._exiting.add(threading.current_thread())
 
     # -- inspection -------------------------------------------------------------------
     def statistics(self) -> PoolStatistics:
@@ -322,6 +324,7 @@ class ElasticPool(cf.Executor):
             idle, self._idle = self._idle, []
             for worker in idle:
                 worker.task = None
+                self._ending_locked(worker)
                 worker.wake.release()
             self._tasks_waiting.notify_all()
         for task in dropped:

@@ -250,3 +250,15 @@ def test_ElasticPool_is_a_concurrent_futures_executor(make_pool):
     assert isinstance(pool, cf.Executor)
     _, not_done = cf.wait([pool.submit(lambda: 1), pool.submit(lambda: 2)], timeout=WAIT)
     assert not not_done
+
+
+def test_ElasticPool_shutdown_wait_joins_idle_threads_too(make_pool):
+    gate = threading.Event()
+    pool = make_pool(workers=3, stuck_after=NEVER, name="test-join-idle")
+    futures = _blockers(pool, 3, gate)
+    gate.set()
+    assert all(f.result(timeout=WAIT) for f in futures)
+    threads = _threads_named("test-join-idle-")
+    assert len(threads) == 3
+    pool.shutdown(wait=True)
+    assert [t.name for t in threads if t.is_alive()] == []  # joined, not merely told to end
