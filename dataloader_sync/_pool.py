@@ -10,10 +10,10 @@ with no stuck task at all, while bursts of light tasks still queue behind a
 handful of threads instead of each getting one.
 
 Guarantees:
-- Capacity: a task is started on a new or idle thread at once while fewer
-  than ``workers`` threads run a task that started less than ``stuck_after``
-  seconds ago (and fewer than ``max_threads`` threads exist); otherwise it
-  waits in a FIFO queue.  A worker that finishes takes the queue's head; a
+- Capacity: a task starts at once on an idle thread if there is one;
+  otherwise on a new thread while fewer than ``workers`` threads run a task
+  that started less than ``stuck_after`` seconds ago (and fewer than
+  ``max_threads`` threads exist); otherwise it waits in a FIFO queue.  A worker that finishes takes the queue's head; a
   monitor thread, alive only while tasks wait, starts a thread for the head
   when a running task crosses ``stuck_after``.
 - Idle threads end: a thread with no task for ``idle_timeout`` seconds ends,
