@@ -295,6 +295,10 @@ class DataLoader(Generic[K, V]):
         clock: Callable[[], float] = time.monotonic,
         instrumentation: Optional[DataLoaderInstrumentation] = None,
     ) -> None:
+        for flag, value in (("batch", batch), ("cache", cache), ("cache_exceptions", cache_exceptions),
+                            ("pass_env", pass_env)):
+            if not isinstance(value, bool):  # cache="false" from a config file would be truthy
+                raise TypeError(f"{flag} must be a bool")
         if not callable(batch_load_fn):
             raise TypeError("batch_load_fn must be callable")
         if name is not None and not isinstance(name, str):

@@ -113,7 +113,9 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             raise TypeError("scheduled_executor must be a ScheduledExecutor or None")
         self._schedule = _seconds("schedule", schedule, positive=True)
         self._scheduler = scheduled_executor
-        self._ticker_mode = bool(ticker_mode)
+        if not isinstance(ticker_mode, bool):
+            raise TypeError("ticker_mode must be a bool")
+        self._ticker_mode = ticker_mode
         self._predicate = as_predicate(dispatch_predicate, "dispatch_predicate")
         self._loader_predicates: Dict[str, DispatchPredicate] = {}  # changed under _lock
         self._pending = _Pending()  # guarded by _lock
