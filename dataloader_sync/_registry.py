@@ -14,6 +14,7 @@ Guarantees:
 from __future__ import annotations
 
 import heapq
+import itertools
 import threading
 import weakref
 from typing import Any, Callable, Dict, Generator, ItemsView, Iterable, Iterator, KeysView, List, Optional, Tuple, TypeVar, ValuesView
@@ -112,7 +113,8 @@ class DataLoaderRegistry:
         # loader never takes _lock.
         self._lock = threading.Lock()
         self._loaders: Dict[str, DataLoader[Any, Any]] = {}
-        self._order: Dict[str, int] = {}  # name -> registration position, for dispatch order
+        self._order: Dict[str, int] = {}  # name -> registration position (unique), for dispatch order
+        self._positions = itertools.count()
         self._queued = _Queued()  # names of loaders with (possibly) queued keys
         self._queued_ref = weakref.ref(self._queued)  # what loaders hold
         self._closed = False  # OPEN -> CLOSED, once; written under _lock
@@ -160,8 +162,8 @@ class DataLoaderRegistry:
         loader._registered(name, self._instrumentation)  # a few attribute writes: no user code
         old = self._loaders.get(name)
         self._loaders[name] = loader
-        if name not in self._order:
-            self._order[name] = len(self._order)
+        if name not in self._order:  # a replaced loader keeps its name's position
+            self._order[name] = next(self._positions)
         if old is not loader:
             if old is not None:
                 old._unwatch(self._queued_ref, name)

@@ -346,3 +346,17 @@ def test_DataLoader_shared_by_many_registries_keeps_no_trace_of_those_gone():
     gc.collect()
     DataLoaderRegistry().register("shared", shared)
     assert len(shared._registries) == 1
+
+
+def test_DataLoaderRegistry_dispatch_order_after_unregistering_follows_registration():
+    calls: List[Any] = []
+    registry = DataLoaderRegistry()
+    for name in ("a", "b", "z"):
+        registry.register(name, id_loader(name, calls))
+    registry.unregister("a")
+    registry.register("c", id_loader("c", calls))
+    registry.register("a", id_loader("a", calls))
+    for name in ("a", "c", "z", "b"):
+        registry[name].load(1)
+    registry.dispatch_all()
+    assert [name for name, _ in calls] == ["b", "z", "c", "a"]
