@@ -51,6 +51,7 @@ __all__ = [
     "GraphQLError",
     "adopt_strawberry",
     "execute_subfields",
+    "field_def",
     "handle",
     "invalid_return_type_error",
     "is_non_null_type",
@@ -143,6 +144,21 @@ else:
     def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
         """Run the sub-selections of an object value (3.2)."""
         return ctx.execute_fields(return_type, result, path, ctx.collect_subfields(return_type, nodes))
+
+
+_get_field_def = getattr(sys.modules[Base.__module__], "get_field_def", None)
+
+
+def field_def(ctx: Any, parent_type: Any, field_nodes: Any) -> Any:
+    """The field definition graphql-core's ``execute_field`` finds for *field_nodes* on *parent_type*.
+
+    Used only on graphql-core 3.2 (where ``complete_value`` has no trailing
+    arguments); its module function ``get_field_def(schema, parent_type,
+    field_node)`` also finds the introspection fields.
+    """
+    if _get_field_def is not None:
+        return _get_field_def(ctx.schema, parent_type, field_nodes[0])
+    return parent_type.fields[field_nodes[0].name.value]  # pragma: no cover - not reached on 3.3
 
 
 #: Default of ``operation_extensions``: graphql-core itself never passes it.

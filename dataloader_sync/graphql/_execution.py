@@ -108,6 +108,7 @@ from ._run import (
     IS_TYPE_OF,
     TYPE,
     VALUE,
+    PENDING,
     FutureType,
     Pending,
     Run,
@@ -155,7 +156,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     stall_timeout: Optional[float] = 30.0
     clear_loaders_after_mutation_fields: bool = False
 
-    _frame: Any = None  # [parent frame, info, path, nodes, results] of the object being completed
+    _frame: Any = None  # [parent frame, info, path, nodes, results, type] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -194,9 +195,15 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             run = self._run
             if run is None:
                 return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
-            # The hot path of every loaded field: remember where the value goes, nothing else.
-            pending = Pending(VALUE, result, self._frame, return_type, field_nodes, info, path, rest, None)
-            run.unwatched.append(pending)
+            frame = self._frame
+            if frame is not None and path is info.path and not rest:
+                # The hot path of every loaded field of an object: four slots
+                # say where the value goes; the future is the placeholder; the
+                # info and path are let go (built again only if needed).
+                run.unwatched += (result, frame, field_nodes, return_type)
+                return result
+            pending = Pending(VALUE, result, frame, return_type, field_nodes, info, path, rest, None)
+            run.unwatched += (result, PENDING, pending, None)
             return pending
         cls = result.__class__
         if not is_plain(cls):  # first sight of this type, a Promise, or an awaitable (refused)
@@ -234,7 +241,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                          rest: tuple) -> Any:
         parent = self._frame
-        frame = self._frame = [parent, info, path, field_nodes, None]
+        frame = self._frame = [parent, info, path, field_nodes, None, return_type]
         try:
             # The fields' results dict: where the values of this object's
             # waiting fields go (Pending.frame -> results, without a path walk).
@@ -262,7 +269,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 raise _compat.invalid_return_type_error(return_type, source, field_nodes)
             return self._complete_fields(return_type, field_nodes, info, path, source, rest)
         pending = Pending(kind, future, self._frame, return_type, field_nodes, info, path, rest, source)
-        run.unwatched.append(pending)
+        run.unwatched += (future, PENDING, pending, None)
         return pending
 
     # -- the root hook ---------------------------------------------------------------
@@ -279,7 +286,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _execute_root(self, execute_root: Any, args: tuple) -> Any:
         if self._run is not None:
             return execute_root(self, *args)
-        run = self._run = Run(self.context_value)
+        run = self._run = Run(self.context_value, self)
         token = set_scope(run.scope)
         try:
             data = execute_root(self, *args)
@@ -350,63 +357,110 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
 
         The common case — a field of an object whose future holds a plain
         value, nothing nulled — is completed here, inline (graphql-core's
-        ``complete_value`` straight into the object's results dict); every
-        other case goes through ``_resume``.
+        ``complete_value`` straight into the object's results dict; a nullable
+        scalar or enum through ``complete_leaf_value``, without building its
+        resolve info again); every other case goes through ``_resume``.
         """
         unwatched, run.unwatched = run.unwatched, []
         still = run.unwatched  # placeholders created while resuming join the list too
         resumed = False
         resume = self._resume
+        pending_of = run.pending_of
         saved = self._frame
         # graphql-core's completion directly, unless a subclass overrides ours
         direct = type(self).complete_value is DataLoaderExecutionContext.complete_value
+        complete_leaf_value = self.complete_leaf_value
+        it = iter(unwatched)
         try:
-            for pending in unwatched:
-                future = pending.future
+            for future, frame, nodes, return_type in zip(it, it, it, it):
                 if future._state != FINISHED:  # pending, or cancelled
                     if future.done():
-                        resume(run, pending, None)
+                        resume(run, nodes if frame is PENDING else pending_of(future, frame, nodes, return_type),
+                               None)
                         resumed = True
                     else:
-                        still.append(pending)
+                        still += (future, frame, nodes, return_type)
                     continue
                 resumed = True
-                path, info = pending.path, pending.info
-                if (future._exception is not None or pending.kind is not VALUE or path is not info.path
-                        or run.nulled or run.root_error is not None):
-                    resume(run, pending, None)
+                if frame is PENDING:
+                    self._resume_pending(run, nodes, direct)
+                    continue
+                if future._exception is not None or run.nulled or run.root_error is not None:
+                    resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
                 value = future._result
                 if isinstance(value, _Future) or not is_plain(value.__class__):
-                    resume(run, pending, None)
+                    resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
-                frame = pending.frame
-                container = run.root if frame is None else frame[4]
-                key = path.key
-                if container is None or container[key] is not pending:
-                    continue  # its object failed (or it was completed): nothing to write
+                container = frame[4]
+                if container is None:
+                    continue  # its object failed: nothing to write
+                node = nodes[0]
+                key = (node.alias or node.name).value
+                if container[key] is not future:
+                    continue  # completed already
+                if direct and value is not None and isinstance(return_type, _LEAF_TYPES) and not isinstance(
+                        value, Exception):
+                    # graphql-core's complete_value for a nullable scalar or enum, minus its type tests
+                    try:
+                        container[key] = complete_leaf_value(return_type, value)
+                    except Exception as raw_error:
+                        container[key] = None
+                        self._fail(run, pending_of(future, frame, nodes, return_type), raw_error)
+                    continue
+                pending = pending_of(future, frame, nodes, return_type)
                 self._frame = frame
                 try:
-                    return_type = pending.return_type
-                    if not direct:
-                        container[key] = self.complete_value(return_type, pending.nodes, info, path, value,
-                                                             *pending.rest)
-                    elif value is not None and isinstance(return_type, _LEAF_TYPES) and not isinstance(
-                            value, Exception):
-                        # graphql-core's complete_value for a nullable scalar or enum, minus its type tests
-                        container[key] = self.complete_leaf_value(return_type, value)
+                    if direct:
+                        container[key] = _base_complete_value(self, return_type, nodes, pending.info, pending.path,
+                                                              value)
                     else:
-                        container[key] = _base_complete_value(self, return_type, pending.nodes, info, path,
-                                                              value, *pending.rest)
+                        container[key] = self.complete_value(return_type, nodes, pending.info, pending.path, value)
                 except Exception as raw_error:
                     container[key] = None
                     self._fail(run, pending, raw_error)
+                finally:
+                    self._frame = saved
         finally:
             self._frame = saved
         return resumed
 
+    def _resume_pending(self, run: Run, pending: Pending, direct: bool) -> None:
+        """Complete a ``Pending`` whose future finished: inline when it is a
+        field of an object (or a root field) holding a plain value, nothing
+        nulled; through ``_resume`` otherwise."""
+        future = pending.future
+        path, info = pending.path, pending.info
+        if (future._exception is not None or pending.kind is not VALUE or path is not info.path
+                or run.nulled or run.root_error is not None):
+            self._resume(run, pending, None)
+            return
+        value = future._result
+        if isinstance(value, _Future) or not is_plain(value.__class__):
+            self._resume(run, pending, None)
+            return
+        frame = pending.frame
+        container = run.root if frame is None else frame[4]
+        key = path.key
+        if container is None or container[key] is not pending:
+            return  # its object failed (or it was completed): nothing to write
+        saved = self._frame
+        self._frame = frame
+        try:
+            if direct:
+                container[key] = _base_complete_value(self, pending.return_type, pending.nodes, info, path, value,
+                                                      *pending.rest)
+            else:
+                container[key] = self.complete_value(pending.return_type, pending.nodes, info, path, value,
+                                                     *pending.rest)
+        except Exception as raw_error:
+            container[key] = None
+            self._fail(run, pending, raw_error)
+        finally:
+            self._frame = saved
+
     def _fail_all(self, run: Run, error: Exception) -> None:
-        pending = list(run.watched) + run.unwatched
+        pending = list(run.watched) + run.pendings(run.unwatched)
         run.watched, run.unwatched = {}, []
         for one in pending:
             self._resume(run, one, error)
@@ -430,7 +484,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if slot is None:
                 return  # an enclosing position was nulled meanwhile: nothing to do
             container, key = slot
-        if container[key] is not pending:
+        placeholder = container[key]
+        if placeholder is not pending and placeholder is not pending.future:  # a field's placeholder is its future
             return
         saved = self._frame
         self._frame = pending.frame
@@ -490,4 +545,4 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if frame is None:  # past the root fields: the whole data is null
                 run.root_error = error
                 return
-            frame, info, path, nodes, _ = frame
+            frame, info, path, nodes = frame[0], frame[1], frame[2], frame[3]

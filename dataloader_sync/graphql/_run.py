@@ -6,9 +6,21 @@ Guarantees:
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
 - Positions are graphql-core ``Path``s; a frame is the list
-  ``[parent frame, info, path, nodes, results]`` of an object being completed
-  (``results``: its fields' dict, once built: where its waiting fields' values go), where
-  ``info`` is the resolve info of the field that holds it.  ``levels()`` turns
+  ``[parent frame, info, path, nodes, results, object type]`` of an object
+  being completed (``results``: its fields' dict, once built: where its
+  waiting fields' values go), where ``info`` is the resolve info of the field
+  that holds it.
+- The common waiting position — a field of an object (not a root field, not
+  a list item) whose resolver returned a pending Future — keeps no object of
+  its own while it waits: ``Run.unwatched`` holds four slots for it
+  (``future, frame, field nodes, return type``, see ``ENTRY``), the results
+  dict holds the future itself as the placeholder, and the field's resolve
+  info and path (graphql-core's, freed when the resolver returned) are built
+  again only if its value needs them (an object or list value, an error, a
+  subclass's ``complete_value``) — ``Run.pending_of``.  Every other waiting
+  position is a ``Pending``, stored as ``future, PENDING, pending, None``.
+  So a level of waiting fields keeps no cyclic-GC-tracked object per field
+  beyond the future: fewer young collections, less for older ones to walk.  ``levels()`` turns
   a field's info and a position into the ``(path, type)`` pairs that
   graphql-core's own error handling visits (field, then list items).
 - ``Run`` is touched by the request thread only; only its ``scope`` is shared.
@@ -29,6 +41,11 @@ _LOGGER = logging.getLogger("dataloader_sync")
 
 # What a placeholder waits for.
 VALUE, TYPE, IS_TYPE_OF = "value", "resolve_type", "is_type_of"
+
+#: Slots per entry of ``Run.unwatched``.
+ENTRY = 4
+#: The second slot of an entry that holds a ``Pending`` (third slot) rather than a field's frame.
+PENDING: Any = object()
 
 
 def outcome(future: cf.Future) -> Any:
@@ -78,6 +95,12 @@ def _item_type(type_: Any) -> Any:
     return type_.of_type
 
 
+def response_key(nodes: Any) -> str:
+    """The response key of a field (its alias, else its name) from its field nodes."""
+    node = nodes[0]
+    return (node.alias or node.name).value
+
+
 def levels(info: Any, path: Any) -> List[Any]:
     """``[(path, type)]`` from *path* up to the field ``info.path``, innermost first."""
     top = info.path
@@ -122,11 +145,14 @@ class Run:
     """
 
     __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "nulled", "root", "root_error", "registry",
-                 "seen", "request")
+                 "seen", "request", "ctx")
 
-    def __init__(self, context_value: Any) -> None:
+    def __init__(self, context_value: Any, ctx: Any = None) -> None:
+        self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
         self.scope = _Scope()
-        self.unwatched: List[Pending] = []  # in creation order
+        # In creation order, ENTRY slots each: (future, frame, field nodes, return type)
+        # for a field of an object, (future, PENDING, pending, None) otherwise.
+        self.unwatched: List[Any] = []
         self.watched: Dict[Pending, None] = {}
         self.to_dispatch: Dict[Any, None] = {}  # loaders reported by the scope, not yet dispatched
         # id(parent path) -> (parent path, container): where placeholders under it live.
@@ -154,11 +180,30 @@ class Run:
         """Give every unwatched placeholder a done-callback (before the loop waits)."""
         ready, watched = self.scope.ready, self.watched
         unwatched, self.unwatched = self.unwatched, []
-        for pending in unwatched:
+        for pending in self.pendings(unwatched):
             watched[pending] = None
             # Runs at once if the future completed meanwhile; otherwise on the
             # completing thread, where it only enqueues.
             pending.future.add_done_callback(functools.partial(ready, pending))
+
+    def pendings(self, entries: List[Any]) -> List[Pending]:
+        """The ``Pending`` of each entry of *entries* (an ``unwatched`` list), in order."""
+        it = iter(entries)
+        return [third if frame is PENDING else self.pending_of(future, frame, third, fourth)
+                for future, frame, third, fourth in zip(it, it, it, it)]
+
+    def pending_of(self, future: cf.Future, frame: Any, nodes: Any, return_type: Any) -> Pending:
+        """The ``Pending`` of a field entry: its resolve info and path built again (graphql-core's way).
+
+        The info equals the one the resolver received (same field, nodes,
+        types, path, context); it is a new object.
+        """
+        ctx = self.ctx
+        parent_type = frame[5]
+        path = frame[2].add_key(response_key(nodes), parent_type.name)
+        field_def = _compat.field_def(ctx, parent_type, nodes)
+        info = ctx.build_resolve_info(field_def, nodes, parent_type, path)
+        return Pending(VALUE, future, frame, return_type, nodes, info, path, (), None)
 
     def dispatch(self, loaders: Dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
@@ -219,5 +264,5 @@ class Run:
         why = (f"keys queued but never dispatched: {described} (a dispatch predicate kept refusing them)"
                if waiting else "no loader has queued keys: the futures are pending elsewhere"
                " (an executor, or a future nobody completes)")
-        count = len(self.watched) + len(self.unwatched)
+        count = len(self.watched) + len(self.unwatched) // ENTRY
         return f"no progress for {stall_timeout} s with {count} field(s) still waiting; {why}"
