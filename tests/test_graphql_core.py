@@ -853,3 +853,82 @@ def test_a_subclass_overriding_complete_value_sees_every_loaded_value() -> None:
     assert got.errors is None and got.data["box"]["kids"] == [{"a": "a1", "c": None}, {"a": "a2", "c": "c2"}]
     for value in [("a", "A"), ("tags", "t1"), ("a", "a1"), ("c", None), ("a", "a2"), ("c", "c2")]:
         assert value in seen
+
+
+# -- a waiting field of an object keeps no resolve info: what it is given again ------------------
+
+
+ALIAS_SDL = """
+type Thing { id: Int big: Int name: String }
+type Query { things: [Thing] }
+"""
+
+
+def _alias_schema(value_of: Callable[[str, Any], Any]) -> Any:
+    schema = build_schema(ALIAS_SDL)
+    schema.query_type.fields["things"].resolve = lambda _s, _i: [1, 2]
+    for name in ("id", "big", "name"):
+        schema.type_map["Thing"].fields[name].resolve = lambda thing, info, name=name: value_of(name, thing)
+    return schema
+
+
+def test_loaded_fields_under_aliases_completed_off_the_request_thread_land_as_plain_values_do() -> None:
+    """The loop waits (the batches run on an executor), so every waiting field is watched; the same
+    future under two aliases, a value that fails to serialize, and a failed load land where plain
+    values land, with the same errors."""
+    query = "{ things { a: id b: id id big n: name } }"
+    values = {"id": lambda t: t, "big": lambda t: 2 ** 40 if t == 2 else t, "name": lambda t: f"n{t}"}
+
+    def plain_value(name: str, thing: Any) -> Any:
+        if name == "name" and thing == 1:
+            raise ValueError("no name for 1")
+        return values[name](thing)
+
+    pool = cf.ThreadPoolExecutor(2)
+    try:
+        def batch(keys: List[Any]) -> Any:
+            return pool.submit(lambda: [ValueError("no name for 1") if key == ("name", 1) else values[key[0]](key[1])
+                                        for key in keys])
+
+        loader = DataLoader(batch, name="things")
+        got = run(_alias_schema(lambda name, thing: loader.load((name, thing))), query)
+    finally:
+        pool.shutdown(wait=True)
+    expected = plain(_alias_schema(plain_value), query)
+    assert normalized(got) == normalized(expected)
+    assert sorted(e.path for e in got.errors) == [["things", 0, "n"], ["things", 1, "big"]]
+    assert got.data["things"][0] == {"a": 1, "b": 1, "id": 1, "big": 1, "n": None}
+
+
+def test_the_completion_of_a_loaded_object_sees_the_resolve_info_its_resolver_got() -> None:
+    schema = build_schema("""
+        type Owner { name: String }
+        type Item { owner(unused: Int): Owner }
+        type Query { items: [Item] }
+    """)
+    by_resolver: List[Any] = []
+    by_completion: List[Any] = []
+
+    def described(info: Any) -> Any:
+        return (info.field_name, info.field_nodes, info.return_type, info.parent_type, info.path.as_list(),
+                info.path.typename, info.context, info.variable_values, info.operation, info.root_value)
+
+    owners = DataLoader(lambda keys: [{"name": f"owner of {key}"} for key in keys], name="owners")
+
+    def resolve_owner(item: Any, info: Any, **_args: Any) -> Any:
+        by_resolver.append(described(info))
+        return owners.load(item)
+
+    def is_owner(value: Any, info: Any) -> bool:
+        by_completion.append(described(info))
+        return True
+
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [1, 2]
+    schema.type_map["Item"].fields["owner"].resolve = resolve_owner
+    schema.type_map["Owner"].is_type_of = is_owner
+    context = object()
+    result = run(schema, "{ items { o: owner { name } } }", context_value=context)
+    assert result.errors is None
+    assert result.data == {"items": [{"o": {"name": "owner of 1"}}, {"o": {"name": "owner of 2"}}]}
+    assert by_completion == by_resolver and len(by_resolver) == 2
+    assert by_resolver[1][4] == ["items", 1, "o"]
