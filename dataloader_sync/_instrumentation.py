@@ -152,6 +152,9 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
     """
 
     def __init__(self, instrumentations: Iterable[DataLoaderInstrumentation]) -> None:
+        if not isinstance(instrumentations, Iterable):  # e.g. one instrumentation instead of a list
+            raise TypeError(f"instrumentations must be an iterable of DataLoaderInstrumentation, "
+                            f"got {type(instrumentations).__name__}")
         items = list(instrumentations)
         for i, item in enumerate(items):
             check_instrumentation(item, f"instrumentations[{i}]")

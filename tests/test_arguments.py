@@ -17,7 +17,9 @@ import time
 import pytest
 
 from dataloader_sync import (
+    ChainedInstrumentation,
     DataLoader,
+    DataLoaderInstrumentation,
     DispatchPredicate,
     PeriodicRefresher,
     RestartableWorker,
@@ -87,6 +89,11 @@ BAD_CALLS = [
      "seconds must be finite"),
     ("DispatchPredicate(description=5)", lambda: DispatchPredicate(lambda n, l: True, 5), TypeError,
      "description must be a str"),
+    # instrumentation
+    ("ChainedInstrumentation(5)", lambda: ChainedInstrumentation(5), TypeError,
+     "instrumentations must be an iterable of DataLoaderInstrumentation, got int"),
+    ("ChainedInstrumentation(one)", lambda: ChainedInstrumentation(DataLoaderInstrumentation()), TypeError,
+     "instrumentations must be an iterable of DataLoaderInstrumentation, got DataLoaderInstrumentation"),
     # registries and loaders
     ("registry schedule=inf", lambda: ScheduledDataLoaderRegistry(schedule=math.inf), ValueError,
      "schedule must be finite"),
