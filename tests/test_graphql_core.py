@@ -932,3 +932,67 @@ def test_the_completion_of_a_loaded_object_sees_the_resolve_info_its_resolver_go
     assert result.data == {"items": [{"o": {"name": "owner of 1"}}, {"o": {"name": "owner of 2"}}]}
     assert by_completion == by_resolver and len(by_resolver) == 2
     assert by_resolver[1][4] == ["items", 1, "o"]
+
+
+# -- an object's fields run by the execution itself (graphql-core 3.2), or by graphql-core -----------
+
+FIELDS_SDL = """
+type Item { id: Int label(prefix: String = "#"): String size: Int owner: Owner }
+type Owner { name: String! }
+type Query { items: [Item] item(id: Int!): Item }
+"""
+
+
+def _fields_schema(loader: Any = None) -> Any:
+    schema = build_schema(FIELDS_SDL)
+    rows = {1: {"id": 1, "size": 10, "owner": "ann"}, 2: {"id": 2, "size": "big", "owner": None}}
+    item_fields = schema.type_map["Item"].fields
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [rows[1], rows[2]]
+    schema.query_type.fields["item"].resolve = lambda _s, _i, id: rows.get(id)
+    item_fields["label"].resolve = lambda item, _i, prefix: f"{prefix}{item['id']}"
+    item_fields["size"].resolve = lambda item, _i: item["size"] if loader is None else loader.load(item["size"])
+    item_fields["owner"].resolve = lambda item, _i: item["owner"] and {"name": item["owner"].title()}
+    schema.type_map["Owner"].fields["name"].resolve = lambda owner, _i: owner["name"] if owner["name"] != "Ann" \
+        else None
+    return schema
+
+
+FIELDS_QUERY = '{ items { id label l2: label(prefix: $p) size owner { name } } item(id: 2) { id size } }'
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_fields_with_and_without_arguments_give_graphql_cores_results_and_errors(loaded: bool) -> None:
+    query = "query Q($p: String) " + FIELDS_QUERY
+    loader = DataLoader(lambda keys: keys, name="sizes") if loaded else None
+    got = run(_fields_schema(loader), query, variable_values={"p": "no."})
+    expected = plain(_fields_schema(), query, variable_values={"p": "no."})
+    assert got.errors and normalized(got) == normalized(expected)
+
+
+def test_a_field_the_schema_does_not_know_is_left_out_as_graphql_core_does() -> None:
+    document = parse("{ items { id nope size } }")  # not validated: graphql-core skips the unknown field
+    got = execute(_fields_schema(), document, **{CLASS_KW: DataLoaderExecutionContext})
+    expected = execute(_fields_schema(), document)
+    assert normalized(got) == normalized(expected)
+    assert got.data["items"][0] == {"id": 1, "size": 10}
+
+
+def test_middleware_and_a_subclass_overriding_execute_field_see_every_field() -> None:
+    seen: List[Any] = []
+
+    def middleware(next_: Any, root: Any, info: Any, **args: Any) -> Any:
+        seen.append(("middleware", info.field_name))
+        return next_(root, info, **args)
+
+    class Spy(DataLoaderExecutionContext):
+        def execute_field(self, parent_type: Any, source: Any, field_nodes: Any, *rest: Any) -> Any:
+            seen.append(("execute_field", getattr(field_nodes[0], "node", field_nodes[0]).name.value))
+            return super().execute_field(parent_type, source, field_nodes, *rest)
+
+    query = "{ item(id: 1) { id size } }"
+    loader = DataLoader(lambda keys: keys, name="sizes")
+    assert run(_fields_schema(loader), query, middleware=[middleware]).data == {"item": {"id": 1, "size": 10}}
+    assert [name for kind, name in seen if kind == "middleware"] == ["item", "id", "size"]
+    seen.clear()
+    assert run(_fields_schema(loader), query, cls=Spy).data == {"item": {"id": 1, "size": 10}}
+    assert [name for kind, name in seen if kind == "execute_field"] == ["item", "id", "size"]

@@ -52,6 +52,8 @@ __all__ = [
     "adopt_strawberry",
     "execute_subfields",
     "field_def",
+    "OWN_FIELDS",
+    "plan_fields",
     "handle",
     "invalid_return_type_error",
     "is_non_null_type",
@@ -147,6 +149,42 @@ else:
 
 
 _get_field_def = getattr(sys.modules[Base.__module__], "get_field_def", None)
+_get_argument_values = getattr(sys.modules[Base.__module__], "get_argument_values", None)
+
+#: True where ``DataLoaderExecutionContext`` runs an object's fields itself
+#: (``plan_fields``): graphql-core 3.2, whose ``execute_fields`` /
+#: ``execute_field`` are the same in every 3.2.x release but for
+#: ``handle_field_error``'s arguments (``handle`` covers them).  3.3 already
+#: skips argument coercion for fields without arguments.
+OWN_FIELDS = not IS_EXECUTOR and _get_field_def is not None and _get_argument_values is not None
+
+
+def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list:
+    """What graphql-core 3.2's ``execute_field`` looks up per field, once per selection.
+
+    Args:
+        ctx: the execution context (its schema and ``field_resolver``).
+        parent_type: the object type whose fields run.
+        fields: ``{response name: field nodes}``, as ``execute_fields`` gets it.
+        leaf_types: the classes of a nullable leaf type.
+
+    Returns:
+        ``[(response name, field nodes, field def, resolve function, return
+        type, argument coercer or None, is a nullable leaf)]`` in the fields'
+        order, without the fields ``get_field_def`` does not know (graphql-core
+        leaves them out of the result).  The argument coercer is graphql-core's
+        ``get_argument_values``, and None when the field defines no argument:
+        it would return ``{}`` whatever the query says.
+    """
+    plan = []
+    for response_name, field_nodes in fields.items():
+        field_def = _get_field_def(ctx.schema, parent_type, field_nodes[0])
+        if not field_def:
+            continue
+        return_type = field_def.type
+        plan.append((response_name, field_nodes, field_def, field_def.resolve or ctx.field_resolver, return_type,
+                     _get_argument_values if field_def.args else None, isinstance(return_type, leaf_types)))
+    return plan
 
 
 def field_def(ctx: Any, parent_type: Any, field_nodes: Any) -> Any:

@@ -92,6 +92,7 @@ import concurrent.futures as cf
 from concurrent.futures._base import FINISHED
 from typing import Any, Optional
 
+from graphql.pyutils import Path as _Path
 from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from .._dispatch_scope import reset_scope, set_scope
@@ -125,6 +126,7 @@ _Base = _compat.Base
 _base_complete_value = _Base.complete_value
 _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
+_base_execute_fields = _Base.execute_fields
 _handle = _compat.handle
 _LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
@@ -158,6 +160,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
 
     _frame: Any = None  # [parent frame, info, path, nodes, results, type] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
+    _direct = False  # graphql-core's complete_value may be called directly (set per instance)
+    _plans: Optional[dict] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A bad stall_timeout fails when the subclass is made, not inside the
@@ -185,6 +189,75 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         self.type_resolver = refusing_type_resolver(self.type_resolver)  # type: ignore[has-type]
         if operation_extensions is not _compat.NOT_GIVEN:
             _compat.adopt_strawberry(self, operation_extensions)
+        cls = type(self)
+        # graphql-core's completion called directly, unless a subclass overrides ours
+        self._direct = cls.complete_value is DataLoaderExecutionContext.complete_value
+        # An object's fields run here (see execute_fields) unless middleware or
+        # a subclass's execute_field is to see each field.
+        self._plans: Optional[dict] = (
+            {} if _compat.OWN_FIELDS and not self.middleware_manager and cls.execute_field is _Base.execute_field
+            else None)
+
+    # -- fields (graphql-core 3.2) ------------------------------------------------------
+    if _compat.OWN_FIELDS:
+
+        def execute_fields(self, parent_type: Any, source_value: Any, path: Any, fields: Any) -> Any:
+            """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline.
+
+            The same steps, results and errors, minus per-field work that
+            cannot change an outcome: the field definition, resolver and
+            return type are looked up once per selection (``_compat.plan_fields``);
+            a field that defines no argument is not given to
+            ``get_argument_values`` (which returns ``{}`` for it); and
+            ``is_awaitable`` (always False here) is not asked.  A pending
+            Future from a field of an object is recorded at once (the hot
+            path of ``complete_value``), a nullable scalar or enum value goes
+            to ``complete_leaf_value`` (what ``complete_value`` does with it);
+            everything else goes through ``complete_value``.  Middleware or
+            a subclass's ``execute_field`` gets graphql-core's own method.
+            """
+            plans = self._plans
+            if plans is None:
+                return _base_execute_fields(self, parent_type, source_value, path, fields)
+            known = plans.get(id(fields))
+            if known is not None and known[0] is fields and known[1] is parent_type:
+                plan = known[2]
+            else:
+                plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
+                plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
+            results = {}
+            type_name = parent_type.name
+            build_resolve_info = self.build_resolve_info
+            complete_value = self.complete_value
+            complete_leaf_value = self.complete_leaf_value
+            variable_values = self.variable_values
+            direct = self._direct
+            run = self._run
+            frame = self._frame if run is not None else None
+            for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf in plan:
+                field_path = _Path(path, response_name, type_name)
+                info = build_resolve_info(field_def, field_nodes, parent_type, field_path)
+                try:
+                    if coerce is None:
+                        result = resolve_fn(source_value, info)
+                    else:
+                        result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
+                    if direct:
+                        if isinstance(result, _Future):
+                            if frame is not None and not result.done():
+                                # complete_value's hot path (see there)
+                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr]
+                                results[response_name] = result
+                                continue
+                        elif (leaf and result is not None and is_plain(result.__class__)
+                              and not isinstance(result, Exception)):
+                            results[response_name] = complete_leaf_value(return_type, result)
+                            continue
+                    results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
+                except Exception as raw_error:
+                    _handle(self, raw_error, return_type, field_nodes, field_path)  # raises when non-null
+                    results[response_name] = None
+            return results
 
     # -- values ----------------------------------------------------------------------
     def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
@@ -367,8 +440,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         resume = self._resume
         pending_of = run.pending_of
         saved = self._frame
-        # graphql-core's completion directly, unless a subclass overrides ours
-        direct = type(self).complete_value is DataLoaderExecutionContext.complete_value
+        direct = self._direct
         complete_leaf_value = self.complete_leaf_value
         it = iter(unwatched)
         try:
