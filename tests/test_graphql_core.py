@@ -996,3 +996,45 @@ def test_middleware_and_a_subclass_overriding_execute_field_see_every_field() ->
     seen.clear()
     assert run(_fields_schema(loader), query, cls=Spy).data == {"item": {"id": 1, "size": 10}}
     assert [name for kind, name in seen if kind == "execute_field"] == ["item", "id", "size"]
+
+
+def _described_info(info: Any) -> Any:
+    return (type(info), info.field_name, info.field_nodes, info.return_type, info.parent_type, type(info.path),
+            info.path.as_list(), info.path.typename, info.schema, info.fragments, info.root_value, info.operation,
+            info.variable_values, info.context)
+
+
+def test_resolvers_get_the_resolve_info_graphql_core_gives_them() -> None:
+    seen: Dict[str, List[Any]] = {"plain": [], "ours": []}
+    into: List[List[Any]] = []
+    context, root = object(), object()
+    query = "query Q($p: String) { items { id ...F } item(id: 1) { l: label(prefix: $p) } } fragment F on Item { size }"
+    schema = _fields_schema()
+    for type_name, names in (("Query", ("items", "item")), ("Item", ("id", "label", "size"))):
+        for name in names:
+            field = schema.type_map[type_name].fields[name]
+            field.resolve = (lambda inner: lambda source, info, **args: into[-1].append(_described_info(info))
+                             or inner(source, info, **args))(field.resolve)
+    document = parse(query)
+    for key, kwargs in (("plain", {}), ("ours", {CLASS_KW: DataLoaderExecutionContext})):
+        into.append(seen[key])
+        result = execute(schema, document, root_value=root, context_value=context, variable_values={"p": "no."},
+                         **kwargs)
+        assert result.errors  # item 2's size is not an Int
+    assert len(seen["ours"]) == 7 and seen["ours"] == seen["plain"]
+
+
+def test_a_subclass_overriding_build_resolve_info_builds_every_resolve_info() -> None:
+    built: List[str] = []
+
+    class Spy(DataLoaderExecutionContext):
+        def build_resolve_info(self, field_def: Any, field_nodes: Any, *rest: Any) -> Any:
+            info = super().build_resolve_info(field_def, field_nodes, *rest)
+            built.append(info.field_name)
+            return info
+
+    loader = DataLoader(lambda keys: keys, name="sizes")
+    got = run(_fields_schema(loader), "{ item(id: 1) { id size l: label owner { name } } }", cls=Spy)
+    assert got.data == {"item": {"id": 1, "size": 10, "l": "#1", "owner": None}}
+    assert [e.path for e in got.errors] == [["item", "owner", "name"]]
+    assert built == ["item", "id", "size", "label", "owner", "name"]

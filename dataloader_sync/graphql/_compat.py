@@ -53,6 +53,9 @@ __all__ = [
     "execute_subfields",
     "field_def",
     "OWN_FIELDS",
+    "FAST_TUPLES",
+    "INFO_FIELDS",
+    "Info",
     "plan_fields",
     "handle",
     "invalid_return_type_error",
@@ -158,6 +161,17 @@ _get_argument_values = getattr(sys.modules[Base.__module__], "get_argument_value
 #: skips argument coercion for fields without arguments.
 OWN_FIELDS = not IS_EXECUTOR and _get_field_def is not None and _get_argument_values is not None
 
+#: graphql-core's resolve info class.
+Info: Any = _graphql.GraphQLResolveInfo
+#: In every graphql-core 3.2.x, ``GraphQLResolveInfo`` and ``Path`` are named
+#: tuples of these fields: ``tuple.__new__(Info, (...))`` builds the same
+#: tuple as their Python-level ``__new__``, faster (see FAST_TUPLES).
+INFO_FIELDS = ("field_name", "field_nodes", "return_type", "parent_type", "path", "schema", "fragments",
+               "root_value", "operation", "variable_values", "context", "is_awaitable")
+#: True where resolve infos and paths may be built with ``tuple.__new__`` (3.2).
+FAST_TUPLES = (OWN_FIELDS and getattr(Info, "_fields", None) == INFO_FIELDS
+               and getattr(_graphql.pyutils.Path, "_fields", None) == ("prev", "key", "typename"))
+
 
 def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list:
     """What graphql-core 3.2's ``execute_field`` looks up per field, once per selection.
@@ -170,8 +184,8 @@ def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> lis
 
     Returns:
         ``[(response name, field nodes, field def, resolve function, return
-        type, argument coercer or None, is a nullable leaf)]`` in the fields'
-        order, without the fields ``get_field_def`` does not know (graphql-core
+        type, argument coercer or None, is a nullable leaf, field name)]`` in
+        the fields' order, without the fields ``get_field_def`` does not know (graphql-core
         leaves them out of the result).  The argument coercer is graphql-core's
         ``get_argument_values``, and None when the field defines no argument:
         it would return ``{}`` whatever the query says.
@@ -183,7 +197,8 @@ def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> lis
             continue
         return_type = field_def.type
         plan.append((response_name, field_nodes, field_def, field_def.resolve or ctx.field_resolver, return_type,
-                     _get_argument_values if field_def.args else None, isinstance(return_type, leaf_types)))
+                     _get_argument_values if field_def.args else None, isinstance(return_type, leaf_types),
+                     field_nodes[0].name.value))
     return plan
 
 

@@ -127,6 +127,8 @@ _base_complete_value = _Base.complete_value
 _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _base_execute_fields = _Base.execute_fields
+_tuple_new = tuple.__new__
+_Info = _compat.Info
 _handle = _compat.handle
 _LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
@@ -162,6 +164,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _plans: Optional[dict] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
+    _info_tail: Optional[tuple] = None  # what every resolve info shares, see __init__
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A bad stall_timeout fails when the subclass is made, not inside the
@@ -197,6 +200,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         self._plans: Optional[dict] = (
             {} if _compat.OWN_FIELDS and not self.middleware_manager and cls.execute_field is _Base.execute_field
             else None)
+        # What every field's resolve info shares, when infos may be built as
+        # graphql-core's build_resolve_info builds them (not overridden).
+        self._info_tail: Optional[tuple] = (
+            (self.schema, self.fragments, self.root_value, self.operation, self.variable_values, self.context_value,
+             self.is_awaitable)
+            if self._plans is not None and _compat.FAST_TUPLES and cls.build_resolve_info is _Base.build_resolve_info
+            and "build_resolve_info" not in self.__dict__ else None)
 
     # -- fields (graphql-core 3.2) ------------------------------------------------------
     if _compat.OWN_FIELDS:
@@ -225,6 +235,46 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             else:
                 plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
                 plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
+            if self._info_tail is None:
+                return self._execute_planned_fields(parent_type, source_value, path, plan)
+            results = {}
+            type_name = parent_type.name
+            complete_value = self.complete_value
+            complete_leaf_value = self.complete_leaf_value
+            variable_values = self.variable_values
+            direct = self._direct
+            run = self._run
+            frame = self._frame if run is not None else None
+            schema, fragments, root_value, operation, variables, context, is_awaitable = self._info_tail
+            for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf, field_name in plan:
+                # graphql-core's Path(...) and build_resolve_info(...), built as the same tuples
+                field_path = _tuple_new(_Path, (path, response_name, type_name))
+                info = _tuple_new(_Info, (field_name, field_nodes, return_type, parent_type, field_path, schema, fragments,
+                                  root_value, operation, variables, context, is_awaitable))
+                try:
+                    if coerce is None:
+                        result = resolve_fn(source_value, info)
+                    else:
+                        result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
+                    if direct:
+                        if isinstance(result, _Future):
+                            if frame is not None and not result.done():
+                                # complete_value's hot path (see there)
+                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr]
+                                results[response_name] = result
+                                continue
+                        elif (leaf and result is not None and is_plain(result.__class__)
+                              and not isinstance(result, Exception)):
+                            results[response_name] = complete_leaf_value(return_type, result)
+                            continue
+                    results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
+                except Exception as raw_error:
+                    _handle(self, raw_error, return_type, field_nodes, field_path)  # raises when non-null
+                    results[response_name] = None
+            return results
+
+        def _execute_planned_fields(self, parent_type: Any, source_value: Any, path: Any, plan: list) -> Any:
+            """``execute_fields`` where resolve infos come from ``build_resolve_info`` (overridden)."""
             results = {}
             type_name = parent_type.name
             build_resolve_info = self.build_resolve_info
@@ -234,7 +284,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             direct = self._direct
             run = self._run
             frame = self._frame if run is not None else None
-            for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf in plan:
+            for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf, _name in plan:
                 field_path = _Path(path, response_name, type_name)
                 info = build_resolve_info(field_def, field_nodes, parent_type, field_path)
                 try:
