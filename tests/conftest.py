@@ -9,14 +9,21 @@ and bounded).
 ``FakeClock`` is the clock every test injects where the library takes a
 ``clock=`` (``from conftest import FakeClock``): time moves only when the test
 says so, so no test sleeps to wait.
+
+``django_example_project`` (module-scoped, not autouse) configures Django for
+the modules that test against the example project's ``books`` app.
 """
 from __future__ import annotations
 
+import pathlib
+import sys
 import threading
+from typing import Iterator
 
 import pytest
 
 _ALLOWED_PREFIXES = ("dataloader-sync-default",)
+EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 
 
 class FakeClock:
@@ -49,3 +56,32 @@ def no_leaked_threads():
         if t.is_alive():
             leaked.add(t)
     assert not leaked, f"test leaked threads: {sorted(t.name for t in leaked)}"
+
+
+@pytest.fixture(scope="module")
+def django_example_project() -> Iterator[None]:
+    """Django configured from tests/django_settings.py, with the example project's ``books`` app, migrated.
+
+    Django's settings can be configured once per process: the first module
+    that asks configures them (never through DJANGO_SETTINGS_MODULE, so
+    modules that do not ask are unaffected), later ones reuse them.  The
+    example project is on ``sys.path`` for the asking module's tests only; the
+    in-memory SQLite database is migrated for each module (again a no-op).
+    """
+    pytest.importorskip("django")
+    import django
+    from django.conf import settings
+
+    sys.path.insert(0, str(EXAMPLE_DIR))
+    try:
+        if not settings.configured:
+            import django_settings
+
+            settings.configure(**{k: v for k, v in vars(django_settings).items() if k.isupper()})
+            django.setup()
+        from django.core.management import call_command
+
+        call_command("migrate", verbosity=0)
+        yield
+    finally:
+        sys.path.remove(str(EXAMPLE_DIR))

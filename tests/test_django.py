@@ -1,14 +1,14 @@
 """dataloader_sync.django: the middleware, the GraphQLView mixin, the example project.
 
-Django is configured here, in a module fixture, from tests/django_settings.py;
-the app is the example project's ``books`` app over an in-memory SQLite
-database, queried through the ORM by the example's loaders, with requests made
-by Django's test client on the test's thread.
+Django is configured by the module fixture ``django_example_project``
+(tests/conftest.py) from tests/django_settings.py; the app is the example
+project's ``books`` app over an in-memory SQLite database, queried through the
+ORM by the example's loaders, with requests made by Django's test client on the
+test's thread.
 """
 from __future__ import annotations
 
 import importlib.util
-import pathlib
 import subprocess
 import sys
 from typing import Any, List
@@ -20,32 +20,15 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-import django  # noqa: E402
 from django.conf import settings  # noqa: E402
 
-EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 N = 6  # authors; each has 2 books, each book 2 reviews
 
-
-@pytest.fixture(scope="module", autouse=True)
-def django_setup():
-    sys.path.insert(0, str(EXAMPLE_DIR))
-    try:
-        if not settings.configured:
-            import django_settings
-
-            settings.configure(**{k: v for k, v in vars(django_settings).items() if k.isupper()})
-            django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLE_DIR))
+pytestmark = pytest.mark.usefixtures("django_example_project")
 
 
 @pytest.fixture
-def data(django_setup):
+def data(django_example_project):
     """N authors with 2 books each and 2 reviews per book; rolled back after the test."""
     from django.db import transaction
 

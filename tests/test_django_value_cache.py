@@ -2,16 +2,14 @@
 own Redis backend against a real redis-server (tests/redis_server.py); and the example project's
 optional ``BOOKS_VALUE_CACHE`` setting.
 
-Django is configured as in test_django.py (from tests/django_settings.py, once per process); each
-test picks its CACHES with ``override_settings``.
+Django is configured as in test_django.py (``django_example_project`` in tests/conftest.py, from
+tests/django_settings.py, once per process); each test picks its CACHES with ``override_settings``.
 """
 from __future__ import annotations
 
 import datetime
 import importlib.util
 import logging
-import pathlib
-import sys
 from typing import Any, Iterator, List
 
 import pytest
@@ -21,32 +19,14 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-import django  # noqa: E402
-from django.conf import settings  # noqa: E402
 from redis_server import RedisServer, redis_server  # noqa: E402,F401
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
 
-EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 TIMEOUT = 10.0
 LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "value-cache-tests"}
 
-
-@pytest.fixture(scope="module", autouse=True)
-def django_setup():
-    sys.path.insert(0, str(EXAMPLE_DIR))
-    try:
-        if not settings.configured:
-            import django_settings
-
-            settings.configure(**{k: v for k, v in vars(django_settings).items() if k.isupper()})
-            django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLE_DIR))
+pytestmark = pytest.mark.usefixtures("django_example_project")
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,6 @@ SQLite through the ORM.
 """
 from __future__ import annotations
 
-import pathlib
-import sys
 import threading
 from typing import Any, Dict, List, Optional
 
@@ -23,7 +21,6 @@ from dataloader_sync import DataLoader, DataLoaderRegistry, ScheduledDataLoaderR
 from dataloader_sync.graphql import DataLoaderExecutionContext  # noqa: E402
 
 REFUSED = "DataLoaderExecutionContext executes synchronously"
-EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 
 
 class Calls:
@@ -240,27 +237,6 @@ def test_strawberry_flask_view_with_a_registry_per_request_from_get_context() ->
 
 
 # -- strawberry's Django view ----------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def django_books():
-    pytest.importorskip("django")
-    import django
-    from django.conf import settings
-
-    sys.path.insert(0, str(EXAMPLE_DIR))
-    try:
-        if not settings.configured:  # as test_django.py does, whichever runs first
-            import django_settings
-
-            settings.configure(**{k: v for k, v in vars(django_settings).items() if k.isupper()})
-            django.setup()
-        from django.core.management import call_command
-
-        call_command("migrate", verbosity=0)
-        yield
-    finally:
-        sys.path.remove(str(EXAMPLE_DIR))
-
-
 def strawberry_django_urls() -> type:
     """The example project's strawberry endpoint (books/strawberry_schema.py), alone."""
     from django.urls import path
@@ -271,7 +247,7 @@ def strawberry_django_urls() -> type:
     return type("urls", (), {"urlpatterns": [path("strawberry", view)]})
 
 
-def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(django_books) -> None:
+def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(django_example_project) -> None:
     from books.loaders import make_registry
     from books.models import Author, Book, Review
     from django.db import connection, transaction
