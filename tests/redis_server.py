@@ -1,13 +1,15 @@
 """A real redis-server for the tests: started on a free port of 127.0.0.1, stopped after.
 
 ``redis_server`` (module-scoped) gives a running ``RedisServer``; tests may
-``kill()`` it and ``start()`` it again on the same port.  Without a
+``kill()`` it and ``start()`` it again on the same port.  ``running_redis_server()``
+is the same as a context manager, for a fixture of another scope.  Without a
 ``redis-server`` binary on PATH the tests that need it are skipped with the
 reason — unless ``DATALOADER_SYNC_REQUIRE_REDIS=1`` (set by ``.ci/run``), then
 they fail: CI must not pass by skipping them.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
@@ -101,11 +103,18 @@ def redis_binary() -> str:
     return binary
 
 
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
+@contextlib.contextmanager
+def running_redis_server() -> Iterator[RedisServer]:
+    """A started ``RedisServer`` (or skip, as ``redis_binary``), stopped and its directory removed on exit."""
     server = RedisServer(redis_binary())
     server.start()
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    with running_redis_server() as server:
+        yield server

@@ -19,7 +19,7 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from redis_server import RedisServer, redis_server  # noqa: E402,F401
+from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
 
@@ -171,11 +171,8 @@ def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_g
     from django.test import override_settings
 
     from dataloader_sync.django import DjangoValueCache
-    from redis_server import redis_binary
 
-    server = RedisServer(redis_binary())
-    server.start()
-    try:
+    with running_redis_server() as server:
         shared = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": server.url,
                   "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}
         with override_settings(CACHES={"default": LOCMEM, "shared": shared}):
@@ -189,8 +186,6 @@ def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_g
             warned = [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
             assert len(warned) == 1 and len(batch.calls) == 4
             django_caches["shared"].close()
-    finally:
-        server.stop()
 
 
 # -- the example project's optional setting ------------------------------------------------------

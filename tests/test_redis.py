@@ -24,7 +24,7 @@ redis = pytest.importorskip("redis")
 
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
-from redis_server import RedisServer, redis_binary, redis_server  # noqa: E402,F401
+from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
 from dataloader_sync.redis import RedisValueCache  # noqa: E402
@@ -290,12 +290,9 @@ def test_RedisValueCache_two_processes_share_values(redis_server, client):
 # -- the server fails ----------------------------------------------------------------------------
 @pytest.fixture
 def own_server() -> Iterator[RedisServer]:
-    server = RedisServer(redis_binary())
-    server.start()
-    try:
+    """A server of the test's own, for tests that kill or stop it."""
+    with running_redis_server() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_RedisValueCache_server_killed_loads_go_on_with_one_warning_and_resume_when_back(own_server, caplog):
