@@ -1520,20 +1520,27 @@ def raise_interrupt(_: Any) -> None:
     raise Interrupt()
 
 
-def test_DataLoader_BaseException_in_the_first_slice_settles_and_evicts_every_key_then_propagates():
-    calls: List[List[int]] = []
+class InterruptOnCall(IdLoader):
+    """An ``IdLoader`` that raises ``Interrupt`` on its ``n``-th call (recorded in ``calls`` too)."""
 
-    def batch(keys: List[int]) -> List[int]:
-        calls.append(list(keys))
-        if len(calls) == 1:
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+
+    def __call__(self, keys: List[Any]) -> List[Any]:
+        result = super().__call__(keys)
+        if len(self.calls) == self.n:
             raise Interrupt()
-        return list(keys)
+        return result
 
+
+def test_DataLoader_BaseException_in_the_first_slice_settles_and_evicts_every_key_then_propagates():
+    batch = InterruptOnCall(1)
     loader = DataLoader(batch, max_batch_size=2)
     futures = [loader.load(k) for k in range(4)]
     with pytest.raises(Interrupt):
         loader.dispatch()
-    assert calls == [[0, 1]]  # later slices are not called once the dispatch is interrupted
+    assert batch.calls == [[0, 1]]  # later slices are not called once the dispatch is interrupted
     assert all(f.done() for f in futures)
     assert isinstance(futures[0].exception(0), Interrupt)
     assert isinstance(futures[2].exception(0), cf.CancelledError)
@@ -1564,15 +1571,7 @@ def test_DataLoader_BaseException_in_a_then_callback_settles_the_rest_of_the_bat
 
 
 def test_DataLoader_BaseException_in_a_slice_after_the_first_settles_the_rest():
-    calls: List[List[int]] = []
-
-    def batch(keys: List[int]) -> List[int]:
-        calls.append(list(keys))
-        if len(calls) == 2:
-            raise Interrupt()
-        return list(keys)
-
-    loader = DataLoader(batch, max_batch_size=1)
+    loader = DataLoader(InterruptOnCall(2), max_batch_size=1)
     futures = [loader.load(k) for k in range(3)]
     with pytest.raises(Interrupt):
         loader.dispatch()
@@ -1607,21 +1606,14 @@ def test_DataLoader_BaseException_from_context_provider_settles_every_slice():
 
 
 def test_DataLoader_batch_false_load_many_BaseException_settles_the_keys_not_called():
-    calls: List[List[int]] = []
-
-    def batch(keys: List[int]) -> List[int]:
-        calls.append(list(keys))
-        if len(calls) == 1:
-            raise Interrupt()
-        return list(keys)
-
+    batch = InterruptOnCall(1)
     loader = DataLoader(batch, batch=False)
     with pytest.raises(Interrupt):
         loader.load_many([1, 2, 3])
-    assert calls == [[1]]
+    assert batch.calls == [[1]]
     # no key stays cached unsettled: each is loaded again
     assert [loader.load(k).result(0) for k in (1, 2, 3)] == [1, 2, 3]
-    assert calls == [[1], [1], [2], [3]]
+    assert batch.calls == [[1], [1], [2], [3]]
 
 
 def test_DataLoader_BaseException_in_a_done_callback_still_runs_the_other_callbacks():
