@@ -11,14 +11,15 @@ and bounded).
 says so, so no test sleeps to wait.
 
 ``django_example_project`` (module-scoped, not autouse) configures Django for
-the modules that test against the example project's ``books`` app.
+the modules that test against the example project's ``books`` app;
+``example_books`` fills its tables for one test and rolls them back after.
 """
 from __future__ import annotations
 
 import pathlib
 import sys
 import threading
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 
@@ -85,3 +86,28 @@ def django_example_project() -> Iterator[None]:
         yield
     finally:
         sys.path.remove(str(EXAMPLE_DIR))
+
+
+@pytest.fixture
+def example_books(django_example_project: None) -> Iterator[Callable[..., None]]:
+    """``fill(authors=, books=, reviews=)``: replaces the example project's rows with that many
+    authors, ``books`` books each (titled ``"book {a}.{b}"``) and ``reviews`` reviews per book
+    (rated ``1 + (a + b + r) % 5``).
+
+    The whole test runs in a transaction that is rolled back after it, whatever it wrote.
+    """
+    from django.db import transaction
+
+    from books.models import Author, Book, Review
+
+    def fill(*, authors: int, books: int, reviews: int) -> None:
+        Author.objects.all().delete()  # the example's sample rows
+        for a in range(authors):
+            author = Author.objects.create(name=f"author {a}")
+            for b in range(books):
+                book = Book.objects.create(title=f"book {a}.{b}", author=author)
+                Review.objects.bulk_create(Review(book=book, rating=1 + (a + b + r) % 5) for r in range(reviews))
+
+    with transaction.atomic():
+        yield fill
+        transaction.set_rollback(True)

@@ -28,21 +28,9 @@ pytestmark = pytest.mark.usefixtures("django_example_project")
 
 
 @pytest.fixture
-def data(django_example_project):
+def data(example_books):
     """N authors with 2 books each and 2 reviews per book; rolled back after the test."""
-    from django.db import transaction
-
-    from books.models import Author, Book, Review
-
-    with transaction.atomic():
-        Author.objects.all().delete()  # the example's sample rows
-        for a in range(N):
-            author = Author.objects.create(name=f"author {a}")
-            for b in range(2):
-                book = Book.objects.create(title=f"book {a}.{b}", author=author)
-                Review.objects.bulk_create(Review(book=book, rating=1 + (a + b + r) % 5) for r in range(2))
-        yield
-        transaction.set_rollback(True)
+    example_books(authors=N, books=2, reviews=2)
 
 
 class Recorder:

@@ -190,20 +190,9 @@ def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_g
 
 # -- the example project's optional setting ------------------------------------------------------
 @pytest.fixture
-def data():
-    from django.db import transaction
-
-    from books.models import Author, Book, Review
-
-    with transaction.atomic():
-        Author.objects.all().delete()
-        for a in range(4):
-            author = Author.objects.create(name=f"author {a}")
-            for b in range(2):
-                book = Book.objects.create(title=f"book {a}.{b}", author=author)
-                Review.objects.bulk_create(Review(book=book, rating=1 + (a + b + r) % 5) for r in range(2))
-        yield
-        transaction.set_rollback(True)
+def data(example_books):
+    """4 authors with 2 books each and 2 reviews per book; rolled back after the test."""
+    example_books(authors=4, books=2, reviews=2)
 
 
 NESTED = "{ authors { name books { title reviews { rating } } } }"

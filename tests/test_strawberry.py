@@ -247,10 +247,10 @@ def strawberry_django_urls() -> type:
     return type("urls", (), {"urlpatterns": [path("strawberry", view)]})
 
 
-def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(django_example_project) -> None:
+def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_level(example_books) -> None:
     from books.loaders import make_registry
-    from books.models import Author, Book, Review
-    from django.db import connection, transaction
+    from books.models import Author
+    from django.db import connection
     from django.test import Client, override_settings
     from django.test.utils import CaptureQueriesContext
 
@@ -260,30 +260,23 @@ def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_
         made.append(make_registry(request))
         return made[-1]
 
-    with transaction.atomic():
-        Author.objects.all().delete()
-        for a in range(5):
-            author = Author.objects.create(name=f"author {a}")
-            for b in range(3):
-                book = Book.objects.create(title=f"book {a}.{b}", author=author)
-                Review.objects.create(book=book, rating=1 + (a + b) % 5)
-        with override_settings(ROOT_URLCONF=strawberry_django_urls(), DATALOADER_SYNC_REGISTRY_FACTORY=factory,
-                               MIDDLEWARE=["dataloader_sync.django.DataLoaderMiddleware"]):
-            client = Client(enforce_csrf_checks=True)
-            with CaptureQueriesContext(connection) as queries:
-                response = client.post("/strawberry", {"query": "{ authors { name books { title reviews { rating } } } }"},
-                                       content_type="application/json")
-            assert response.status_code == 200, response.content
-            body = response.json()
-            assert "errors" not in body, body
-            assert body["data"]["authors"][3] == {"name": "author 3", "books": [
-                {"title": f"book 3.{b}", "reviews": [{"rating": 1 + (3 + b) % 5}]} for b in range(3)]}
-            sql = [q["sql"] for q in queries.captured_queries]
-            assert len(sql) == 3, sql  # authors; all their books; all those books' reviews
-            assert len(made) == 1 and made[0].closed
+    example_books(authors=5, books=3, reviews=1)
+    with override_settings(ROOT_URLCONF=strawberry_django_urls(), DATALOADER_SYNC_REGISTRY_FACTORY=factory,
+                           MIDDLEWARE=["dataloader_sync.django.DataLoaderMiddleware"]):
+        client = Client(enforce_csrf_checks=True)
+        with CaptureQueriesContext(connection) as queries:
+            response = client.post("/strawberry", {"query": "{ authors { name books { title reviews { rating } } } }"},
+                                   content_type="application/json")
+        assert response.status_code == 200, response.content
+        body = response.json()
+        assert "errors" not in body, body
+        assert body["data"]["authors"][3] == {"name": "author 3", "books": [
+            {"title": f"book 3.{b}", "reviews": [{"rating": 1 + (3 + b) % 5}]} for b in range(3)]}
+        sql = [q["sql"] for q in queries.captured_queries]
+        assert len(sql) == 3, sql  # authors; all their books; all those books' reviews
+        assert len(made) == 1 and made[0].closed
 
-            one = client.post("/strawberry", {"query": "{ author(id: %d) { name books { author { name } } } }"
-                                              % Author.objects.get(name="author 1").id},
-                              content_type="application/json").json()
-            assert one == {"data": {"author": {"name": "author 1", "books": [{"author": {"name": "author 1"}}] * 3}}}
-        transaction.set_rollback(True)
+        one = client.post("/strawberry", {"query": "{ author(id: %d) { name books { author { name } } } }"
+                                          % Author.objects.get(name="author 1").id},
+                          content_type="application/json").json()
+        assert one == {"data": {"author": {"name": "author 1", "books": [{"author": {"name": "author 1"}}] * 3}}}
