@@ -303,6 +303,24 @@ def test_dataloader_sync_django_without_django_says_which_extra_to_install():
 
 
 # -- graphene-django relay connections resolved from a loader future ----------------------------
+def book_node() -> type:
+    """A relay node type of the example's ``Book``, outside graphene-django's model registry (so the
+    example project's own types stay the models' types)."""
+    from graphene import relay
+    from graphene_django import DjangoObjectType
+
+    from books import models
+
+    class BookNode(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("id", "title")
+            interfaces = (relay.Node,)
+            skip_registry = True
+
+    return BookNode
+
+
 def relay_schema():
     """Authors with two ``DjangoConnectionField``s of books, both resolved from the same loader.
 
@@ -316,12 +334,7 @@ def relay_schema():
 
     from books import models
 
-    class BookNode(DjangoObjectType):
-        class Meta:
-            model = models.Book
-            fields = ("id", "title")
-            interfaces = (relay.Node,)
-            skip_registry = True
+    BookNode = book_node()
 
     class AuthorNode(DjangoObjectType):
         class Meta:
@@ -383,19 +396,12 @@ def test_DjangoConnectionField_from_a_loader_future_returns_the_page_batched_wit
 
 def test_DjangoConnectionField_from_a_failing_loader_gives_field_errors_at_its_path(data):
     import graphene
-    from graphene import relay
-    from graphene_django import DjangoConnectionField, DjangoObjectType
+    from graphene_django import DjangoConnectionField
 
-    from books import models
     from dataloader_sync import DataLoader
     from dataloader_sync.graphql import DataLoaderExecutionContext
 
-    class BookNode(DjangoObjectType):
-        class Meta:
-            model = models.Book
-            fields = ("id", "title")
-            interfaces = (relay.Node,)
-            skip_registry = True
+    BookNode = book_node()
 
     def fail(keys):
         raise RuntimeError("books are unavailable")
