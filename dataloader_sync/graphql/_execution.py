@@ -90,6 +90,8 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 from concurrent.futures._base import FINISHED
+from concurrent.futures._base import PENDING as _PENDING
+from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Optional
 
 from graphql.pyutils import Path as _Path
@@ -99,6 +101,7 @@ from .._dispatch_scope import reset_scope, set_scope
 from .._time import seconds, wait_timeout
 from . import _compat
 from ._awaitables import (
+    KNOWN_TYPE,
     NEVER_AWAITABLE,
     is_plain,
     refuse_awaitable,
@@ -128,6 +131,7 @@ _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _base_execute_fields = _Base.execute_fields
 _tuple_new = tuple.__new__
+_known_type = KNOWN_TYPE
 _Info = _compat.Info
 _handle = _compat.handle
 _LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
@@ -218,8 +222,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             cannot change an outcome: the field definition, resolver and
             return type are looked up once per selection (``_compat.plan_fields``);
             a field that defines no argument is not given to
-            ``get_argument_values`` (which returns ``{}`` for it); and
-            ``is_awaitable`` (always False here) is not asked.  A pending
+            ``get_argument_values`` (which returns ``{}`` for it);
+            ``is_awaitable`` (always False here) is not asked; resolve infos
+            and paths are the named tuples graphql-core builds, made with
+            ``tuple.__new__`` (``_compat.FAST_TUPLES``) unless
+            ``build_resolve_info`` is overridden.  A pending
             Future from a field of an object is recorded at once (the hot
             path of ``complete_value``), a nullable scalar or enum value goes
             to ``complete_leaf_value`` (what ``complete_value`` does with it);
@@ -235,8 +242,6 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             else:
                 plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
                 plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
-            if self._info_tail is None:
-                return self._execute_planned_fields(parent_type, source_value, path, plan)
             results = {}
             type_name = parent_type.name
             complete_value = self.complete_value
@@ -245,12 +250,21 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             direct = self._direct
             run = self._run
             frame = self._frame if run is not None else None
-            schema, fragments, root_value, operation, variables, context, is_awaitable = self._info_tail
+            known_type = _known_type
+            tail = self._info_tail
+            if tail is not None:
+                schema, fragments, root_value, operation, variables, context, is_awaitable = tail
+            else:
+                build_resolve_info = self.build_resolve_info
             for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf, field_name in plan:
-                # graphql-core's Path(...) and build_resolve_info(...), built as the same tuples
-                field_path = _tuple_new(_Path, (path, response_name, type_name))
-                info = _tuple_new(_Info, (field_name, field_nodes, return_type, parent_type, field_path, schema, fragments,
-                                  root_value, operation, variables, context, is_awaitable))
+                if tail is not None:
+                    # graphql-core's Path(...) and build_resolve_info(...), built as the same tuples
+                    field_path = _tuple_new(_Path, (path, response_name, type_name))
+                    info = _tuple_new(_Info, (field_name, field_nodes, return_type, parent_type, field_path, schema,
+                                              fragments, root_value, operation, variables, context, is_awaitable))
+                else:
+                    field_path = _Path(path, response_name, type_name)
+                    info = build_resolve_info(field_def, field_nodes, parent_type, field_path)
                 try:
                     if coerce is None:
                         result = resolve_fn(source_value, info)
@@ -258,48 +272,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                         result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
                     if direct:
                         if isinstance(result, _Future):
-                            if frame is not None and not result.done():
+                            state = result._state
+                            if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
                                 run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr]
                                 results[response_name] = result
                                 continue
-                        elif (leaf and result is not None and is_plain(result.__class__)
-                              and not isinstance(result, Exception)):
-                            results[response_name] = complete_leaf_value(return_type, result)
-                            continue
-                    results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
-                except Exception as raw_error:
-                    _handle(self, raw_error, return_type, field_nodes, field_path)  # raises when non-null
-                    results[response_name] = None
-            return results
-
-        def _execute_planned_fields(self, parent_type: Any, source_value: Any, path: Any, plan: list) -> Any:
-            """``execute_fields`` where resolve infos come from ``build_resolve_info`` (overridden)."""
-            results = {}
-            type_name = parent_type.name
-            build_resolve_info = self.build_resolve_info
-            complete_value = self.complete_value
-            complete_leaf_value = self.complete_leaf_value
-            variable_values = self.variable_values
-            direct = self._direct
-            run = self._run
-            frame = self._frame if run is not None else None
-            for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf, _name in plan:
-                field_path = _Path(path, response_name, type_name)
-                info = build_resolve_info(field_def, field_nodes, parent_type, field_path)
-                try:
-                    if coerce is None:
-                        result = resolve_fn(source_value, info)
-                    else:
-                        result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
-                    if direct:
-                        if isinstance(result, _Future):
-                            if frame is not None and not result.done():
-                                # complete_value's hot path (see there)
-                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr]
-                                results[response_name] = result
-                                continue
-                        elif (leaf and result is not None and is_plain(result.__class__)
+                        elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                               and not isinstance(result, Exception)):
                             results[response_name] = complete_leaf_value(return_type, result)
                             continue
@@ -492,6 +471,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         saved = self._frame
         direct = self._direct
         complete_leaf_value = self.complete_leaf_value
+        known_type = _known_type
         it = iter(unwatched)
         try:
             for future, frame, nodes, return_type in zip(it, it, it, it):
@@ -511,7 +491,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                     resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
                 value = future._result
-                if isinstance(value, _Future) or not is_plain(value.__class__):
+                if known_type(value.__class__) is not False or isinstance(value, _Future):  # not is_plain(...)
                     resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
                 container = frame[4]
