@@ -151,8 +151,8 @@ else:
         return ctx.execute_fields(return_type, result, path, ctx.collect_subfields(return_type, nodes))
 
 
-_get_field_def = getattr(sys.modules[Base.__module__], "get_field_def", None)
-_get_argument_values = getattr(sys.modules[Base.__module__], "get_argument_values", None)
+_get_field_def: Any = getattr(sys.modules[Base.__module__], "get_field_def", None)
+_get_argument_values: Any = getattr(sys.modules[Base.__module__], "get_argument_values", None)
 
 #: True where ``DataLoaderExecutionContext`` runs an object's fields itself
 #: (``plan_fields``): graphql-core 3.2, whose ``execute_fields`` /

@@ -6,7 +6,11 @@ the request thread.  No event loop, so Django's ORM may run in resolvers.
 
 Design.  graphql-core completes a plain value at once, and so a Future that is
 already done.  A Future not done yet is left in the result as a placeholder
-(``_run.Pending``) and the synchronous pass goes on.  Then the request thread
+and the synchronous pass goes on: for a field of an object (every loaded
+field), the future itself, with four slots in the loop's list saying where
+its value goes (the field's resolve info and path are let go, and built
+again only if its value needs them: see ``_run``); otherwise a
+``_run.Pending``.  Then the request thread
 loops (``_drain``): it completes the placeholders whose futures are done, in
 creation order; when none is, it dispatches the loaders that queued keys (one
 batch per loader for the whole level); when there is nothing to dispatch
@@ -43,6 +47,9 @@ Guarantees:
   ``complete_object_value`` — re-implemented (the ``is_type_of`` check, then
   ``_compat.execute_subfields``) to accept a Future from ``is_type_of`` and to
   record the frame; graphql-core's awaitable branch is not kept (see below).
+  ``execute_fields`` (3.2 only) — graphql-core's loop with its
+  ``execute_field`` inline; identical in every 3.2.x but for
+  ``handle_field_error``'s arguments (``_compat.handle``).
   ``execute_fields_serially`` — root mutation fields run one base call per
   field, each drained before the next starts, so field 2 sees field 1's effect.
   ``execute_operation`` (3.2) / ``execute_root_grouped_field_set`` (3.3) —
@@ -60,8 +67,15 @@ Guarantees:
   dispatched directly.  Keys queued where no scope saw them are swept up
   before the loop waits.
 - A plain value costs one ``isinstance`` per completed value and one frame
-  list per object; a pending Future costs one placeholder, and a callback
-  only if the loop has to wait for it.
+  list per object; a pending Future of a field of an object costs four list
+  slots and keeps nothing else alive (a ``Pending`` elsewhere), and a
+  callback only if the loop has to wait for it.
+- On graphql-core 3.2, an object's fields run in ``execute_fields`` itself
+  (graphql-core's ``execute_field`` inline, see there): each field's
+  definition looked up once per selection, no argument coercion for a
+  field that defines no argument (graphql-core 3.3 does the same), a plain
+  scalar or enum completed without a detour.  Middleware, or a subclass that
+  overrides ``execute_field``, gets graphql-core's own method.
 - graphql-core state is touched on the request thread only; other threads
   only append to the scope under its lock.
 - Nothing hangs silently: if no future completes and no load is queued for
@@ -92,7 +106,7 @@ import concurrent.futures as cf
 from concurrent.futures._base import FINISHED
 from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from graphql.pyutils import Path as _Path
 from graphql.type import GraphQLEnumType, GraphQLScalarType
@@ -242,7 +256,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             else:
                 plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
                 plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
-            results = {}
+            results: Dict[str, Any] = {}
             type_name = parent_type.name
             complete_value = self.complete_value
             complete_leaf_value = self.complete_leaf_value
@@ -275,7 +289,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                             state = result._state
                             if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
-                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr]
+                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore
                                 results[response_name] = result
                                 continue
                         elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain
