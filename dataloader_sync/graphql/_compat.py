@@ -51,7 +51,9 @@ __all__ = [
     "GraphQLError",
     "adopt_strawberry",
     "execute_subfields",
-    "field_def",
+    "REBUILDS_INFO",
+    "first_node",
+    "rebuild_info",
     "OWN_FIELDS",
     "FAST_TUPLES",
     "INFO_FIELDS",
@@ -202,16 +204,38 @@ def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> lis
     return plan
 
 
-def field_def(ctx: Any, parent_type: Any, field_nodes: Any) -> Any:
-    """The field definition graphql-core's ``execute_field`` finds for *field_nodes* on *parent_type*.
+_to_nodes: Any = getattr(sys.modules[Base.__module__], "to_nodes", None)
 
-    Used only on graphql-core 3.2 (where ``complete_value`` has no trailing
-    arguments); its module function ``get_field_def(schema, parent_type,
-    field_node)`` also finds the introspection fields.
+#: True where a waiting field's resolve info can be built again
+#: (``rebuild_info``); where not, waiting fields keep their own (a ``Pending``).
+REBUILDS_INFO = (callable(getattr(_graphql.GraphQLSchema, "get_field", None)) and _to_nodes is not None
+                 if IS_EXECUTOR else _get_field_def is not None)
+
+
+def first_node(field_nodes: Any) -> Any:
+    """The first ``FieldNode`` of what ``complete_value`` gets as field nodes
+    (3.3 passes ``FieldDetails``, each with its ``node``)."""
+    first = field_nodes[0]
+    return getattr(first, "node", first) if IS_EXECUTOR else first
+
+
+def rebuild_info(ctx: Any, parent_type: Any, field_nodes: Any, path: Any) -> Any:
+    """The resolve info graphql-core's ``execute_field`` built for this field (a new, equal one).
+
+    Args:
+        ctx: the execution context (its ``build_resolve_info``, maybe strawberry's).
+        parent_type: the object type of the field.
+        field_nodes: what ``complete_value`` got (3.2: field nodes; 3.3: field details).
+        path: the field's path.
+
+    Returns:
+        ``ctx.build_resolve_info(field definition, field nodes, parent_type, path)``.
     """
-    if _get_field_def is not None:
-        return _get_field_def(ctx.schema, parent_type, field_nodes[0])
-    return parent_type.fields[field_nodes[0].name.value]  # pragma: no cover - not reached on 3.3
+    if IS_EXECUTOR:
+        field = ctx.schema.get_field(parent_type, first_node(field_nodes).name.value)
+        return ctx.build_resolve_info(field, _to_nodes(field_nodes), parent_type, path)
+    return ctx.build_resolve_info(_get_field_def(ctx.schema, parent_type, field_nodes[0]), field_nodes, parent_type,
+                                  path)
 
 
 #: Default of ``operation_extensions``: graphql-core itself never passes it.

@@ -108,6 +108,7 @@ from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Dict, Optional
 
+from graphql.language import FieldNode as _FieldNode
 from graphql.pyutils import Path as _Path
 from graphql.type import GraphQLEnumType, GraphQLScalarType
 
@@ -145,6 +146,9 @@ _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _base_execute_fields = _Base.execute_fields
 _tuple_new = tuple.__new__
+# 3.3: a field's completion gets its object's position_context; its waiting
+# value may then be recorded as a field of that object (see complete_value).
+_HOT_REST = _compat.IS_EXECUTOR and _compat.REBUILDS_INFO
 _known_type = KNOWN_TYPE
 _Info = _compat.Info
 _handle = _compat.handle
@@ -178,7 +182,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     stall_timeout: Optional[float] = 30.0
     clear_loaders_after_mutation_fields: bool = False
 
-    _frame: Any = None  # [parent frame, info, path, nodes, results, type] of the object being completed
+    _frame: Any = None  # [parent frame, info, path, nodes, results, type, rest] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _plans: Optional[dict] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
@@ -312,7 +316,9 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if run is None:
                 return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
             frame = self._frame
-            if frame is not None and path is info.path and not rest:
+            if frame is not None and path is info.path and _compat.REBUILDS_INFO and (
+                    rest is frame[6]  # 3.2: () and ()
+                    or (_HOT_REST and len(rest) == 1 == len(frame[6]) and rest[0] is frame[6][0])):
                 # The hot path of every loaded field of an object: four slots
                 # say where the value goes; the future is the placeholder; the
                 # info and path are let go (built again only if needed).
@@ -357,7 +363,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                          rest: tuple) -> Any:
         parent = self._frame
-        frame = self._frame = [parent, info, path, field_nodes, None, return_type]
+        frame = self._frame = [parent, info, path, field_nodes, None, return_type, rest]
         try:
             # The fields' results dict: where the values of this object's
             # waiting fields go (Pending.frame -> results, without a path walk).
@@ -512,6 +518,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 if container is None:
                     continue  # its object failed: nothing to write
                 node = nodes[0]
+                if node.__class__ is not _FieldNode:  # 3.3: field details
+                    node = node.node
                 key = (node.alias or node.name).value
                 if container[key] is not future:
                     continue  # completed already
@@ -529,9 +537,10 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 try:
                     if direct:
                         container[key] = _base_complete_value(self, return_type, nodes, pending.info, pending.path,
-                                                              value)
+                                                              value, *pending.rest)
                     else:
-                        container[key] = self.complete_value(return_type, nodes, pending.info, pending.path, value)
+                        container[key] = self.complete_value(return_type, nodes, pending.info, pending.path, value,
+                                                             *pending.rest)
                 except Exception as raw_error:
                     container[key] = None
                     self._fail(run, pending, raw_error)

@@ -6,8 +6,10 @@ Guarantees:
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
 - Positions are graphql-core ``Path``s; a frame is the list
-  ``[parent frame, info, path, nodes, results, object type]`` of an object
-  being completed (``results``: its fields' dict, once built: where its
+  ``[parent frame, info, path, nodes, results, object type, rest]`` of an
+  object being completed (``rest``: the trailing arguments of its
+  completion, which its fields' completions get too: 3.3's
+  ``position_context``) (``results``: its fields' dict, once built: where its
   waiting fields' values go), where ``info`` is the resolve info of the field
   that holds it.
 - The common waiting position — a field of an object (not a root field, not
@@ -96,8 +98,8 @@ def _item_type(type_: Any) -> Any:
 
 
 def response_key(nodes: Any) -> str:
-    """The response key of a field (its alias, else its name) from its field nodes."""
-    node = nodes[0]
+    """The response key of a field (its alias, else its name) from its field nodes (3.3: details)."""
+    node = _compat.first_node(nodes)
     return (node.alias or node.name).value
 
 
@@ -198,12 +200,10 @@ class Run:
         The info equals the one the resolver received (same field, nodes,
         types, path, context); it is a new object.
         """
-        ctx = self.ctx
         parent_type = frame[5]
         path = frame[2].add_key(response_key(nodes), parent_type.name)
-        field_def = _compat.field_def(ctx, parent_type, nodes)
-        info = ctx.build_resolve_info(field_def, nodes, parent_type, path)
-        return Pending(VALUE, future, frame, return_type, nodes, info, path, (), None)
+        info = _compat.rebuild_info(self.ctx, parent_type, nodes, path)
+        return Pending(VALUE, future, frame, return_type, nodes, info, path, frame[6], None)
 
     def dispatch(self, loaders: Dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
