@@ -483,6 +483,14 @@ def _request_id_batch(seen: List[Tuple[str, str]]):
     return batch
 
 
+class SetsRequestId(DataLoaderInstrumentation):
+    """Sets REQUEST_ID to "batch of <the dispatching request's id>" in ``begin_batch``."""
+
+    def begin_batch(self, loader, keys, environment):
+        REQUEST_ID.set(f"batch of {REQUEST_ID.get()}")
+        return None
+
+
 def test_DataLoader_batch_on_an_executor_runs_in_a_copy_of_the_dispatching_context():
     seen: List[Tuple[str, str]] = []
     with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool:
@@ -522,11 +530,6 @@ def test_DataLoader_batch_on_an_executor_cannot_change_the_dispatching_context()
 @pytest.mark.parametrize("on_executor", [False, True])
 def test_DataLoader_instrumentation_begin_batch_sets_context_the_batch_function_sees(on_executor):
     seen: List[Tuple[str, str]] = []
-
-    class SetsRequestId(DataLoaderInstrumentation):
-        def begin_batch(self, loader, keys, environment):
-            REQUEST_ID.set(f"batch of {REQUEST_ID.get()}")
-            return None
 
     def request(loader):
         REQUEST_ID.set("r1")
@@ -572,11 +575,6 @@ def test_ScheduledDataLoaderRegistry_tick_runs_batches_in_the_context_of_the_req
 def test_DataLoader_batch_on_a_ScheduledExecutor_is_the_task_its_slow_task_log_names(instrumented, caplog):
     clock = FakeClock(1000.0)
     seen: List[str] = []
-
-    class SetsRequestId(DataLoaderInstrumentation):
-        def begin_batch(self, loader, keys, environment):
-            REQUEST_ID.set(f"batch of {REQUEST_ID.get()}")
-            return None
 
     def load_users(keys):
         seen.append(REQUEST_ID.get())
