@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
-import logging
 from typing import Any, Iterator, List
 
 import pytest
@@ -20,6 +19,7 @@ if importlib.util.find_spec("graphene_django") is None:  # importing it needs co
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
 from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
+from value_cache_helpers import load_all, warnings_of  # noqa: E402
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
 
@@ -68,12 +68,6 @@ class Batch:
     def __call__(self, keys: List[Any]) -> List[Any]:
         self.calls.append(list(keys))
         return [ValueError(k) if str(k).startswith("err") else {"key": k, "tuple": (k, k)} for k in keys]
-
-
-def load_all(loader: DataLoader, keys: List[Any]) -> List[Any]:
-    many = loader.load_many(keys, return_exceptions=True)
-    loader.dispatch()
-    return many.result(TIMEOUT)
 
 
 # -- construction ----------------------------------------------------------------------------
@@ -183,7 +177,7 @@ def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_g
             for _ in range(3):
                 assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [
                     {"key": 1, "tuple": (1, 1)}, {"key": 2, "tuple": (2, 2)}]
-            warned = [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
+            warned = warnings_of(caplog)
             assert len(warned) == 1 and len(batch.calls) == 4
             django_caches["shared"].close()
 

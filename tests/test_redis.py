@@ -25,6 +25,7 @@ redis = pytest.importorskip("redis")
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
+from value_cache_helpers import load_all, warnings_of  # noqa: E402
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
 from dataloader_sync.redis import RedisValueCache  # noqa: E402
@@ -87,16 +88,6 @@ class Batch:
     @staticmethod
     def value(key: Any) -> Any:
         return {"key": key, "n": [1, {"deep": key}]}
-
-
-def load_all(loader: DataLoader, keys: List[Any]) -> List[Any]:
-    many = loader.load_many(keys, return_exceptions=True)
-    loader.dispatch()
-    return many.result(TIMEOUT)
-
-
-def warnings_of(caplog) -> List[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
 
 
 # -- construction -------------------------------------------------------------------------

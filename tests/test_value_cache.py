@@ -17,6 +17,7 @@ import pytest
 import dataloader_sync
 from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, failed_future
 from dataloader_sync import _value_cache
+from value_cache_helpers import warnings_of
 
 TIMEOUT = 10.0
 
@@ -83,10 +84,6 @@ class Recorder:
 def fresh_failure_log(monkeypatch):
     """Each test gets its own rate-limited failure log (no state from other tests)."""
     monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
-
-
-def warnings_of(caplog) -> List[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "dataloader_sync" and r.levelno == logging.WARNING]
 
 
 # -- the contract's names ----------------------------------------------------------------
