@@ -1038,3 +1038,39 @@ def test_a_subclass_overriding_build_resolve_info_builds_every_resolve_info() ->
     assert got.data == {"item": {"id": 1, "size": 10, "l": "#1", "owner": None}}
     assert [e.path for e in got.errors] == [["item", "owner", "name"]]
     assert built == ["item", "id", "size", "label", "owner", "name"]
+
+
+def _scalar_schema(loader: Any = None) -> Any:
+    schema = build_schema("scalar Odd type Row { n: Int odd: Odd } type Query { rows: [Row] }")
+    odd = schema.type_map["Odd"]
+    odd.serialize = lambda value: value if value % 2 else None  # null for even values
+    if hasattr(odd, "coerce_output_value"):  # graphql-core 3.3's name
+        odd.coerce_output_value = odd.serialize
+    schema.query_type.fields["rows"].resolve = lambda _s, _i: [1, 2, 3]
+    for name in ("n", "odd"):
+        schema.type_map["Row"].fields[name].resolve = (
+            (lambda row, _i: row) if loader is None else (lambda row, _i: loader.load(row)))
+    return schema
+
+
+@pytest.mark.parametrize("loaded", [False, True])
+def test_a_scalar_that_serializes_to_null_fails_its_field_with_graphql_cores_error(loaded: bool) -> None:
+    query = "{ rows { n odd } }"
+    got = run(_scalar_schema(DataLoader(lambda keys: keys, name="rows") if loaded else None), query)
+    expected = plain(_scalar_schema(), query)
+    assert normalized(got) == normalized(expected)
+    assert got.data == {"rows": [{"n": 1, "odd": 1}, {"n": 2, "odd": None}, {"n": 3, "odd": 3}]}
+    assert [e.path for e in got.errors] == [["rows", 1, "odd"]] and "(2)` to return non-nullable" in got.errors[0].message
+
+
+def test_a_subclass_overriding_complete_leaf_value_completes_every_leaf() -> None:
+    class Doubling(DataLoaderExecutionContext):
+        @staticmethod
+        def complete_leaf_value(return_type: Any, result: Any) -> Any:
+            return result * 2
+
+    loader = DataLoader(lambda keys: keys, name="rows")
+    got = run(_scalar_schema(loader), "{ rows { n } }", cls=Doubling)
+    assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}
+    got = run(_scalar_schema(), "{ rows { n } }", cls=Doubling)
+    assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}

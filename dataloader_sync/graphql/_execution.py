@@ -110,6 +110,7 @@ from typing import Any, Dict, Optional
 
 from graphql.language import FieldNode as _FieldNode
 from graphql.pyutils import Path as _Path
+from graphql.pyutils import Undefined as _Undefined
 from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from .._dispatch_scope import reset_scope, set_scope
@@ -185,6 +186,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     _frame: Any = None  # [parent frame, info, path, nodes, results, type, rest] of the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
+    _own_leaf = False  # graphql-core's complete_leaf_value may be inlined (set per instance)
     _plans: Optional[dict] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
     _info_tail: Optional[tuple] = None  # what every resolve info shares, see __init__
 
@@ -217,6 +219,10 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         cls = type(self)
         # graphql-core's completion called directly, unless a subclass overrides ours
         self._direct = cls.complete_value is DataLoaderExecutionContext.complete_value
+        # graphql-core 3.2's complete_leaf_value may be inlined: serialize,
+        # and only when that gives null, the method itself (which serializes
+        # again and raises its own error).  3.3 calls coerce_output_value.
+        self._own_leaf = not _compat.IS_EXECUTOR and cls.complete_leaf_value is _Base.complete_leaf_value
         # An object's fields run here (see execute_fields) unless middleware or
         # a subclass's execute_field is to see each field.
         self._plans: Optional[dict] = (
@@ -264,6 +270,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             type_name = parent_type.name
             complete_value = self.complete_value
             complete_leaf_value = self.complete_leaf_value
+            own_leaf = self._own_leaf
             variable_values = self.variable_values
             direct = self._direct
             run = self._run
@@ -298,7 +305,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                                 continue
                         elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                               and not isinstance(result, Exception)):
-                            results[response_name] = complete_leaf_value(return_type, result)
+                            if own_leaf:  # complete_leaf_value inline
+                                serialized = return_type.serialize(result)
+                                if serialized is None or serialized is _Undefined:
+                                    serialized = complete_leaf_value(return_type, result)  # raises its error
+                            else:
+                                serialized = complete_leaf_value(return_type, result)
+                            results[response_name] = serialized
                             continue
                     results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
                 except Exception as raw_error:
@@ -491,6 +504,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         saved = self._frame
         direct = self._direct
         complete_leaf_value = self.complete_leaf_value
+        own_leaf = self._own_leaf
         known_type = _known_type
         it = iter(unwatched)
         try:
@@ -527,7 +541,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                         value, Exception):
                     # graphql-core's complete_value for a nullable scalar or enum, minus its type tests
                     try:
-                        container[key] = complete_leaf_value(return_type, value)
+                        if own_leaf:  # complete_leaf_value inline
+                            serialized = return_type.serialize(value)
+                            if serialized is None or serialized is _Undefined:
+                                serialized = complete_leaf_value(return_type, value)  # raises its error
+                        else:
+                            serialized = complete_leaf_value(return_type, value)
+                        container[key] = serialized
                     except Exception as raw_error:
                         container[key] = None
                         self._fail(run, pending_of(future, frame, nodes, return_type), raw_error)
