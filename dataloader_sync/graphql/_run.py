@@ -2,16 +2,19 @@
 
 Guarantees:
 - A ``Pending`` is what the result holds at a position whose value waits for
-  a future; it carries exactly the arguments graphql-core's ``complete_value``
+  a future (other than a field of an object, see below, which gets one only
+  when its value needs it); it carries exactly the arguments graphql-core's ``complete_value``
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
 - Positions are graphql-core ``Path``s; a frame is the list
   ``[parent frame, info, path, nodes, results, object type, rest]`` of an
-  object being completed (``rest``: the trailing arguments of its
-  completion, which its fields' completions get too: 3.3's
-  ``position_context``) (``results``: its fields' dict, once built: where its
-  waiting fields' values go), where ``info`` is the resolve info of the field
-  that holds it.
+  object being completed, where ``info`` is the resolve info of the field
+  that holds it, ``results`` its fields' dict once built (where its waiting
+  fields' values go) and ``rest`` the trailing arguments of its completion,
+  which its fields' completions get too (3.3's ``position_context``).
+  ``levels()`` turns a field's info and a position into the ``(path, type)``
+  pairs that graphql-core's own error handling visits (field, then list
+  items).
 - The common waiting position — a field of an object (not a root field, not
   a list item) whose resolver returned a pending Future — keeps no object of
   its own while it waits: ``Run.unwatched`` holds four slots for it
@@ -22,9 +25,7 @@ Guarantees:
   subclass's ``complete_value``) — ``Run.pending_of``.  Every other waiting
   position is a ``Pending``, stored as ``future, PENDING, pending, None``.
   So a level of waiting fields keeps no cyclic-GC-tracked object per field
-  beyond the future: fewer young collections, less for older ones to walk.  ``levels()`` turns
-  a field's info and a position into the ``(path, type)`` pairs that
-  graphql-core's own error handling visits (field, then list items).
+  beyond the future: fewer young collections, less for older ones to walk.
 - ``Run`` is touched by the request thread only; only its ``scope`` is shared.
 """
 from __future__ import annotations
