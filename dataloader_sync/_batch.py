@@ -6,7 +6,8 @@ its own except ``_DispatchSink`` (which guards only its own countdown).
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, Hashable, List, NamedTuple, Optional
+from collections.abc import Hashable
+from typing import Any, NamedTuple, Optional
 
 from ._future import Future
 
@@ -27,10 +28,10 @@ class _Queue:
     __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context")
 
     def __init__(self, with_cache_keys: bool) -> None:
-        self.keys: List[Any] = []
-        self.futures: List[Future] = []
-        self.cache_keys: Optional[List[Hashable]] = [] if with_cache_keys else None
-        self.contexts: Optional[List[Any]] = None
+        self.keys: list[Any] = []
+        self.futures: list[Future] = []
+        self.cache_keys: Optional[list[Hashable]] = [] if with_cache_keys else None
+        self.contexts: Optional[list[Any]] = None
         self.instr_context: Any = None
 
     def __len__(self) -> int:
@@ -46,7 +47,7 @@ class _Queue:
                 self.contexts = [None] * (len(self.keys) - 1)
             self.contexts.append(key_context)
 
-    def extend(self, other: "_Queue") -> None:
+    def extend(self, other: _Queue) -> None:
         n = len(self.keys)
         self.keys.extend(other.keys)
         self.futures.extend(other.futures)
@@ -57,7 +58,7 @@ class _Queue:
                 self.contexts = [None] * n
             self.contexts.extend(other.context_list())
 
-    def slice(self, start: int, stop: int) -> "_Queue":
+    def slice(self, start: int, stop: int) -> _Queue:
         part = _Queue(False)
         part.keys = self.keys[start:stop]
         part.futures = self.futures[start:stop]
@@ -67,7 +68,7 @@ class _Queue:
             part.contexts = self.contexts[start:stop]
         return part
 
-    def take(self, indexes: List[int]) -> "_Queue":
+    def take(self, indexes: list[int]) -> _Queue:
         """The loads at *indexes*, in that order (the misses of a value-cache lookup)."""
         part = _Queue(False)
         part.keys = [self.keys[i] for i in indexes]
@@ -78,11 +79,11 @@ class _Queue:
             part.contexts = [self.contexts[i] for i in indexes]
         return part
 
-    def cached_under(self) -> List[Hashable]:
+    def cached_under(self) -> list[Hashable]:
         """The cache key of each load."""
         return self.keys if self.cache_keys is None else self.cache_keys
 
-    def context_list(self) -> List[Any]:
+    def context_list(self) -> list[Any]:
         return [None] * len(self.keys) if self.contexts is None else self.contexts
 
 
@@ -99,14 +100,14 @@ class BatchLoaderEnvironment(NamedTuple):
     """
 
     context: Any
-    key_contexts: Dict[Any, Any]
-    key_contexts_list: List[Any]
+    key_contexts: dict[Any, Any]
+    key_contexts_list: list[Any]
 
 
 class DispatchResult(NamedTuple):
     """``dispatch_with_counts()``: the dispatch's future and how many keys it sent."""
 
-    future: "Future[List[Any]]"
+    future: Future[list[Any]]
     keys_count: int
 
 
@@ -124,8 +125,8 @@ class _DispatchSink:
     __slots__ = ("future", "values", "slices_left", "lock")
 
     def __init__(self, n_keys: int, n_slices: int) -> None:
-        self.future: Future[List[Any]] = Future()
-        self.values: List[Any] = [None] * n_keys
+        self.future: Future[list[Any]] = Future()
+        self.values: list[Any] = [None] * n_keys
         self.slices_left = n_slices  # guarded by lock; 0 once the future is decided
         self.lock = threading.Lock()
 
@@ -139,11 +140,11 @@ class _DispatchSink:
         if n_slices == 0:
             self.future._settle(self.values, None)
 
-    def part(self, positions: List[int]) -> "_SinkPart":
+    def part(self, positions: list[int]) -> _SinkPart:
         """A sink for a sub-queue whose load j is load ``positions[j]`` of this dispatch."""
         return _SinkPart(self, positions)
 
-    def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
+    def report(self, offset: int, values: list[Any], error: Optional[BaseException]) -> None:
         if error is None:
             self.values[offset : offset + len(values)] = values
         with self.lock:
@@ -160,11 +161,11 @@ class _SinkPart:
 
     __slots__ = ("sink", "positions")
 
-    def __init__(self, sink: _DispatchSink, positions: List[int]) -> None:
+    def __init__(self, sink: _DispatchSink, positions: list[int]) -> None:
         self.sink = sink
         self.positions = positions
 
-    def report(self, offset: int, values: List[Any], error: Optional[BaseException]) -> None:
+    def report(self, offset: int, values: list[Any], error: Optional[BaseException]) -> None:
         if error is None:
             out, positions = self.sink.values, self.positions
             for j, value in enumerate(values, offset):

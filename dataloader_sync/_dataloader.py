@@ -38,19 +38,13 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, MutableMapping, Sequence
 from typing import (
     Any,
     Callable,
-    Dict,
     Generic,
-    Hashable,
-    Iterable,
-    List,
     Literal,
-    MutableMapping,
     Optional,
-    Tuple,
     TypeVar,
     Union,
     overload,
@@ -351,7 +345,7 @@ class DataLoader(Generic[K, V]):
         # The registries holding this loader: (weakref to their _Queued, name),
         # told when a load makes the queue non-empty.  Replaced whole under
         # _lock; read without it.
-        self._registries: Tuple[Tuple[Any, str], ...] = ()
+        self._registries: tuple[tuple[Any, str], ...] = ()
         # The dispatch scope told about the current queue (reset when the
         # queue is taken), so a scope hears of a loader once per batch, not
         # once per load.
@@ -442,7 +436,7 @@ class DataLoader(Generic[K, V]):
             ) from None
         return ck
 
-    def load(self, key: K, key_context: Any = None) -> "Future[V]":
+    def load(self, key: K, key_context: Any = None) -> Future[V]:
         """Return a future of the value for *key*; queue the key unless cached.
 
         Raises:
@@ -503,12 +497,12 @@ class DataLoader(Generic[K, V]):
     @overload
     def load_many(
         self, keys: Iterable[K], key_contexts: Any = None, *, return_exceptions: Literal[False] = False
-    ) -> Future[List[V]]: ...
+    ) -> Future[list[V]]: ...
 
     @overload
     def load_many(
         self, keys: Iterable[K], key_contexts: Any = None, *, return_exceptions: bool
-    ) -> Future[List[Union[V, BaseException]]]: ...
+    ) -> Future[list[Union[V, BaseException]]]: ...
 
     def load_many(
         self,
@@ -516,7 +510,7 @@ class DataLoader(Generic[K, V]):
         key_contexts: Any = None,
         *,
         return_exceptions: bool = False,
-    ) -> Future[List[Any]]:
+    ) -> Future[list[Any]]:
         """Return a future of the list of values for *keys*, in order.
 
         Args:
@@ -535,7 +529,7 @@ class DataLoader(Generic[K, V]):
             raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
         keys = list(keys)
         if key_contexts is None:
-            contexts: List[Any] = [None] * len(keys)
+            contexts: list[Any] = [None] * len(keys)
         elif isinstance(key_contexts, Mapping):
             contexts = [key_contexts.get(k) for k in keys]
         else:
@@ -546,9 +540,9 @@ class DataLoader(Generic[K, V]):
             if len(contexts) != len(keys):
                 raise ValueError("key_contexts must have the same length as keys")
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
-        futures: List[Future] = []
+        futures: list[Future] = []
         new = _Queue(self._cache_key_fn is not None)
-        cache_errors: List[Tuple[str, Exception]] = []
+        cache_errors: list[tuple[str, Exception]] = []
         scope = current_scope()
         first = tell = False
         with self._lock:
@@ -598,7 +592,7 @@ class DataLoader(Generic[K, V]):
                     scope.loader_queued(self)
         return gather(futures, return_exceptions=return_exceptions)
 
-    def prime(self, key: K, value: Union[V, Exception, "cf.Future[V]"]) -> DataLoader[K, V]:
+    def prime(self, key: K, value: Union[V, Exception, cf.Future[V]]) -> DataLoader[K, V]:
         """Put *value* in the cache for *key*, unless *key* is cached already.
 
         As java-dataloader's ``prime(K, V)`` and ``prime(K, CompletableFuture<V>)``:
@@ -643,7 +637,7 @@ class DataLoader(Generic[K, V]):
             pending.add_done_callback(lambda src: _copy_outcome(src, fut))
         return self
 
-    def clear(self, key: K) -> "DataLoader[K, V]":
+    def clear(self, key: K) -> DataLoader[K, V]:
         """Forget the cached value of *key* (the next load queues it again)."""
         ck = self._cache_key(key)
         with self._lock:
@@ -653,7 +647,7 @@ class DataLoader(Generic[K, V]):
                 pass
         return self
 
-    def clear_all(self) -> "DataLoader[K, V]":
+    def clear_all(self) -> DataLoader[K, V]:
         """Forget every cached value."""
         with self._lock:
             self._cache.clear()
@@ -699,7 +693,7 @@ class DataLoader(Generic[K, V]):
         self._send(queue)
         return True
 
-    def _send(self, queue: _Queue, sink: Optional["_DispatchSink"] = None) -> None:
+    def _send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
         if self._value_cache is not None:
             # The value-cache step, between taking the queue and the batch
             # calls: hits settle here, only the misses go on.
@@ -718,7 +712,7 @@ class DataLoader(Generic[K, V]):
                     self._abandon(queue.slice(i + size, len(queue)), exc, sink)
                     raise
 
-    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional["_DispatchSink"] = None) -> None:
+    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional[_DispatchSink] = None) -> None:
         """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
         if not rest:
             return
@@ -785,14 +779,14 @@ class DataLoader(Generic[K, V]):
         self._send(queue, sink)
         return DispatchResult(sink.future, len(queue))
 
-    def dispatch(self) -> Future[List[V]]:
+    def dispatch(self) -> Future[list[V]]:
         """Send every queued key to the batch function; a future of their values.
 
         The future fails if any of its keys fails.
         """
         return self.dispatch_with_counts().future
 
-    def dispatch_and_join(self) -> List[V]:
+    def dispatch_and_join(self) -> list[V]:
         """Dispatch until nothing is queued, waiting for each; all the values.
 
         Loads queued by callbacks while waiting are dispatched too.
@@ -806,7 +800,7 @@ class DataLoader(Generic[K, V]):
         return values
 
     # -- the value cache -----------------------------------------------------------
-    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[Any]) -> Optional[Tuple[_Queue, Any]]:
+    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[Any]) -> Optional[tuple[_Queue, Any]]:
         """Look the dispatch's keys up with one ``get_values``; settle the hits.
 
         Returns:
@@ -854,13 +848,13 @@ class DataLoader(Generic[K, V]):
         return None if rest is None else (rest, sink.part(misses))
 
     # -- the batch call --------------------------------------------------------
-    def _call_batch(self, batch: _Queue, sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
+    def _call_batch(self, batch: _Queue, sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
         keys = list(batch.keys)  # the user's copy: our columns stay as they are
         with self._lock:
             self._batch_invoke_count += 1
             self._batch_load_count += len(keys)
         try:
-            args: Tuple[Any, ...] = (keys,)
+            args: tuple[Any, ...] = (keys,)
             env = None
             if self._pass_env:
                 env = self._environment(batch)
@@ -879,8 +873,8 @@ class DataLoader(Generic[K, V]):
         else:
             self._complete_batch(batch, result, sink, offset)
 
-    def _call_in_context(self, batch: _Queue, keys: List[Any], env: Optional[BatchLoaderEnvironment],
-                         args: Tuple[Any, ...]) -> Any:
+    def _call_in_context(self, batch: _Queue, keys: list[Any], env: Optional[BatchLoaderEnvironment],
+                         args: tuple[Any, ...]) -> Any:
         """The batch call in a copy of this thread's context: ``begin_batch`` runs
         in it first (what it sets there, the batch function sees), then the
         batch function, here or on the executor."""
@@ -908,7 +902,7 @@ class DataLoader(Generic[K, V]):
     def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
         contexts = batch.context_list()
-        key_contexts: Dict[Any, Any] = {}
+        key_contexts: dict[Any, Any] = {}
         if batch.contexts is not None:
             for key, kc in zip(batch.keys, contexts):
                 if kc is not None:
@@ -919,7 +913,7 @@ class DataLoader(Generic[K, V]):
         return BatchLoaderEnvironment(context, key_contexts, list(contexts))
 
     def _on_batch_future(self, batch: _Queue, fut: cf.Future,
-                         sink: Optional["_DispatchSink"], offset: int) -> None:
+                         sink: Optional[_DispatchSink], offset: int) -> None:
         if fut.cancelled():
             self._fail_batch(batch, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
             return
@@ -936,7 +930,7 @@ class DataLoader(Generic[K, V]):
     def _label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
 
-    def _values_for(self, batch: _Queue, result: Any) -> List[Any]:
+    def _values_for(self, batch: _Queue, result: Any) -> list[Any]:
         """The batch result as one value per key, in order.
 
         Raises:
@@ -959,7 +953,7 @@ class DataLoader(Generic[K, V]):
         )
 
     def _complete_batch(self, batch: _Queue, result: Any,
-                        sink: Optional["_DispatchSink"] = None, offset: int = 0) -> None:
+                        sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
         # A result that cannot be matched to the keys (wrong kind or count, a
         # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
         # the futures must complete whatever the result looks like.
@@ -1001,7 +995,7 @@ class DataLoader(Generic[K, V]):
         if escaped is not None:
             raise escaped
 
-    def _evict_locked(self, batch: _Queue, indexes: Optional[List[int]] = None) -> Optional[Exception]:
+    def _evict_locked(self, batch: _Queue, indexes: Optional[list[int]] = None) -> Optional[Exception]:
         """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs.
 
         Returns:
@@ -1024,14 +1018,14 @@ class DataLoader(Generic[K, V]):
         return error
 
     def _fail_batch(self, batch: _Queue, exc: BaseException,
-                    sink: Optional["_DispatchSink"] = None) -> None:
+                    sink: Optional[_DispatchSink] = None) -> None:
         if batch.instr_context is not None:
             self._end_batch(batch, None, exc)
         with self._lock:
             self._batch_load_exception_count += 1
         self._fail_keys(batch, exc, sink)
 
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional["_DispatchSink"]) -> None:
+    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
         """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
         with self._lock:
             self._load_error_count += len(batch)

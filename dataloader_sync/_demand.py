@@ -40,7 +40,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 __all__ = ["Blocker", "Ticket", "drive_and_wait", "waiters_for"]
 
@@ -61,7 +61,7 @@ class Ticket:
         self.loader = loader
 
 
-def _drive(fut: Any, blocker: Any, stages: Optional[List[Any]]) -> bool:
+def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
     """Dispatch the loaders *fut* waits on whose keys are still queued; True if any was.
 
     With a *blocker*, register it on every chain future passed (appended to
@@ -90,7 +90,7 @@ def _drive(fut: Any, blocker: Any, stages: Optional[List[Any]]) -> bool:
     return False
 
 
-def _watch(node: Any, blocker: Any, stages: Optional[List[Any]]) -> Any:
+def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:
     """Register *blocker* for moves of *node*; return what *node* follows now (one step under its lock)."""
     with node._lock:
         demand = node._demand
@@ -103,7 +103,7 @@ def _watch(node: Any, blocker: Any, stages: Optional[List[Any]]) -> Any:
         return node._follow
 
 
-def _unwatch(stages: List[Any], blocker: Any) -> None:
+def _unwatch(stages: list[Any], blocker: Any) -> None:
     for node in stages:
         with node._lock:
             demand = node._demand
@@ -158,7 +158,7 @@ def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
     if fut.done():
         return
     blocker = Blocker()
-    stages: List[Any] = []
+    stages: list[Any] = []
     with fut._lock:
         if fut.done():
             return
@@ -199,7 +199,7 @@ class _DrivingEvent:
         self._cond = threading.Condition(threading.Lock())
         self._flag = False
         self._moved = False
-        self.futures: List[Any] = []  # drivable futures still worth driving
+        self.futures: list[Any] = []  # drivable futures still worth driving
 
     def is_set(self) -> bool:
         return self._flag

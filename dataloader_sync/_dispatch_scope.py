@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "dataloader_sync_dispatch_scope", default=None

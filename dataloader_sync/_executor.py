@@ -44,16 +44,15 @@ import threading
 import time
 import weakref
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
-from typing import Any, Callable, Generic, List, Optional, Tuple, TypeVar
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from . import _fork
 from ._executor_statistics import ExecutorStatistics, Window
 from ._future import Future
 from ._pool import ElasticPool, abandon_in_child
-from ._time import Clock, check_callable
+from ._time import Clock, check_callable, wait_timeout
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
-from ._time import wait_timeout
 from ._types import P
 
 __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_executor"]
@@ -94,7 +93,7 @@ class ScheduledFuture(Future[T], Generic[T]):
     for a periodic task (a run in progress finishes, no new run starts).
     """
 
-    def __init__(self, timer: "_Timer", entry: _Entry) -> None:
+    def __init__(self, timer: _Timer, entry: _Entry) -> None:
         super().__init__()
         self._timer = timer
         self._entry = entry
@@ -161,11 +160,11 @@ class _Timer:
         self.clock = clock  # due times and timings; called under lock (see ScheduledExecutor)
         self.slow_task_threshold = slow_task_threshold
         self._init_locks()
-        self.heap: List[Tuple[float, int, _Entry]] = []
+        self.heap: list[tuple[float, int, _Entry]] = []
         self.seq = itertools.count()
         self.live = 0  # entries in the heap that are not cancelled: the pending count
-        self.queued: "set[_Entry]" = set()  # handed to the executor, not started
-        self.running: "set[_Entry]" = set()
+        self.queued: set[_Entry] = set()  # handed to the executor, not started
+        self.running: set[_Entry] = set()
         self.task_count = 0
         self.completed_count = 0
         self.failed_count = 0
@@ -243,7 +242,7 @@ class _Timer:
     # -- the timer thread -----------------------------------------------------------
     def run(self) -> None:
         while True:
-            due: List[_Entry] = []
+            due: list[_Entry] = []
             with self.lock:
                 while not due:
                     if self.shutdown_flag:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-from typing import Any, Deque, Dict, Optional
+from typing import Any, Optional
 
 from ._pool import PoolStatistics
 
@@ -27,7 +27,7 @@ class TimingStatistics:
     max: float = 0.0
     p99: float = 0.0
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
@@ -64,7 +64,7 @@ class ExecutorStatistics:
         """``tasks_failed / tasks_run``, 0.0 before any run."""
         return self.tasks_failed / self.tasks_run if self.tasks_run else 0.0
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The fields as a dict of plain values (nested dicts for timings and the pool)."""
         return dataclasses.asdict(self)
 
@@ -76,7 +76,7 @@ class Window:
 
     def __init__(self) -> None:
         self.count = 0
-        self.samples: Deque[float] = collections.deque(maxlen=WINDOW)
+        self.samples: collections.deque[float] = collections.deque(maxlen=WINDOW)
 
     def add(self, seconds: float) -> None:
         self.count += 1

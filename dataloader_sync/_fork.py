@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any, Dict
+from typing import Any
 
 __all__ = ["track"]
 
@@ -41,7 +41,7 @@ _LOGGER = logging.getLogger("dataloader_sync")
 # Tracked objects by tracking order.  A dict of weak references (not a
 # WeakSet) keeps the order.  _registry_lock guards _tracked; it is taken
 # around the fork too, so tracking never races with one.
-_tracked: Dict[int, "weakref.ref[Any]"] = {}
+_tracked: dict[int, weakref.ref[Any]] = {}
 _order = itertools.count()
 _registry_lock = threading.Lock()
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import threading
+from collections.abc import Iterable
 from concurrent.futures._base import (
     CANCELLED,
     CANCELLED_AND_NOTIFIED,
@@ -38,10 +39,7 @@ from concurrent.futures._base import (
 from typing import (
     Any,
     Callable,
-    Dict,
     Generic,
-    Iterable,
-    List,
     Literal,
     Optional,
     TypeVar,
@@ -87,7 +85,7 @@ class Future(cf.Future[T], Generic[T]):
     _follow: Any = None
     _demand: Optional[list] = None
 
-    def __init__(self) -> None:  # noqa: D107 - deliberately skips super().__init__
+    def __init__(self) -> None:
         self._lock = _Lock()
         self._state = PENDING
         self._result: Any = None
@@ -120,7 +118,8 @@ class Future(cf.Future[T], Generic[T]):
         state = self._state
         if state == FINISHED:
             if self._exception is not None:
-                return f"<{type(self).__name__} at {id(self):#x} state=finished raised {type(self._exception).__name__}>"
+                raised = type(self._exception).__name__
+                return f"<{type(self).__name__} at {id(self):#x} state=finished raised {raised}>"
             return f"<{type(self).__name__} at {id(self):#x} state=finished returned {type(self._result).__name__}>"
         return f"<{type(self).__name__} at {id(self):#x} state={state.lower()}>"
 
@@ -427,10 +426,10 @@ class _Gather:
 
     __slots__ = ("futures", "left", "lock", "out", "positions", "return_exceptions", "values")
 
-    def __init__(self, futures: List[cf.Future], return_exceptions: bool) -> None:
-        self.out: Future[List[Any]] = Future()
-        self.values: List[Any] = [None] * len(futures)
-        positions: Dict[int, Any] = {}
+    def __init__(self, futures: list[cf.Future], return_exceptions: bool) -> None:
+        self.out: Future[list[Any]] = Future()
+        self.values: list[Any] = [None] * len(futures)
+        positions: dict[int, Any] = {}
         for i, fut in enumerate(futures):
             key = id(fut)
             where = positions.get(key)
@@ -444,7 +443,7 @@ class _Gather:
         self.left = len(positions)  # distinct futures not yet done; guarded by lock
         self.lock = _Lock()  # guards left and the decision to complete out
         self.return_exceptions = return_exceptions
-        self.futures: Optional[List[cf.Future]] = None  # the distinct futures, while out is pending
+        self.futures: Optional[list[cf.Future]] = None  # the distinct futures, while out is pending
 
     def done(self, fut: cf.Future) -> None:
         if fut.cancelled():
@@ -475,18 +474,18 @@ class _Gather:
 
 
 @overload
-def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: Literal[False] = False) -> Future[List[T]]: ...
+def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: Literal[False] = False) -> Future[list[T]]: ...
 
 
 @overload
-def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: bool) -> Future[List[Union[T, BaseException]]]: ...
+def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: bool) -> Future[list[Union[T, BaseException]]]: ...
 
 
 @overload
-def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[List[Any]]: ...
+def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[list[Any]]: ...
 
 
-def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[List[Any]]:
+def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[list[Any]]:
     """Return a future of the list of results of *futures*, in order.
 
     It fails with the first error (in completion order) unless

@@ -28,7 +28,7 @@ Guarantees:
 from __future__ import annotations
 
 import gc
-from typing import Optional, Tuple
+from typing import Optional
 
 __all__ = ["tune_gc"]
 
@@ -36,7 +36,7 @@ __all__ = ["tune_gc"]
 DEFAULT_THRESHOLD = 100_000
 
 
-def tune_gc(*, threshold: Optional[int] = DEFAULT_THRESHOLD, freeze: bool = True) -> Tuple[int, int, int]:
+def tune_gc(*, threshold: Optional[int] = DEFAULT_THRESHOLD, freeze: bool = True) -> tuple[int, int, int]:
     """Freeze the heap built so far and raise the cyclic GC's first threshold.
 
     Call it once the application is imported, before serving requests (in a

@@ -31,7 +31,8 @@ Guarantees:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Iterable, List, Optional, Protocol, Tuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ._batch import BatchLoaderEnvironment
 
@@ -70,7 +71,7 @@ class DataLoaderInstrumentation:
     logged and ignored.
     """
 
-    def begin_dispatch(self, loader: "DataLoader[Any, Any]") -> Optional[DataLoaderInstrumentationContext]:
+    def begin_dispatch(self, loader: DataLoader[Any, Any]) -> Optional[DataLoaderInstrumentationContext]:
         """Called when ``loader`` starts a dispatch (also one with nothing queued).
 
         Returns:
@@ -80,8 +81,8 @@ class DataLoaderInstrumentation:
 
     def begin_batch(
         self,
-        loader: "DataLoader[Any, Any]",
-        keys: List[Any],
+        loader: DataLoader[Any, Any],
+        keys: list[Any],
         environment: Optional[BatchLoaderEnvironment],
     ) -> Optional[DataLoaderInstrumentationContext]:
         """Called just before ``loader``'s batch function is called with ``keys``.
@@ -121,7 +122,7 @@ def check_instrumentation(value: Any, name: str = "instrumentation") -> Optional
 class _ChainedContext:
     __slots__ = ("contexts",)
 
-    def __init__(self, contexts: List[DataLoaderInstrumentationContext]) -> None:
+    def __init__(self, contexts: list[DataLoaderInstrumentationContext]) -> None:
         self.contexts = contexts
 
     def on_completed(self, result: Any, error: Optional[BaseException]) -> None:
@@ -129,7 +130,7 @@ class _ChainedContext:
             completed(context, result, error)
 
 
-def _chain(contexts: List[Optional[DataLoaderInstrumentationContext]]) -> Optional[DataLoaderInstrumentationContext]:
+def _chain(contexts: list[Optional[DataLoaderInstrumentationContext]]) -> Optional[DataLoaderInstrumentationContext]:
     live = [c for c in contexts if c is not None]
     if not live:
         return None
@@ -163,16 +164,16 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
         self._instrumentations = tuple(items)
 
     @property
-    def instrumentations(self) -> Tuple[DataLoaderInstrumentation, ...]:
+    def instrumentations(self) -> tuple[DataLoaderInstrumentation, ...]:
         return self._instrumentations
 
-    def begin_dispatch(self, loader: "DataLoader[Any, Any]") -> Optional[DataLoaderInstrumentationContext]:
+    def begin_dispatch(self, loader: DataLoader[Any, Any]) -> Optional[DataLoaderInstrumentationContext]:
         return _chain([begin_dispatch(i, loader) for i in self._instrumentations])
 
     def begin_batch(
         self,
-        loader: "DataLoader[Any, Any]",
-        keys: List[Any],
+        loader: DataLoader[Any, Any],
+        keys: list[Any],
         environment: Optional[BatchLoaderEnvironment],
     ) -> Optional[DataLoaderInstrumentationContext]:
         return _chain([begin_batch(i, loader, keys, environment) for i in self._instrumentations])
@@ -183,7 +184,7 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
 
 # -- the loader's side: call a hook, log and ignore what it raises -----------------------------
 def begin_dispatch(
-    instrumentation: DataLoaderInstrumentation, loader: "DataLoader[Any, Any]"
+    instrumentation: DataLoaderInstrumentation, loader: DataLoader[Any, Any]
 ) -> Optional[DataLoaderInstrumentationContext]:
     try:
         return instrumentation.begin_dispatch(loader)
@@ -194,8 +195,8 @@ def begin_dispatch(
 
 def begin_batch(
     instrumentation: DataLoaderInstrumentation,
-    loader: "DataLoader[Any, Any]",
-    keys: List[Any],
+    loader: DataLoader[Any, Any],
+    keys: list[Any],
     environment: Optional[BatchLoaderEnvironment],
 ) -> Optional[DataLoaderInstrumentationContext]:
     try:

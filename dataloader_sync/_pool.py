@@ -38,7 +38,7 @@ import threading
 import time
 from concurrent.futures._base import CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from dataclasses import dataclass
-from typing import Any, Callable, Deque, List, Optional, Set, Tuple
+from typing import Any, Callable, Optional
 
 from . import _fork
 from ._future import Future
@@ -50,7 +50,7 @@ _clock = time.monotonic
 
 # A queued task: (fn, args, kwargs, future or None).  Tasks without a future
 # (``execute``) are the owner's business, e.g. the ScheduledExecutor's runs.
-_Task = Tuple[Callable[..., Any], tuple, dict, Optional[Future]]
+_Task = tuple[Callable[..., Any], tuple, dict, Optional[Future]]
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,10 @@ class ElasticPool(cf.Executor):
         # the pool shut down.
         self._lock = threading.Lock()
         self._tasks_waiting = threading.Condition(self._lock)
-        self._queue: Deque[_Task] = collections.deque()
-        self._idle: List[_Worker] = []  # a stack: the most recently idle on top
-        self._busy: Set[_Worker] = set()
-        self._exiting: Set[threading.Thread] = set()  # ended workers, for shutdown's join
+        self._queue: collections.deque[_Task] = collections.deque()
+        self._idle: list[_Worker] = []  # a stack: the most recently idle on top
+        self._busy: set[_Worker] = set()
+        self._exiting: set[threading.Thread] = set()  # ended workers, for shutdown's join
         self._monitor: Optional[threading.Thread] = None
         self._shutdown = False
         # Invariant: a thread is in _idle, in _busy, or on its way out.
@@ -317,7 +317,7 @@ class ElasticPool(cf.Executor):
         """
         with self._lock:
             self._shutdown = True
-            dropped: List[_Task] = []
+            dropped: list[_Task] = []
             if cancel_futures:
                 dropped = list(self._queue)
                 self._queue.clear()

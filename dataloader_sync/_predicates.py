@@ -39,23 +39,23 @@ class DispatchPredicate:
     def __call__(self, name: str, loader: Any) -> bool:
         return bool(self._fn(name, loader))
 
-    def __and__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+    def __and__(self, other: Callable[[str, Any], bool]) -> DispatchPredicate:
         a, b = self, as_predicate(other, "other")
         return DispatchPredicate(lambda name, loader: a(name, loader) and b(name, loader), f"({a!r} & {b!r})")
 
-    def __or__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+    def __or__(self, other: Callable[[str, Any], bool]) -> DispatchPredicate:
         a, b = self, as_predicate(other, "other")
         return DispatchPredicate(lambda name, loader: a(name, loader) or b(name, loader), f"({a!r} | {b!r})")
 
     # ``plain_fn & predicate`` lands here: keep the user's order, both when
     # evaluating (short-circuit) and in the repr.
-    def __rand__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+    def __rand__(self, other: Callable[[str, Any], bool]) -> DispatchPredicate:
         return as_predicate(other, "other") & self
 
-    def __ror__(self, other: Callable[[str, Any], bool]) -> "DispatchPredicate":
+    def __ror__(self, other: Callable[[str, Any], bool]) -> DispatchPredicate:
         return as_predicate(other, "other") | self
 
-    def __invert__(self) -> "DispatchPredicate":
+    def __invert__(self) -> DispatchPredicate:
         a = self
         return DispatchPredicate(lambda name, loader: not a(name, loader), f"~{a!r}")
 

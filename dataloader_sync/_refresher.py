@@ -380,8 +380,7 @@ class PeriodicRefresher(Generic[T]):
                 delay = max(_seconds("next_reload()", self._next_reload_fn(self._wall_clock())), 0.0)
             except Exception:
                 delay = self._interval
-                logger.error("next_reload of %r failed; reloading after interval", self,
-                             exc_info=True)
+                logger.exception("next_reload of %r failed; reloading after interval", self)
         now = self._clock()
         with self._lock:
             self._value, self._has_value = value, True

@@ -17,7 +17,13 @@ import heapq
 import itertools
 import threading
 import weakref
-from typing import Any, Callable, Dict, Generator, ItemsView, Iterable, Iterator, KeysView, List, Optional, Tuple, TypeVar, ValuesView
+from collections.abc import Generator, ItemsView, Iterable, Iterator, KeysView, ValuesView
+from typing import (
+    Any,
+    Callable,
+    Optional,
+    TypeVar,
+)
 
 from ._dataloader import DataLoader
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
@@ -40,7 +46,7 @@ class _Queued:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # guards _names (swapped whole by take())
-        self._names: Dict[str, None] = {}  # an ordered set
+        self._names: dict[str, None] = {}  # an ordered set
 
     def add(self, name: str) -> None:
         """Called by a loader (outside its lock) when a load made its queue non-empty."""
@@ -57,13 +63,13 @@ class _Queued:
         # it to its next pass, which does see it.
         return bool(self._names)
 
-    def take(self) -> Dict[str, None]:
+    def take(self) -> dict[str, None]:
         """Hand out (and forget) the names reported so far."""
         with self._lock:
             names, self._names = self._names, {}
         return names
 
-    def peek(self) -> List[str]:
+    def peek(self) -> list[str]:
         with self._lock:
             return list(self._names)
 
@@ -112,8 +118,8 @@ class DataLoaderRegistry:
         # holds it.  Lock order: _lock, then a loader's lock (register); a
         # loader never takes _lock.
         self._lock = threading.Lock()
-        self._loaders: Dict[str, DataLoader[Any, Any]] = {}
-        self._order: Dict[str, int] = {}  # name -> registration position (unique), for dispatch order
+        self._loaders: dict[str, DataLoader[Any, Any]] = {}
+        self._order: dict[str, int] = {}  # name -> registration position (unique), for dispatch order
         self._positions = itertools.count()
         self._queued = _Queued()  # names of loaders with (possibly) queued keys
         self._queued_ref = weakref.ref(self._queued)  # what loaders hold
@@ -147,7 +153,7 @@ class DataLoaderRegistry:
         self.close()
 
     # -- registration ------------------------------------------------------------
-    def register(self, name: str, loader: DataLoader[Any, Any]) -> "DataLoaderRegistry":
+    def register(self, name: str, loader: DataLoader[Any, Any]) -> DataLoaderRegistry:
         """Register *loader* under *name* (replacing any loader of that name).
 
         Raises:
@@ -169,7 +175,7 @@ class DataLoaderRegistry:
                 old._unwatch(self._queued_ref, name)
             loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
 
-    def unregister(self, name: str) -> "DataLoaderRegistry":
+    def unregister(self, name: str) -> DataLoaderRegistry:
         """Remove the loader named *name*, if any."""
         with self._lock:
             old = self._loaders.pop(name, None)
@@ -230,10 +236,10 @@ class DataLoaderRegistry:
     def items(self) -> ItemsView[str, DataLoader[Any, Any]]:
         return dict(self._loaders).items()
 
-    def _snapshot(self) -> List[Any]:
+    def _snapshot(self) -> list[Any]:
         return list(self._loaders.items())
 
-    def _walk_queued(self) -> Generator[Tuple[str, DataLoader[Any, Any]], None, None]:
+    def _walk_queued(self) -> Generator[tuple[str, DataLoader[Any, Any]], None, None]:
         """Yield the loaders that have queued keys, in registration order, each once.
 
         The same loaders, in the same order, that a walk over every registered
@@ -245,8 +251,8 @@ class DataLoaderRegistry:
         back, so they are not forgotten; close the generator when done.
         """
         queued, loaders = self._queued, self._loaders
-        heap: List[Tuple[int, str]] = []
-        later: List[str] = []
+        heap: list[tuple[int, str]] = []
+        later: list[str] = []
         try:
             self._push_taken(heap, later, -1)
             while heap:
@@ -260,7 +266,7 @@ class DataLoaderRegistry:
             if heap or later:
                 queued.add_all([name for _, name in heap] + later)
 
-    def _push_taken(self, heap: List[Tuple[int, str]], later: List[str], after: int) -> None:
+    def _push_taken(self, heap: list[tuple[int, str]], later: list[str], after: int) -> None:
         order = self._order
         for name in self._queued.take():
             position = order.get(name)
@@ -309,7 +315,7 @@ class DataLoaderRegistry:
             total = total + loader.statistics()
         return total
 
-    def statistics_by_loader(self) -> Dict[str, Statistics]:
+    def statistics_by_loader(self) -> dict[str, Statistics]:
         """Each loader's statistics by name, in registration order.
 
         Returns:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime
 import logging
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from ._dataloader import DataLoader
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
@@ -53,10 +53,10 @@ class _Pending:
 
     def __init__(self) -> None:
         self.tick: Optional[ScheduledFuture] = None  # set iff the tick-scheduled flag is up
-        self.checks: Dict[str, ScheduledFuture] = {}  # non-ticker rechecks, one per loader
+        self.checks: dict[str, ScheduledFuture] = {}  # non-ticker rechecks, one per loader
 
     def cancel_all(self) -> None:
-        tasks: List[ScheduledFuture] = list(self.checks.values())
+        tasks: list[ScheduledFuture] = list(self.checks.values())
         if self.tick is not None:
             tasks.append(self.tick)
         self.tick = None
@@ -65,13 +65,13 @@ class _Pending:
             task.cancel()
 
 
-def _tick(ref: "weakref.ReferenceType[ScheduledDataLoaderRegistry]") -> None:
+def _tick(ref: weakref.ReferenceType[ScheduledDataLoaderRegistry]) -> None:
     registry = ref()
     if registry is not None:
         registry._tick()
 
 
-def _recheck(ref: "weakref.ReferenceType[ScheduledDataLoaderRegistry]", name: str) -> None:
+def _recheck(ref: weakref.ReferenceType[ScheduledDataLoaderRegistry], name: str) -> None:
     registry = ref()
     if registry is not None:
         registry._recheck(name)
@@ -117,7 +117,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             raise TypeError("ticker_mode must be a bool")
         self._ticker_mode = ticker_mode
         self._predicate = as_predicate(dispatch_predicate, "dispatch_predicate")
-        self._loader_predicates: Dict[str, DispatchPredicate] = {}  # changed under _lock
+        self._loader_predicates: dict[str, DispatchPredicate] = {}  # changed under _lock
         self._pending = _Pending()  # guarded by _lock
         self._ref = weakref.ref(self)
         weakref.finalize(self, self._pending.cancel_all).atexit = False
@@ -140,7 +140,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
 
     def register(self, name: str, loader: DataLoader[Any, Any],
                  predicate: Optional[Callable[[str, Any], bool]] = None
-                 ) -> "ScheduledDataLoaderRegistry":
+                 ) -> ScheduledDataLoaderRegistry:
         """Register *loader*; *predicate*, when given, is final for it."""
         checked = None if predicate is None else as_predicate(predicate)
         _check_entry(name, loader)
@@ -152,7 +152,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
                 self._loader_predicates[name] = checked
         return self
 
-    def unregister(self, name: str) -> "ScheduledDataLoaderRegistry":
+    def unregister(self, name: str) -> ScheduledDataLoaderRegistry:
         super().unregister(name)
         with self._lock:
             self._loader_predicates.pop(name, None)
@@ -177,7 +177,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         """Dispatch every loader whose predicate passes; arm the tick (ticker mode)
         or a recheck for each loader that may not dispatch yet.  Return the keys sent."""
         total = 0
-        refused: List[str] = []
+        refused: list[str] = []
         walk = self._walk_queued()
         try:
             for name, loader in walk:
@@ -225,7 +225,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             return
         if not self._queued:  # an idle registry: nothing else to do (a racy peek: see _Queued)
             return
-        refused: List[str] = []
+        refused: list[str] = []
         walk = self._walk_queued()
         try:
             for name, loader in walk:
@@ -246,7 +246,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             self._queued.add_all(refused)  # still queued: the next tick asks again
 
     # -- rechecks (non-ticker mode) ------------------------------------------------------
-    def _arm_checks(self, names: List[str]) -> None:
+    def _arm_checks(self, names: list[str]) -> None:
         with self._lock:
             if self._closed:
                 return

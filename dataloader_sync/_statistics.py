@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Union
+from typing import Union
 
 
 def _ratio(part: int, whole: int) -> float:
@@ -68,21 +68,21 @@ class Statistics:
     def value_cache_hit_ratio(self) -> float:
         return _ratio(self.value_cache_hit_count, self.value_cache_hit_count + self.value_cache_miss_count)
 
-    def __add__(self, other: "Statistics") -> "Statistics":
+    def __add__(self, other: Statistics) -> Statistics:
         if not isinstance(other, Statistics):
             return NotImplemented
         return Statistics(
             *(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(other)))
         )
 
-    def __radd__(self, other: object) -> "Statistics":
+    def __radd__(self, other: object) -> Statistics:
         if other == 0:  # so that sum(stats) works
             return self
         return NotImplemented
 
-    def to_dict(self) -> Dict[str, Union[int, float]]:
+    def to_dict(self) -> dict[str, Union[int, float]]:
         """The counts and the ratios, by name."""
-        d: Dict[str, Union[int, float]] = dict(dataclasses.asdict(self))
+        d: dict[str, Union[int, float]] = dict(dataclasses.asdict(self))
         d.update(
             cache_miss_count=self.cache_miss_count,
             load_error_ratio=self.load_error_ratio,

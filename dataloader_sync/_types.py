@@ -28,14 +28,12 @@ Guarantees:
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping, Sequence
 from typing import (
     TYPE_CHECKING,
     Callable,
-    List,
-    Mapping,
     Optional,
     Protocol,
-    Sequence,
     TypeVar,
     Union,
 )
@@ -88,13 +86,13 @@ Values = Sequence[Union[V, Exception]]
 MappedValues = Mapping[K, Union[V, Exception]]
 
 # fn(keys)
-SequenceBatchFn = Callable[[List[K]], Values[V]]
-MappedBatchFn = Callable[[List[K]], MappedValues[K, V]]
-FutureBatchFn = Callable[[List[K]], ResultOf[Values[V]]]
-FutureMappedBatchFn = Callable[[List[K]], ResultOf[MappedValues[K, V]]]
+SequenceBatchFn = Callable[[list[K]], Values[V]]
+MappedBatchFn = Callable[[list[K]], MappedValues[K, V]]
+FutureBatchFn = Callable[[list[K]], ResultOf[Values[V]]]
+FutureMappedBatchFn = Callable[[list[K]], ResultOf[MappedValues[K, V]]]
 
 # fn(keys, env), with pass_env=True.
-EnvBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], Values[V]]
-EnvMappedBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], MappedValues[K, V]]
-EnvFutureBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], ResultOf[Values[V]]]
-EnvFutureMappedBatchFn = Callable[[List[K], "BatchLoaderEnvironment"], ResultOf[MappedValues[K, V]]]
+EnvBatchFn = Callable[[list[K], "BatchLoaderEnvironment"], Values[V]]
+EnvMappedBatchFn = Callable[[list[K], "BatchLoaderEnvironment"], MappedValues[K, V]]
+EnvFutureBatchFn = Callable[[list[K], "BatchLoaderEnvironment"], ResultOf[Values[V]]]
+EnvFutureMappedBatchFn = Callable[[list[K], "BatchLoaderEnvironment"], ResultOf[MappedValues[K, V]]]

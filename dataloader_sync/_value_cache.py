@@ -32,7 +32,8 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, Callable, Dict, Generic, List, Optional, Sequence, TypeVar, Union
+from collections.abc import Sequence
+from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
 from ._time import seconds
 
@@ -78,7 +79,7 @@ class ValueCache(abc.ABC, Generic[K, V]):
     """
 
     @abc.abstractmethod
-    def get_values(self, keys: Sequence[K]) -> List[Union[V, _Missing]]:
+    def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
         """Look up *keys* in one round trip.
 
         Returns:
@@ -118,9 +119,9 @@ class _FailureLog:
             ref = weakref.ref(self)
             os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
         # id(cache) -> [ref() -> cache, last warning time or None, failures not yet reported, failing]
-        self._states: Dict[int, List[Any]] = {}
+        self._states: dict[int, list[Any]] = {}
 
-    def _state_locked(self, cache: Any) -> List[Any]:
+    def _state_locked(self, cache: Any) -> list[Any]:
         state = self._states.get(id(cache))
         if state is not None and state[0]() is cache:
             return state
@@ -168,7 +169,7 @@ class _FailureLog:
         _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
 
 
-def _reset_lock(ref: "weakref.ref[_FailureLog]") -> None:
+def _reset_lock(ref: weakref.ref[_FailureLog]) -> None:
     log = ref()
     if log is not None:
         log._lock = threading.Lock()
@@ -226,7 +227,7 @@ def check_ttl(ttl: Any) -> Optional[float]:
     return seconds("ttl", ttl, positive=True)  # the one rule for every delay (see _time)
 
 
-def look_up(value_cache: Any, keys: List[Any]) -> Optional[List[Any]]:
+def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
     """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged).
 
     Raises:
@@ -245,7 +246,7 @@ def look_up(value_cache: Any, keys: List[Any]) -> Optional[List[Any]]:
     return found
 
 
-def write(value_cache: Any, keys: List[Any], values: List[Any]) -> None:
+def write(value_cache: Any, keys: list[Any], values: list[Any]) -> None:
     """``value_cache.set_values(keys, values)`` of the values that are not exceptions; a failure is logged.
 
     Raises:

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.abspath(".."))
 
 project = "dataloader_sync"
 author = "dataloader_sync contributors"
-copyright = "dataloader_sync contributors"  # noqa: A001 - Sphinx's name
+copyright = "dataloader_sync contributors"
 release = "0.1.0"
 
 extensions = [

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 import graphene
 from flask import Flask, jsonify
@@ -41,12 +41,12 @@ def _count(loader: str) -> None:
         CALLS[loader] += 1
 
 
-def load_authors(ids: Sequence[int]) -> Dict[int, dict]:
+def load_authors(ids: Sequence[int]) -> dict[int, dict]:
     _count("author")
     return {i: {"id": i, "name": AUTHORS[i]} for i in ids if i in AUTHORS}
 
 
-def load_books_by_author(author_ids: Sequence[int]) -> List[List[dict]]:
+def load_books_by_author(author_ids: Sequence[int]) -> list[list[dict]]:
     _count("books_by_author")
     return [
         [{"id": b, "title": title, "author_id": a} for b, (title, a) in BOOKS.items() if a == author_id]

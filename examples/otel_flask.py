@@ -15,7 +15,7 @@ in-memory exporter so they can be printed; in production use a
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 import graphene
 from flask import Flask
@@ -36,15 +36,15 @@ STARS = {10: [5, 4], 11: [5], 20: [4, 4, 5]}
 tracer = trace.get_tracer("examples.otel_flask")  # the global provider (set in main())
 
 
-def load_authors(ids: Sequence[int]) -> Dict[int, dict]:
+def load_authors(ids: Sequence[int]) -> dict[int, dict]:
     return {i: {"id": i, "name": AUTHORS[i]} for i in ids if i in AUTHORS}
 
 
-def load_books_by_author(author_ids: Sequence[int]) -> List[List[dict]]:
+def load_books_by_author(author_ids: Sequence[int]) -> list[list[dict]]:
     return [[{"id": b, "title": t} for b, (t, a) in BOOKS.items() if a == author_id] for author_id in author_ids]
 
 
-def load_stars(book_ids: Sequence[int]) -> List[List[int]]:
+def load_stars(book_ids: Sequence[int]) -> list[list[int]]:
     with tracer.start_as_current_span("SELECT stars"):  # a database client's span: under the batch's
         return [STARS.get(b, []) for b in book_ids]
 
@@ -94,12 +94,12 @@ app.add_url_rule("/graphql", view_func=graphql_view(graphene.Schema(query=Query)
 FlaskInstrumentor().instrument_app(app)  # the request's span
 
 
-def span_tree(spans: Sequence[ReadableSpan]) -> List[str]:
+def span_tree(spans: Sequence[ReadableSpan]) -> list[str]:
     """The spans as indented lines, children under their parent, in start order."""
-    children: Dict[object, List[ReadableSpan]] = {}
+    children: dict[object, list[ReadableSpan]] = {}
     for span in sorted(spans, key=lambda s: s.start_time or 0):
         children.setdefault(span.parent.span_id if span.parent else None, []).append(span)
-    lines: List[str] = []
+    lines: list[str] = []
 
     def walk(parent: object, depth: int) -> None:
         for span in children.get(parent, []):

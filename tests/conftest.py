@@ -19,7 +19,8 @@ from __future__ import annotations
 import pathlib
 import sys
 import threading
-from typing import Callable, Iterator
+from collections.abc import Iterator
+from typing import Callable
 
 import pytest
 
@@ -96,9 +97,8 @@ def example_books(django_example_project: None) -> Iterator[Callable[..., None]]
 
     The whole test runs in a transaction that is rolled back after it, whatever it wrote.
     """
-    from django.db import transaction
-
     from books.models import Author, Book, Review
+    from django.db import transaction
 
     def fill(*, authors: int, books: int, reviews: int) -> None:
         Author.objects.all().delete()  # the example's sample rows

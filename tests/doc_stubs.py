@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pathlib
 import sys
-from typing import Any, Callable, Dict
+from typing import Any, Callable
 
 EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 
 
-def django_books(namespace: Dict[str, Any]) -> None:
+def django_books(namespace: dict[str, Any]) -> None:
     """Django configured with the example project's ``books`` app on in-memory SQLite, migrated;
     its models (``Author``, ``Book``, ``Review``) and a relay ``BookNode`` in the namespace."""
     import django
@@ -43,4 +43,4 @@ def django_books(namespace: Dict[str, Any]) -> None:
     namespace.update(Author=Author, Book=Book, Review=Review, BookNode=BookNode)
 
 
-STUBS: Dict[str, Callable[[Dict[str, Any]], None]] = {"django_books": django_books}
+STUBS: dict[str, Callable[[dict[str, Any]], None]] = {"django_books": django_books}

@@ -17,7 +17,8 @@ import socket
 import subprocess
 import tempfile
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 import pytest
 

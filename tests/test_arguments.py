@@ -87,7 +87,7 @@ BAD_CALLS = [
     ("dispatch_if_longer_than(True)", lambda: dispatch_if_longer_than(True), TypeError, "seconds must be a number"),
     ("dispatch_if_longer_than(10**400)", lambda: dispatch_if_longer_than(10**400), ValueError,
      "seconds must be finite"),
-    ("DispatchPredicate(description=5)", lambda: DispatchPredicate(lambda n, l: True, 5), TypeError,
+    ("DispatchPredicate(description=5)", lambda: DispatchPredicate(lambda name, loader: True, 5), TypeError,
      "description must be a str"),
     # instrumentation
     ("ChainedInstrumentation(5)", lambda: ChainedInstrumentation(5), TypeError,
@@ -171,7 +171,7 @@ def test_arguments_that_are_right_still_work():
         datetime.datetime(2024, 5, 1, 5, 0, tzinfo=datetime.timezone.utc)) == 1800.0
     assert repr(dispatch_if_longer_than(1)) == "dispatch_if_longer_than(1)"
     assert repr(dispatch_if_longer_than(datetime.timedelta(seconds=2))) == "dispatch_if_longer_than(2.0)"
-    assert repr(DispatchPredicate(lambda n, l: True, "mine")) == "mine"
+    assert repr(DispatchPredicate(lambda name, loader: True, "mine")) == "mine"
     assert failed_future(KeyboardInterrupt()).exception().__class__ is KeyboardInterrupt
     done = failed_future(ValueError("x"))
     assert gather([done], return_exceptions=True).result(timeout=5)[0] is done.exception()
@@ -219,7 +219,7 @@ def test_ScheduledDataLoaderRegistry_schedule_longer_than_TIMEOUT_MAX_keeps_the_
 def test_RestartableWorker_wait_and_stop_accept_a_delay_longer_than_TIMEOUT_MAX():
     import queue
 
-    woken: "queue.Queue[bool]" = queue.Queue()
+    woken: queue.Queue[bool] = queue.Queue()
     started = queue.Queue()  # type: ignore[var-annotated]
 
     def target() -> None:

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("redis")
 pytest.importorskip("graphene")
 
-from redis_server import redis_binary  # noqa: E402
+from redis_server import redis_binary
 
 TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
 

@@ -13,14 +13,14 @@ import queue
 import random
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import pytest
 from conftest import FakeClock
 
 from dataloader_sync import (
-    BatchLoadError,
     BatchLoaderEnvironment,
+    BatchLoadError,
     DataLoader,
     DispatchResult,
     Future,
@@ -40,10 +40,10 @@ class IdLoader:
     """A batch function returning its keys, recording every call (thread-safe)."""
 
     def __init__(self) -> None:
-        self.calls: List[List[Any]] = []
+        self.calls: list[list[Any]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         with self.lock:
             self.calls.append(list(keys))
         return list(keys)
@@ -58,19 +58,19 @@ class RecordingScope:
     """A dispatch scope recording which loaders reported queued keys."""
 
     def __init__(self) -> None:
-        self.queued: List[DataLoader] = []
+        self.queued: list[DataLoader] = []
 
     def loader_queued(self, loader: DataLoader) -> None:
         self.queued.append(loader)
 
 
-def odd_even_exceptions(keys: List[int]) -> List[Any]:
+def odd_even_exceptions(keys: list[int]) -> list[Any]:
     """Odd keys fail (per key), even keys succeed."""
     return [ValueError(f"odd key {k}") if k % 2 else k for k in keys]
 
 
-def raises_on_batch(calls: List[List[Any]]):
-    def batch(keys: List[Any]) -> List[Any]:
+def raises_on_batch(calls: list[list[Any]]):
+    def batch(keys: list[Any]) -> list[Any]:
         calls.append(list(keys))
         raise RuntimeError("Error")
 
@@ -382,7 +382,7 @@ def test_DataLoader_cache_true_sends_a_duplicate_key_once():
     assert calls == [["A", "B"]]
 
 
-def _json_cache_key(key: Dict[str, Any]) -> str:
+def _json_cache_key(key: dict[str, Any]) -> str:
     return "".join(sorted(f"{k}:{v}" for k, v in key.items()))
 
 
@@ -399,7 +399,7 @@ def test_DataLoader_cache_key_fn_maps_equal_dict_keys_to_one_load():
 def test_DataLoader_cache_key_fn_ignores_the_order_of_dict_items():
     loader, calls = id_loader(cache_key_fn=_json_cache_key)
     key1, key2 = {"a": 123, "b": 321}, {"b": 321, "a": 123}
-    f1, f2 = loader.load(key1), loader.load(key2)
+    _f1, f2 = loader.load(key1), loader.load(key2)
     loader.dispatch()
     assert calls == [[key1]]
     assert f2.result(TIMEOUT) == key2
@@ -439,7 +439,7 @@ class CustomCacheMap:
     """A cache_map that is not a dict (java's CustomCacheMap)."""
 
     def __init__(self) -> None:
-        self.stash: Dict[Any, Any] = {}
+        self.stash: dict[Any, Any] = {}
 
     def get(self, key: Any, default: Any = None) -> Any:
         return self.stash.get(key, default)
@@ -483,7 +483,7 @@ def test_DataLoader_uses_a_custom_cache_map():
 
 
 def test_DataLoader_cache_holds_the_futures_handed_out():
-    cache: Dict[Any, Any] = {}
+    cache: dict[Any, Any] = {}
     loader, _ = id_loader(cache_map=cache)
     f1, f2, f3 = loader.load(1), loader.load(2), loader.load(3)
     assert cache == {1: f1, 2: f2, 3: f3}
@@ -534,14 +534,14 @@ def test_DataLoader_max_batch_size_splits_21_keys_into_slices_of_5():
     for i in range(21):
         loader.load(i)
     assert loader.dispatch().result(TIMEOUT) == list(range(21))
-    assert calls == [list(range(0, 5)), list(range(5, 10)), list(range(10, 15)),
+    assert calls == [list(range(5)), list(range(5, 10)), list(range(10, 15)),
                      list(range(15, 20)), [20]]
 
 
 def test_DataLoader_max_batch_size_a_failing_slice_fails_only_its_keys():
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         calls.append(list(keys))
         if 3 in keys:
             raise RuntimeError("slice with 3")
@@ -561,9 +561,9 @@ def test_DataLoader_max_batch_size_a_failing_slice_fails_only_its_keys():
 
 
 def test_DataLoader_per_key_exceptions_fail_only_their_keys():
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         calls.append(list(keys))
         return odd_even_exceptions(keys)
 
@@ -590,9 +590,9 @@ def test_DataLoader_resolves_to_an_error_to_indicate_failure():
 
 
 def test_DataLoader_per_key_exceptions_are_cached_by_default():
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         calls.append(list(keys))
         return [KeyError(k) for k in keys]
 
@@ -607,9 +607,9 @@ def test_DataLoader_per_key_exceptions_are_cached_by_default():
 
 
 def test_DataLoader_cache_exceptions_false_evicts_per_key_failures():
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         calls.append(list(keys))
         return [KeyError(k) if k == 1 else k for k in keys]
 
@@ -626,7 +626,7 @@ def test_DataLoader_cache_exceptions_false_evicts_per_key_failures():
 
 
 def test_DataLoader_batch_function_that_raises_fails_every_key_and_uncaches_them():
-    calls: List[List[Any]] = []
+    calls: list[list[Any]] = []
     loader = DataLoader(raises_on_batch(calls))
     f1, f2 = loader.load(1), loader.load(2)
     loader.dispatch()
@@ -641,9 +641,9 @@ def test_DataLoader_batch_function_that_raises_fails_every_key_and_uncaches_them
 
 
 def test_DataLoader_clear_in_a_failure_callback_allows_a_retry():
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         calls.append(list(keys))
         return [KeyError(k) for k in keys]
 
@@ -688,9 +688,9 @@ def test_DataLoader_batch_function_returning_a_non_sequence_fails_every_key(resu
 
 @pytest.mark.parametrize("returned", [1, 3, 6])
 def test_DataLoader_wrong_number_of_values_fails_the_batch_naming_loader_and_counts(returned):
-    calls: List[List[str]] = []
+    calls: list[list[str]] = []
 
-    def batch(keys: List[str]) -> List[str]:
+    def batch(keys: list[str]) -> list[str]:
         calls.append(list(keys))
         return (list(keys) * 2)[:returned]
 
@@ -710,7 +710,7 @@ def test_DataLoader_wrong_number_of_values_fails_the_batch_naming_loader_and_cou
 
 
 def test_DataLoader_wrong_number_of_values_fails_all_keys_of_that_batch_only():
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         return keys[:-1] if 3 in keys else keys
 
     loader = DataLoader(batch, max_batch_size=2)
@@ -722,7 +722,7 @@ def test_DataLoader_wrong_number_of_values_fails_all_keys_of_that_batch_only():
 
 
 def test_DataLoader_propagates_a_batch_error_to_all_loads():
-    calls: List[List[Any]] = []
+    calls: list[list[Any]] = []
     loader = DataLoader(raises_on_batch(calls))
     f1, f2 = loader.load(1), loader.load(2)
     loader.dispatch()
@@ -776,7 +776,7 @@ def test_DataLoader_batch_function_raising_BaseException_fails_keys_and_propagat
     class Stop(BaseException):
         pass
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         raise Stop()
 
     loader = DataLoader(batch)
@@ -799,7 +799,7 @@ def test_DataLoader_a_user_cancelled_load_does_not_break_the_batch():
 
 
 def test_DataLoader_mapped_loader_gives_None_for_missing_keys():
-    def evens_only(keys: List[str]) -> Dict[str, str]:
+    def evens_only(keys: list[str]) -> dict[str, str]:
         return {k: k for i, k in enumerate(keys) if i % 2 == 0}
 
     loader = DataLoader(evens_only)
@@ -828,7 +828,7 @@ def test_DataLoader_mapped_loader_per_key_exception_fails_that_key():
 # -- environment: context, key contexts ----------------------------------------------
 
 
-def context_batch(keys: List[str], env: BatchLoaderEnvironment) -> List[str]:
+def context_batch(keys: list[str], env: BatchLoaderEnvironment) -> list[str]:
     assert isinstance(env, BatchLoaderEnvironment)
     return [
         f"{k}-{env.context}-m:{env.key_contexts.get(k)}-l:{env.key_contexts_list[i]}"
@@ -909,7 +909,7 @@ def test_DataLoader_key_contexts_mapping_keeps_the_last_of_duplicate_keys():
 
 
 def test_DataLoader_mapped_loader_gets_the_environment():
-    def batch(keys: List[str], env: BatchLoaderEnvironment) -> Dict[str, str]:
+    def batch(keys: list[str], env: BatchLoaderEnvironment) -> dict[str, str]:
         return {k: f"{k}-{env.context}-{env.key_contexts.get(k)}" for k in keys}
 
     loader = DataLoader(batch, pass_env=True, context_provider=lambda: "ctx")
@@ -919,9 +919,9 @@ def test_DataLoader_mapped_loader_gets_the_environment():
 
 
 def test_DataLoader_key_contexts_of_unhashable_keys_are_in_the_list_only():
-    seen: List[BatchLoaderEnvironment] = []
+    seen: list[BatchLoaderEnvironment] = []
 
-    def batch(keys: List[Dict[str, int]], env: BatchLoaderEnvironment) -> List[int]:
+    def batch(keys: list[dict[str, int]], env: BatchLoaderEnvironment) -> list[int]:
         seen.append(env)
         return [k["id"] for k in keys]
 
@@ -952,14 +952,14 @@ def test_DataLoader_dispatch_and_join_returns_all_values():
 
 def test_DataLoader_dispatch_and_join_dispatches_loads_queued_by_callbacks():
     users = {1: {"invited_by": 3}, 2: {"invited_by": 4}, 3: {"invited_by": None}, 4: {"invited_by": None}}
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
 
-    def batch(keys: List[int]) -> List[Dict[str, Any]]:
+    def batch(keys: list[int]) -> list[dict[str, Any]]:
         calls.append(list(keys))
         return [users[k] for k in keys]
 
     loader = DataLoader(batch)
-    inviters: List[Any] = []
+    inviters: list[Any] = []
     for uid in (1, 2):
         loader.load(uid).then(lambda u: loader.load(u["invited_by"])).then(inviters.append)
     results = loader.dispatch_and_join()
@@ -993,15 +993,15 @@ def test_DataLoader_dispatch_and_join_waits_for_an_executor():
 
 
 def test_DataLoader_can_call_a_loader_from_a_loader():
-    deep_calls: List[List[str]] = []
+    deep_calls: list[list[str]] = []
 
-    def deep_batch(keys: List[str]) -> Future:
+    def deep_batch(keys: list[str]) -> Future:
         deep_calls.append(list(keys))
         return completed_future(list(keys))
 
     deep = DataLoader(deep_batch)
-    a_calls: List[List[str]] = []
-    b_calls: List[List[str]] = []
+    a_calls: list[list[str]] = []
+    b_calls: list[list[str]] = []
 
     def a_batch(keys):
         a_calls.append(list(keys))
@@ -1025,9 +1025,9 @@ def test_DataLoader_can_call_a_loader_from_a_loader():
 
 
 def test_DataLoader_async_batch_function_returning_a_future():
-    pending: List[Future] = []
+    pending: list[Future] = []
 
-    def batch(keys: List[int]) -> Future:
+    def batch(keys: list[int]) -> Future:
         fut: Future = Future()
         pending.append(fut)
         return fut
@@ -1051,7 +1051,7 @@ def test_DataLoader_async_batch_function_returning_a_stdlib_future_of_a_mapping(
 
 
 def test_DataLoader_without_executor_runs_the_batch_on_the_dispatching_thread():
-    threads: List[threading.Thread] = []
+    threads: list[threading.Thread] = []
     loader = DataLoader(lambda ks: threads.append(threading.current_thread()) or ks)
     loader.load(1)
     loader.dispatch()
@@ -1062,9 +1062,9 @@ def test_DataLoader_executor_runs_batches_of_different_loaders_in_parallel():
     # Each batch function waits until both have started: this completes only if
     # the two batch calls run at the same time (a sequential run breaks the barrier).
     barrier = threading.Barrier(2, timeout=TIMEOUT)
-    threads: List[threading.Thread] = []
+    threads: list[threading.Thread] = []
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         threads.append(threading.current_thread())
         barrier.wait()
         return keys
@@ -1167,13 +1167,13 @@ def test_DataLoader_load_with_a_primed_key_does_not_report_to_the_scope():
 
 def test_DataLoader_scope_is_told_outside_the_loader_lock():
     loader, _ = id_loader()
-    seen: List[int] = []
+    seen: list[int] = []
 
     class ReentrantScope:
-        def loader_queued(self, l: DataLoader) -> None:
-            seen.append(l.dispatch_depth)
-            l.statistics()  # takes the loader's lock: would deadlock under it
-            l.prime("primed-in-scope", 1)
+        def loader_queued(self, queued: DataLoader) -> None:
+            seen.append(queued.dispatch_depth)
+            queued.statistics()  # takes the loader's lock: would deadlock under it
+            queued.prime("primed-in-scope", 1)
 
     with using_scope(ReentrantScope()):
         loader.load(1)
@@ -1183,10 +1183,10 @@ def test_DataLoader_scope_is_told_outside_the_loader_lock():
 def test_DataLoader_then_runs_with_the_scope_of_the_then_call_on_another_thread():
     chained_loader, _ = id_loader()
     scope = RecordingScope()
-    ran_on: List[threading.Thread] = []
+    ran_on: list[threading.Thread] = []
     release = threading.Event()
 
-    def slow_batch(keys: List[int]) -> List[int]:
+    def slow_batch(keys: list[int]) -> list[int]:
         release.wait(TIMEOUT)  # so the batch completes on the pool thread
         return keys
 
@@ -1238,8 +1238,8 @@ def test_DataLoader_time_since_dispatch_uses_the_injected_clock():
 
 
 def test_DataLoader_calls_the_clock_outside_its_lock():
-    holder: Dict[str, Optional[DataLoader]] = {"loader": None}
-    locked_during_clock: List[bool] = []
+    holder: dict[str, Optional[DataLoader]] = {"loader": None}
+    locked_during_clock: list[bool] = []
 
     def clock() -> float:
         loader = holder["loader"]
@@ -1320,7 +1320,7 @@ def test_DataLoader_stress_concurrent_loads_and_dispatches(use_executor):
     seen = collections.Counter()
     seen_lock = threading.Lock()
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         with seen_lock:
             seen.update(keys)
         return [k * 2 for k in keys]
@@ -1330,8 +1330,8 @@ def test_DataLoader_stress_concurrent_loads_and_dispatches(use_executor):
         loader = DataLoader(batch, executor=pool)
         stop_dispatching = threading.Event()
         start = threading.Barrier(n_loaders + 2, timeout=TIMEOUT)
-        results: List[List[Any]] = [[] for _ in range(n_loaders)]
-        errors: List[BaseException] = []
+        results: list[list[Any]] = [[] for _ in range(n_loaders)]
+        errors: list[BaseException] = []
 
         def load_worker(i: int) -> None:
             rng = random.Random(i)
@@ -1527,7 +1527,7 @@ class InterruptOnCall(IdLoader):
         super().__init__()
         self.n = n
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         result = super().__call__(keys)
         if len(self.calls) == self.n:
             raise Interrupt()
@@ -1557,7 +1557,7 @@ def test_DataLoader_BaseException_in_the_first_slice_settles_and_evicts_every_ke
 def test_DataLoader_BaseException_in_a_then_callback_settles_the_rest_of_the_batch_then_propagates():
     loader = DataLoader(lambda keys: list(keys))
     first = loader.load(1)
-    ran: List[int] = []
+    ran: list[int] = []
     chained = first.then(raise_interrupt)
     first.add_done_callback(lambda f: ran.append(f.result()))  # a later callback of the same future
     others = [loader.load(k) for k in (2, 3, 4)]
@@ -1618,7 +1618,7 @@ def test_DataLoader_batch_false_load_many_BaseException_settles_the_keys_not_cal
 
 def test_DataLoader_BaseException_in_a_done_callback_still_runs_the_other_callbacks():
     fut: Future[int] = Future()
-    seen: List[str] = []
+    seen: list[str] = []
     fut.add_done_callback(raise_interrupt)
     fut.add_done_callback(lambda f: seen.append("second"))
     with pytest.raises(Interrupt):
@@ -1753,7 +1753,7 @@ def test_DataLoader_cache_map_delete_error_on_a_failed_batch_still_settles_every
         caplog: pytest.LogCaptureFixture):
     cache = FailingCacheMap({1}, reads=False, deletes=True)
 
-    def fail(keys: List[int]) -> List[int]:
+    def fail(keys: list[int]) -> list[int]:
         raise RuntimeError("backend down")
 
     loader = DataLoader(fail, cache_map=cache)
@@ -1797,7 +1797,7 @@ def test_DataLoader_result_of_a_load_nobody_dispatched_dispatches_that_loader_on
 
 
 def test_DataLoader_exception_and_a_zero_timeout_dispatch_too():
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         return [ValueError(k) if k < 0 else k for k in keys]
 
     loader = DataLoader(batch)
@@ -1808,7 +1808,7 @@ def test_DataLoader_exception_and_a_zero_timeout_dispatch_too():
 def test_DataLoader_result_returns_when_its_own_key_is_settled_not_the_others():
     release = threading.Event()
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         if 2 in keys:
             assert release.wait(TIMEOUT)
         return list(keys)
@@ -1825,7 +1825,7 @@ def test_DataLoader_result_returns_when_its_own_key_is_settled_not_the_others():
 def test_DataLoader_result_does_not_dispatch_keys_queued_after_its_own_batch():
     release = threading.Event()
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         assert release.wait(TIMEOUT)
         return list(keys)
 
@@ -1843,10 +1843,10 @@ def test_DataLoader_result_does_not_dispatch_keys_queued_after_its_own_batch():
 
 
 def test_DataLoader_then_chain_dispatches_each_loader_as_the_chain_reaches_it():
-    order: List[str] = []
+    order: list[str] = []
 
     def recording(name: str) -> Any:
-        def batch(keys: List[int]) -> List[int]:
+        def batch(keys: list[int]) -> list[int]:
             order.append(f"{name}{keys}")
             return [k + 1 for k in keys]
         return DataLoader(batch)
@@ -1859,17 +1859,17 @@ def test_DataLoader_then_chain_dispatches_each_loader_as_the_chain_reaches_it():
 
 
 def test_DataLoader_then_chain_completed_on_another_thread_wakes_the_waiter_to_dispatch_the_next_loader():
-    dispatched_on: List[str] = []
+    dispatched_on: list[str] = []
 
-    def first(keys: List[int]) -> List[int]:
+    def first(keys: list[int]) -> list[int]:
         wait_until_blocked_on(chained)  # the chain moves on while the waiter sleeps
         return list(keys)
 
-    def second(keys: List[int]) -> List[int]:
+    def second(keys: list[int]) -> list[int]:
         dispatched_on.append(threading.current_thread().name)
         return [k * 2 for k in keys]
 
-    got: "queue.Queue[Any]" = queue.Queue()
+    got: queue.Queue[Any] = queue.Queue()
     with cf.ThreadPoolExecutor(1, thread_name_prefix="test-chain-pool") as pool:
         a = DataLoader(first, executor=pool)
         b = DataLoader(second)  # no executor: dispatched on the thread that blocks
@@ -1887,7 +1887,7 @@ def test_DataLoader_then_chain_completed_on_another_thread_wakes_the_waiter_to_d
 def test_DataLoader_result_from_a_worker_thread_on_a_load_queued_by_another_thread():
     loader, calls = id_loader()
     futures = [loader.load(k) for k in range(3)]  # queued by this (the "request") thread
-    got: "queue.Queue[Any]" = queue.Queue()
+    got: queue.Queue[Any] = queue.Queue()
     t = threading.Thread(target=lambda: got.put((futures[1].result(TIMEOUT), threading.current_thread().name)),
                          name="test-worker-blocks")
     t.start()
@@ -1900,7 +1900,7 @@ def test_DataLoader_many_threads_blocking_on_one_loader_dispatch_it_once_per_que
     loader, calls = id_loader()
     futures = [loader.load(k) for k in range(64)]
     start = threading.Barrier(8)
-    results: List[List[Any]] = [[] for _ in range(8)]
+    results: list[list[Any]] = [[] for _ in range(8)]
 
     def block(i: int) -> None:
         start.wait(TIMEOUT)
@@ -1919,7 +1919,7 @@ def test_DataLoader_batch_function_may_block_on_loads_of_its_own_and_other_loade
     names = DataLoader(lambda keys: [f"name-{k}" for k in keys])
     loader: DataLoader[int, Any]
 
-    def batch(keys: List[int]) -> List[Any]:
+    def batch(keys: list[int]) -> list[Any]:
         out = []
         for k in keys:
             parent = loader.load(k - 1).result(TIMEOUT) if k > 0 else None  # same loader, a new key
@@ -1974,7 +1974,7 @@ def wait_until_blocked_on(fut: Future) -> None:
 def test_DataLoader_a_cancelled_load_wakes_a_thread_blocked_on_it():
     release, started = threading.Event(), threading.Event()
 
-    def batch(keys: List[int]) -> List[int]:
+    def batch(keys: list[int]) -> list[int]:
         started.set()
         assert release.wait(TIMEOUT)
         return list(keys)
@@ -1982,7 +1982,7 @@ def test_DataLoader_a_cancelled_load_wakes_a_thread_blocked_on_it():
     with cf.ThreadPoolExecutor(1, thread_name_prefix="test-cancel-wake") as pool:
         loader = DataLoader(batch, executor=pool)
         chained = loader.load(1).then(lambda v: v)
-        outcome: "queue.Queue[Any]" = queue.Queue()
+        outcome: queue.Queue[Any] = queue.Queue()
 
         def wait() -> None:
             try:
@@ -2028,14 +2028,14 @@ def test_DataLoader_futures_hold_no_reference_to_their_loader():
 def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
     from dataloader_sync import DataLoaderInstrumentation
 
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     class Recording(DataLoaderInstrumentation):
         def begin_dispatch(self, loader: Any) -> Any:
             seen.append("dispatch")
             return None
 
-        def begin_batch(self, loader: Any, keys: List[Any], environment: Any) -> Any:
+        def begin_batch(self, loader: Any, keys: list[Any], environment: Any) -> Any:
             seen.append(list(keys))
             return None
 
@@ -2048,7 +2048,7 @@ def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
 def test_DataLoader_threads_blocking_on_chains_while_others_dispatch_lose_no_key_and_load_none_twice():
     loaders = [id_loader(name=f"l{i}") for i in range(3)]
     stop = threading.Event()
-    errors: List[BaseException] = []
+    errors: list[BaseException] = []
 
     def user(seed: int) -> None:
         rnd = random.Random(seed)
@@ -2090,14 +2090,14 @@ def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_
         return any(isinstance(getattr(w, "event", None), _DrivingEvent) and w.event._cond._waiters
                    for w in list(chained._w or ()))
 
-    def first(keys: List[int]) -> List[int]:
+    def first(keys: list[int]) -> list[int]:
         pause = threading.Event()
         deadline = time.monotonic() + TIMEOUT
         while not waiting_in_cf_wait() and time.monotonic() < deadline:
             pause.wait(0.001)
         return list(keys)
 
-    got: "queue.Queue[Any]" = queue.Queue()
+    got: queue.Queue[Any] = queue.Queue()
     with cf.ThreadPoolExecutor(1, thread_name_prefix="test-wait-chain-pool") as pool:
         a = DataLoader(first, executor=pool)
         b, b_calls = id_loader()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from typing import Any, List
+from typing import Any
 
 import pytest
 
@@ -20,7 +20,7 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from django.conf import settings  # noqa: E402
+from django.conf import settings
 
 N = 6  # authors; each has 2 books, each book 2 reviews
 
@@ -37,8 +37,8 @@ class Recorder:
     """A registry factory that wraps the example's and remembers what it made."""
 
     def __init__(self) -> None:
-        self.registries: List[Any] = []
-        self.requests: List[Any] = []
+        self.registries: list[Any] = []
+        self.requests: list[Any] = []
 
     def __call__(self, request):
         from books.loaders import make_registry
@@ -95,11 +95,10 @@ def test_GraphQLView_loads_reached_from_several_levels_share_one_batch_per_loade
 
 
 def test_DataLoaderMiddleware_gives_each_request_fresh_caches(data):
+    from books.models import Author
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
-
-    from books.models import Author
 
     author = Author.objects.get(name="author 2")
     query = "query Q($id: ID!) { a: author(id: $id) { name } b: author(id: $id) { name } }"
@@ -141,9 +140,8 @@ def test_DataLoaderMiddleware_closes_the_registry_when_a_resolver_raises(data):
 
 
 def test_example_mutation_clears_the_cached_reviews_of_its_book(data):
-    from django.test import Client
-
     from books.models import Book
+    from django.test import Client
 
     book = Book.objects.order_by("id").first()
     query = """mutation M($id: ID!) {
@@ -173,10 +171,9 @@ def stream_view(request):
 
 
 def test_DataLoaderMiddleware_closes_a_streaming_responses_registry_on_close(data):
+    from books.models import Author
     from django.test import Client, override_settings
     from django.urls import path
-
-    from books.models import Author
 
     ids = [str(a.id) for a in Author.objects.order_by("id")[:2]]
     recorder = Recorder()
@@ -193,9 +190,9 @@ def test_DataLoaderMiddleware_closes_a_streaming_responses_registry_on_close(dat
 
 # -- the mixin ------------------------------------------------------------------------------------------
 def make_urls(**view_kwargs: Any) -> type:
+    from books.schema import schema
     from django.urls import path
 
-    from books.schema import schema
     from dataloader_sync.django import GraphQLView
 
     return type("urls", (), {"urlpatterns": [path("graphql", GraphQLView.as_view(schema=schema, **view_kwargs))]})
@@ -230,9 +227,9 @@ def test_GraphQLView_uses_the_registry_the_middleware_made(data):
 
 
 def test_GraphQLView_mixin_sets_the_execution_context_class_unless_given_one():
+    from books.schema import schema
     from graphene_django.views import GraphQLView as Base
 
-    from books.schema import schema
     from dataloader_sync.django import DataLoaderGraphQLViewMixin, GraphQLView
     from dataloader_sync.graphql import DataLoaderExecutionContext
 
@@ -306,10 +303,9 @@ def test_dataloader_sync_django_without_django_says_which_extra_to_install():
 def book_node() -> type:
     """A relay node type of the example's ``Book``, outside graphene-django's model registry (so the
     example project's own types stay the models' types)."""
+    from books import models
     from graphene import relay
     from graphene_django import DjangoObjectType
-
-    from books import models
 
     class BookNode(DjangoObjectType):
         class Meta:
@@ -329,10 +325,9 @@ def relay_schema():
     model registry, so the example project's own types stay the models' types.
     """
     import graphene
+    from books import models
     from graphene import relay
     from graphene_django import DjangoConnectionField, DjangoObjectType
-
-    from books import models
 
     BookNode = book_node()
 

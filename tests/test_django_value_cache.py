@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
-from typing import Any, Iterator, List
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -18,10 +19,10 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
-from value_cache_helpers import load_all, warnings_of  # noqa: E402
+from redis_server import RedisServer, redis_server, running_redis_server  # noqa: F401
+from value_cache_helpers import load_all, warnings_of
 
-from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
+from dataloader_sync import MISSING, DataLoader, _value_cache
 
 TIMEOUT = 10.0
 LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "value-cache-tests"}
@@ -63,9 +64,9 @@ def raw_redis(server: RedisServer) -> Any:
 
 class Batch:
     def __init__(self) -> None:
-        self.calls: List[List[Any]] = []
+        self.calls: list[list[Any]] = []
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         self.calls.append(list(keys))
         return [ValueError(k) if str(k).startswith("err") else {"key": k, "tuple": (k, k)} for k in keys]
 
@@ -222,9 +223,8 @@ def test_example_project_BOOKS_VALUE_CACHE_serves_rows_to_later_requests_without
 
 
 def test_example_project_mutation_deletes_the_shared_reviews_of_its_book(data, caches):
-    from django.test import Client, override_settings
-
     from books.models import Book
+    from django.test import Client, override_settings
 
     book = Book.objects.order_by("id").first()
     query = "query Q($id: ID!) { author(id: $id) { books { id reviews { rating } } } }"

@@ -22,12 +22,12 @@ import pytest
 
 pytest.importorskip("django")
 pytest.importorskip("graphene")
-import importlib.util  # noqa: E402
+import importlib.util
 
 if importlib.util.find_spec("graphene_django") is None:
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from test_docs_snippets import ROOT, python_blocks  # noqa: E402
+from test_docs_snippets import ROOT, python_blocks
 
 PAGE = ROOT / "docs" / "django.rst"
 EXAMPLE_APP = ROOT / "examples" / "django_project" / "books"

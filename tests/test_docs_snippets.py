@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 import textwrap
-from typing import Dict, List, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import pytest
 
@@ -46,13 +46,13 @@ _SNIPPET = re.compile(
 class Block(NamedTuple):
     line: int  # 1-based line of the directive
     code: str
-    stubs: List[str]
+    stubs: list[str]
     skip: Optional[str]
     caption: Optional[str]
-    requires: List[str]  # the directive's :caption: (a file name, on the Django page)
+    requires: list[str]  # the directive's :caption: (a file name, on the Django page)
 
 
-def doc_files() -> List[pathlib.Path]:
+def doc_files() -> list[pathlib.Path]:
     """README.rst and every page under docs/ (discovered, so new pages are covered)."""
     files = [ROOT / "README.rst"]
     docs = ROOT / "docs"
@@ -61,18 +61,18 @@ def doc_files() -> List[pathlib.Path]:
     return [f for f in files if f.is_file()]
 
 
-def python_blocks(text: str) -> List[Block]:
+def python_blocks(text: str) -> list[Block]:
     """The ``.. code-block:: python`` blocks of an RST text, with the snippet comment before each."""
     lines = text.splitlines()
-    blocks: List[Block] = []
+    blocks: list[Block] = []
     i = 0
     while i < len(lines):
         match = _DIRECTIVE.match(lines[i])
         if not match or match.group(1) not in ("python", "python3", "py"):
             i += 1
             continue
-        stubs: List[str] = []
-        requires: List[str] = []
+        stubs: list[str] = []
+        requires: list[str] = []
         skip: Optional[str] = None
         j = i - 1
         while j >= 0:  # the snippet comments (and blank lines) right above the directive
@@ -94,7 +94,7 @@ def python_blocks(text: str) -> List[Block]:
             if option.startswith(":caption:"):
                 caption = option[len(":caption:"):].strip()
             k += 1  # the directive's options
-        body: List[str] = []
+        body: list[str] = []
         while k < len(lines) and (not lines[k].strip() or lines[k].startswith((" ", "\t"))):
             body.append(lines[k])
             k += 1
@@ -122,7 +122,7 @@ for block in blocks:
 '''
 
 
-def _cases() -> List[object]:
+def _cases() -> list[object]:
     cases = []
     for path in doc_files():
         blocks = python_blocks(path.read_text(encoding="utf-8"))
@@ -176,7 +176,7 @@ def test_every_documentation_page_with_python_is_covered() -> None:
 def test_the_python_blocks_of_a_page_run_as_written(path: pathlib.Path, tmp_path: pathlib.Path) -> None:
     blocks = [b._asdict() for b in python_blocks(path.read_text(encoding="utf-8"))
               if b.skip is None and all(importlib.util.find_spec(m) is not None for m in b.requires)]
-    env: Dict[str, str] = dict(os.environ)
+    env: dict[str, str] = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.pop("DJANGO_SETTINGS_MODULE", None)
     out = subprocess.run(

@@ -105,7 +105,7 @@ def test_ScheduledExecutor_timer_thread_never_runs_user_code(executor):
 def test_ScheduledExecutor_slow_task_does_not_delay_another_tick(executor):
     gate = threading.Event()
     slow = executor.schedule(gate.wait, 0, WAIT)
-    ticks: "queue.Queue[float]" = queue.Queue()
+    ticks: queue.Queue[float] = queue.Queue()
     periodic = executor.schedule_at_fixed_rate(lambda: ticks.put(time.monotonic()), 0, 0.01)
     try:
         for _ in range(3):
@@ -141,7 +141,7 @@ def test_ScheduledExecutor_fixed_rate_repeats_and_never_overlaps(executor):
 
 
 def test_ScheduledExecutor_fixed_delay_waits_after_each_run(executor):
-    stamps: "queue.Queue[float]" = queue.Queue()
+    stamps: queue.Queue[float] = queue.Queue()
     fut = executor.schedule_with_fixed_delay(lambda: stamps.put(time.monotonic()), 0, 0.02)
     got = [stamps.get(timeout=WAIT) for _ in range(3)]
     fut.cancel()
@@ -272,7 +272,8 @@ def test_ScheduledExecutor_owned_pool_is_shut_down_with_it():
         (lambda ex: ex.schedule("not callable", 1), TypeError, "fn must be callable"),
         (lambda ex: ex.schedule_at_fixed_rate(lambda: None, 0, 0), ValueError, "period must be > 0"),
         (lambda ex: ex.schedule_at_fixed_rate(lambda: None, 0, -1), ValueError, "period must be > 0"),
-        (lambda ex: ex.schedule_at_fixed_rate(lambda: None, float("nan"), 1), ValueError, "initial_delay must be finite"),
+        (lambda ex: ex.schedule_at_fixed_rate(lambda: None, float("nan"), 1), ValueError,
+         "initial_delay must be finite"),
         (lambda ex: ex.schedule_with_fixed_delay(lambda: None, 0, 0), ValueError, "delay must be > 0"),
         (lambda ex: ex.schedule_with_fixed_delay(lambda: None, 0, float("inf")), ValueError, "delay must be finite"),
     ],
@@ -616,7 +617,7 @@ def test_ScheduledExecutor_with_a_given_executor_keeps_its_queueing():
 
 # -- contextvars ----------------------------------------------------------------------------------
 
-REQUEST: "contextvars.ContextVar[str]" = contextvars.ContextVar("REQUEST", default="none")
+REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST", default="none")
 
 
 def test_ScheduledExecutor_runs_each_task_in_a_copy_of_the_scheduling_context(executor):
@@ -624,7 +625,7 @@ def test_ScheduledExecutor_runs_each_task_in_a_copy_of_the_scheduling_context(ex
     try:
         one_shot = executor.schedule(REQUEST.get, 0.001)
         submitted = executor.submit(REQUEST.get)
-        seen: "queue.Queue[str]" = queue.Queue()
+        seen: queue.Queue[str] = queue.Queue()
         periodic = executor.schedule_at_fixed_rate(lambda: seen.put(REQUEST.get()), 0, 0.001)
     finally:
         REQUEST.reset(token)
@@ -737,7 +738,9 @@ def test_ScheduledExecutor_slow_task_threshold_is_off_by_default_and_checked(cap
     with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
         executor.submit(lambda: setattr(clock, "now", clock.now + 100)).result(timeout=WAIT)
     assert not caplog.records and executor.statistics().slow_tasks == 0
-    for bad, exc in [(0, ValueError), (-1, ValueError), (float("nan"), ValueError), ("1", TypeError), (True, TypeError)]:
+    bad_thresholds = [(0, ValueError), (-1, ValueError), (float("nan"), ValueError), ("1", TypeError),
+                      (True, TypeError)]
+    for bad, exc in bad_thresholds:
         with pytest.raises(exc, match="slow_task_threshold"):
             executor.slow_task_threshold = bad
         with pytest.raises(exc, match="slow_task_threshold"):

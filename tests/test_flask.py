@@ -8,7 +8,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import threading
 import types
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -30,8 +30,8 @@ class Recorder:
 
     def __init__(self, barrier: Optional[threading.Barrier] = None) -> None:
         self.lock = threading.Lock()  # guards registries and calls
-        self.registries: List[ScheduledDataLoaderRegistry] = []
-        self.calls: List[Dict[str, Any]] = []  # one entry per batch call
+        self.registries: list[ScheduledDataLoaderRegistry] = []
+        self.calls: list[dict[str, Any]] = []  # one entry per batch call
         self.barrier = barrier
 
     def _batch(self, loader: str, user: str, fn):
@@ -57,7 +57,7 @@ class Recorder:
             self.registries.append(registry)
         return registry
 
-    def calls_of(self, loader: str) -> List[Dict[str, Any]]:
+    def calls_of(self, loader: str) -> list[dict[str, Any]]:
         return [c for c in self.calls if c["loader"] == loader]
 
 
@@ -258,7 +258,7 @@ def test_DataLoaders_init_app_refuses_a_second_extension_on_one_app():
 
 def test_DataLoaders_accepts_a_plain_registry_without_close():
     app = flask.Flask(__name__)
-    made: List[DataLoaderRegistry] = []
+    made: list[DataLoaderRegistry] = []
 
     def factory() -> DataLoaderRegistry:
         made.append(DataLoaderRegistry().register("item", DataLoader(lambda keys: [{"id": k} for k in keys])))
@@ -273,7 +273,7 @@ def test_DataLoaders_accepts_a_plain_registry_without_close():
 
 # -- batching ------------------------------------------------------------------------
 def test_graphql_view_dispatches_through_the_request_registry(recorder):
-    asked: List[str] = []
+    asked: list[str] = []
 
     def factory() -> ScheduledDataLoaderRegistry:
         registry = recorder.factory()
@@ -377,7 +377,7 @@ def test_graphql_view_keeps_the_field_order_of_the_query(app):
 
 def test_graphql_view_with_registry_factory_closes_the_registry_after_the_execution(recorder):
     app = flask.Flask(__name__)
-    contexts: List[Any] = []
+    contexts: list[Any] = []
 
     def context_factory(registry):
         contexts.append(types.SimpleNamespace(loaders=registry, tenant="acme"))
@@ -396,7 +396,7 @@ def test_graphql_view_with_registry_factory_closes_the_registry_after_the_execut
 
 
 def test_graphql_view_default_context_holds_the_request_and_its_registry(app, recorder):
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     class Q(graphene.ObjectType):
         me = graphene.String()

@@ -10,7 +10,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, List
+from typing import Any
 
 import pytest
 
@@ -143,7 +143,7 @@ def test_Future_setting_a_done_future_raises_InvalidStateError(make, first, seco
 
 def test_Future_done_callback_added_before_completion_runs_on_completion(make):
     fut = make()
-    seen: List[Any] = []
+    seen: list[Any] = []
     fut.add_done_callback(lambda f: seen.append(("first", f)))
     fut.add_done_callback(lambda f: seen.append(("second", f)))
     assert seen == []
@@ -154,14 +154,14 @@ def test_Future_done_callback_added_before_completion_runs_on_completion(make):
 def test_Future_done_callback_added_after_completion_runs_at_once(make):
     fut = make()
     fut.set_result(1)
-    seen: List[Any] = []
+    seen: list[Any] = []
     fut.add_done_callback(seen.append)
     assert seen == [fut]
 
 
 def test_Future_done_callbacks_run_on_cancel(make):
     fut = make()
-    seen: List[Any] = []
+    seen: list[Any] = []
     fut.add_done_callback(seen.append)
     fut.cancel()
     assert seen == [fut]
@@ -169,7 +169,7 @@ def test_Future_done_callbacks_run_on_cancel(make):
 
 def test_Future_done_callbacks_run_on_the_completing_thread(make):
     fut = make()
-    threads: List[threading.Thread] = []
+    threads: list[threading.Thread] = []
     fut.add_done_callback(lambda f: threads.append(threading.current_thread()))
     t = threading.Thread(target=fut.set_result, args=(1,))
     t.start()
@@ -179,7 +179,7 @@ def test_Future_done_callbacks_run_on_the_completing_thread(make):
 
 def test_Future_callback_exceptions_are_logged_and_the_rest_still_run(make, caplog):
     fut = make()
-    seen: List[str] = []
+    seen: list[str] = []
 
     def boom(f: cf.Future) -> None:
         raise ZeroDivisionError("in callback")
@@ -200,7 +200,7 @@ def test_Future_callback_exceptions_are_logged_and_the_rest_still_run(make, capl
 
 def test_Future_result_wakes_a_waiting_thread(make):
     fut = make()
-    got: List[Any] = []
+    got: list[Any] = []
 
     def waiter() -> None:
         t0 = time.monotonic()
@@ -218,7 +218,7 @@ def test_Future_result_wakes_a_waiting_thread(make):
 
 def test_Future_exception_wakes_a_waiting_thread(make):
     fut = make()
-    got: List[Any] = []
+    got: list[Any] = []
     t = threading.Thread(target=lambda: got.append(fut.exception(timeout=10)))
     t.start()
     wait_until_a_thread_waits_on(fut)
@@ -231,7 +231,7 @@ def test_Future_exception_wakes_a_waiting_thread(make):
 
 def test_Future_cancel_wakes_a_waiting_thread(make):
     fut = make()
-    got: List[Any] = []
+    got: list[Any] = []
 
     def waiter() -> None:
         try:
@@ -264,7 +264,7 @@ def test_Future_repr_shows_the_state(make):
 def test_Future_wait_ALL_COMPLETED(make):
     futures = [make() for _ in range(3)]
     done_event = threading.Event()
-    result: List[Any] = []
+    result: list[Any] = []
 
     def waiter() -> None:
         result.append(cf.wait(futures, timeout=TIMEOUT, return_when=cf.ALL_COMPLETED))
@@ -283,7 +283,7 @@ def test_Future_wait_ALL_COMPLETED(make):
 
 def test_Future_wait_FIRST_COMPLETED(make):
     futures = [make() for _ in range(3)]
-    result: List[Any] = []
+    result: list[Any] = []
     t = threading.Thread(
         target=lambda: result.append(cf.wait(futures, timeout=TIMEOUT, return_when=cf.FIRST_COMPLETED))
     )
@@ -297,7 +297,7 @@ def test_Future_wait_FIRST_COMPLETED(make):
 def test_Future_wait_FIRST_EXCEPTION(make):
     futures = [make() for _ in range(3)]
     futures[0].set_result(0)
-    result: List[Any] = []
+    result: list[Any] = []
     t = threading.Thread(
         target=lambda: result.append(cf.wait(futures, timeout=TIMEOUT, return_when=cf.FIRST_EXCEPTION))
     )
@@ -326,7 +326,7 @@ def test_Future_wait_leaves_no_waiter_installed(make):
 
 def test_Future_as_completed_yields_in_completion_order(make):
     futures = [make() for _ in range(3)]
-    yielded: "queue.Queue[cf.Future]" = queue.Queue()
+    yielded: queue.Queue[cf.Future] = queue.Queue()
 
     def consume() -> None:
         for f in cf.as_completed(futures, timeout=TIMEOUT):
@@ -352,7 +352,7 @@ def test_Future_as_completed_yields_done_futures_first(make):
 def test_Future_as_completed_times_out(make):
     futures = [make(), make()]
     futures[0].set_result(0)
-    seen: List[cf.Future] = []
+    seen: list[cf.Future] = []
     with pytest.raises(cf.TimeoutError):
         for f in cf.as_completed(futures, timeout=0.05):
             seen.append(f)
@@ -400,7 +400,7 @@ def test_Future_then_propagates_a_failed_returned_future():
 
 
 def test_Future_then_propagates_the_source_error_without_calling_fn():
-    called: List[Any] = []
+    called: list[Any] = []
     src: Future = Future()
     out = src.then(called.append).then(called.append)
     error = ValueError("src")
@@ -415,7 +415,7 @@ def test_Future_then_fn_that_raises_fails_the_result():
 
 
 def test_Future_then_on_a_done_future_runs_at_once_on_the_caller_thread():
-    threads: List[threading.Thread] = []
+    threads: list[threading.Thread] = []
     out = completed_future(1).then(lambda v: threads.append(threading.current_thread()) or v)
     assert out.done() and out.result() == 1
     assert threads == [threading.current_thread()]
@@ -425,7 +425,7 @@ def test_Future_then_on_a_done_future_runs_at_once_on_the_caller_thread():
 
 def test_Future_then_runs_on_the_completing_thread():
     src: Future = Future()
-    threads: List[threading.Thread] = []
+    threads: list[threading.Thread] = []
     out = src.then(lambda v: threads.append(threading.current_thread()))
     t = threading.Thread(target=src.set_result, args=(1,))
     t.start()
@@ -461,7 +461,7 @@ def test_Future_then_rejects_a_non_callable():
 
 def test_Future_then_runs_fn_with_the_scope_of_the_then_call():
     scope, other = object(), object()
-    seen: List[Any] = []
+    seen: list[Any] = []
     src: Future = Future()
     with using_scope(scope):
         out = src.then(lambda v: seen.append(current_scope()))
@@ -538,7 +538,7 @@ def test_gather_completes_from_many_threads():
     out = gather(futures)
     start = threading.Barrier(4, timeout=TIMEOUT)
 
-    def complete(part: List[Future], base: int) -> None:
+    def complete(part: list[Future], base: int) -> None:
         start.wait()
         for i, f in enumerate(part):
             f.set_result(base + i)

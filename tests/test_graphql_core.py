@@ -14,7 +14,7 @@ import itertools
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable
 
 import pytest
 from graphql import build_schema, execute, graphql_sync, parse
@@ -48,7 +48,7 @@ def plain(schema: Any, query: str, **kwargs: Any) -> Any:
     return graphql_sync(schema, query, **kwargs)
 
 
-def normalized(result: Any) -> Dict[str, Any]:
+def normalized(result: Any) -> dict[str, Any]:
     """``result.formatted`` with errors in a fixed order (3.3 does not sort them)."""
     out = dict(result.formatted)
     if out.get("errors"):
@@ -61,11 +61,11 @@ class Recorder:
 
     def __init__(self, fn: Callable[[Any], Any] = lambda key: key) -> None:
         self.fn = fn
-        self.calls: List[List[Any]] = []
-        self.threads: List[int] = []
+        self.calls: list[list[Any]] = []
+        self.threads: list[int] = []
         self.lock = threading.Lock()
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         with self.lock:
             self.calls.append(list(keys))
             self.threads.append(threading.get_ident())
@@ -102,7 +102,7 @@ type Query {
 """
 
 OWNERS = {"o1": {"id": "o1", "name": "Ann"}, "o2": {"id": "o2", "name": "Bob"}}
-ITEMS: Dict[str, Dict[str, Any]] = {
+ITEMS: dict[str, dict[str, Any]] = {
     "1": {"id": "1", "name": "one", "size": 1, "nn": "a", "tags": ["x", "y"], "children": ["2", "3"],
           "kids": ["2", None, "3"], "maybe": "2", "owner": "o1"},
     "2": {"id": "2", "name": "two", "size": "big", "nn": "b", "tags": ["a", None], "children": [],
@@ -122,7 +122,7 @@ def _value(v: Any) -> Any:
     return v
 
 
-def _plain_resolvers() -> Dict[str, Dict[str, Callable[..., Any]]]:
+def _plain_resolvers() -> dict[str, dict[str, Callable[..., Any]]]:
     item = ITEMS.get
     return {
         "Query": {
@@ -159,11 +159,11 @@ class Deferrer:
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
-        self.thunks: Dict[int, Callable[[], Any]] = {}
+        self.thunks: dict[int, Callable[[], Any]] = {}
         self.ids = itertools.count()
         self.loader = DataLoader(self._batch, name="deferred")
 
-    def _batch(self, keys: List[int]) -> List[Any]:
+    def _batch(self, keys: list[int]) -> list[Any]:
         out = []
         for key in keys:
             try:
@@ -233,7 +233,7 @@ QUERIES = {
 }
 
 
-def _nulled_prefix(data: Any, path: List[Any]) -> Any:
+def _nulled_prefix(data: Any, path: list[Any]) -> Any:
     """The longest proper prefix of *path* whose value in *data* is null, or None."""
     node, found = data, None
     for i, key in enumerate(path[:-1]):
@@ -252,7 +252,7 @@ def assert_same_result(got: Any, expected: Any, siblings_may_differ: bool = Fals
         return
     assert got_n["data"] == expected_n["data"]
 
-    def split(errors: List[Dict[str, Any]]) -> Any:
+    def split(errors: list[dict[str, Any]]) -> Any:
         kept = [e for e in errors if _nulled_prefix(got.data, e["path"]) is None]
         nulled = {_nulled_prefix(got.data, e["path"]) for e in errors} - {None}
         return kept, nulled
@@ -301,13 +301,13 @@ def test_non_null_field_null_via_loader_propagates_with_one_located_error() -> N
     loader = DataLoader(lambda keys: [None for _ in keys])
     result = run(_nn_schema(loader), "{ item { id name } }")
     assert result.data == {"item": None}
-    assert [(e.message, e.path, [(l.line, l.column) for l in e.locations]) for e in result.errors] == [
+    assert [(e.message, e.path, [(loc.line, loc.column) for loc in e.locations]) for e in result.errors] == [
         ("Cannot return null for non-nullable field Item.name.", ["item", "name"], [(1, 13)])
     ]
 
 
 def test_batch_function_that_raises_gives_located_field_errors() -> None:
-    def batch(keys: List[Any]) -> List[Any]:
+    def batch(keys: list[Any]) -> list[Any]:
         raise RuntimeError("database down")
 
     schema = build_schema("type Query { a: String b: String c: Int }")
@@ -336,9 +336,9 @@ def test_wrong_result_count_fails_the_fields_with_a_clear_error() -> None:
 def test_serial_mutations_see_the_previous_fields_effect() -> None:
     schema = build_schema("type Query { total: Int } type Mutation { add(n: Int!): Int! total: Int! }")
     state = {"total": 0}
-    log: List[str] = []
+    log: list[str] = []
 
-    def add_batch(keys: List[int]) -> List[int]:
+    def add_batch(keys: list[int]) -> list[int]:
         log.append(f"add {keys}")
         out = []
         for n in keys:
@@ -360,7 +360,7 @@ def test_serial_mutations_see_the_previous_fields_effect() -> None:
 
 def test_serial_mutation_non_null_failure_nulls_data_and_stops() -> None:
     schema = build_schema("type Query { x: Int } type Mutation { a: Int! b: Int }")
-    called: List[str] = []
+    called: list[str] = []
     loader = DataLoader(lambda keys: [None for _ in keys])
     schema.mutation_type.fields["a"].resolve = lambda _s, _i: loader.load("a")
     schema.mutation_type.fields["b"].resolve = lambda _s, _i: called.append("b") or 2
@@ -388,7 +388,7 @@ def test_then_on_an_already_resolved_cached_future() -> None:
 
 def test_then_on_a_failed_future_propagates_the_error_not_none() -> None:
     loader = DataLoader(lambda keys: [ValueError(f"no {k}") for k in keys])
-    seen: List[Any] = []
+    seen: list[Any] = []
     schema = _one_field_schema(lambda _s, _i: loader.load(7).then(lambda v: seen.append(v) or "never"))
     result = run(schema, "{ f }")
     assert result.data == {"f": None}
@@ -488,7 +488,7 @@ def test_three_levels_over_n_objects_make_one_batch_per_loader_per_level() -> No
 def test_batches_of_different_loaders_run_in_parallel_with_an_executor() -> None:
     barrier = threading.Barrier(2, timeout=TIMEOUT)
 
-    def batch(keys: List[Any]) -> List[Any]:
+    def batch(keys: list[Any]) -> list[Any]:
         barrier.wait()  # passes only when both loaders' batches run at the same time
         return [f"v{k}" for k in keys]
 
@@ -516,7 +516,7 @@ def test_loads_chained_on_an_executor_thread_are_dispatched_on_the_request_threa
 
 
 def test_completions_run_on_the_request_thread() -> None:
-    threads: List[int] = []
+    threads: list[int] = []
     with cf.ThreadPoolExecutor(3) as pool:
         loader = DataLoader(Recorder(lambda k: {"id": k}), executor=pool)
         schema = build_schema("type Query { items: [Item] } type Item { id: Int tid: Int }")
@@ -529,7 +529,7 @@ def test_completions_run_on_the_request_thread() -> None:
 
 def test_sixteen_concurrent_requests_with_per_request_loaders_never_mix() -> None:
     schema = build_schema("type Query { items(req: Int!): [Item] } type Item { key: String owner: Int }")
-    seen: Dict[int, List[List[Any]]] = {}
+    seen: dict[int, list[list[Any]]] = {}
 
     def items(_s: Any, info: Any, req: int) -> Any:
         loader = info.context["loader"]
@@ -539,10 +539,11 @@ def test_sixteen_concurrent_requests_with_per_request_loaders_never_mix() -> Non
     schema.type_map["Item"].fields["owner"].resolve = lambda s, info: info.context["owner"].load(s["key"])
 
     def one_request(req: int) -> Any:
-        calls: List[List[Any]] = []
+        calls: list[list[Any]] = []
         loader = DataLoader(lambda keys: (calls.append(list(keys)), [{"key": k} for k in keys])[1])
         owner = DataLoader(lambda keys: [int(k.split("-")[0]) for k in keys])
-        result = run(schema, f"{{ items(req: {req}) {{ key owner }} }}", context_value={"loader": loader, "owner": owner})
+        result = run(schema, f"{{ items(req: {req}) {{ key owner }} }}",
+                     context_value={"loader": loader, "owner": owner})
         seen[req] = calls
         return result
 
@@ -595,9 +596,9 @@ def test_a_registry_that_never_dispatches_fails_the_fields_clearly_instead_of_ha
 
 
 BENCH_SDL = """
-type Query { items: [Item!]! }
-type Item { id: Int! %s late: String children: [Item!]! }
-""" % " ".join(f"f{i}: String" for i in range(10))
+type Query {{ items: [Item!]! }}
+type Item {{ id: Int! {} late: String children: [Item!]! }}
+""".format(" ".join(f"f{i}: String" for i in range(10)))
 
 
 def bench_schema() -> Any:
@@ -754,7 +755,7 @@ def paths_schema(loaders: Any, root: str, *, futures: bool) -> Any:
     return schema
 
 
-def _paths_loaders() -> Dict[str, DataLoader]:
+def _paths_loaders() -> dict[str, DataLoader]:
     def value(key: Any) -> Any:
         if key[0] == "#item":
             return BOXES[key[1]]["tags"][key[2]]
@@ -763,7 +764,7 @@ def _paths_loaders() -> Dict[str, DataLoader]:
         box, field = key
         return [BOXES[k] for k in BOXES[box][field]] if field == "kids" else BOXES[box][field]
 
-    def values(keys: List[Any]) -> List[Any]:
+    def values(keys: list[Any]) -> list[Any]:
         return [value(key) for key in keys]
 
     return {name: DataLoader(values, name=name) for name in ("name", "a", "b", "c", "tags", "kids", "item", "type")}
@@ -798,7 +799,7 @@ def test_a_non_null_failure_skips_the_waiting_siblings_of_the_nulled_object() ->
 
 def test_a_chain_that_completes_after_its_level_lands_in_its_field() -> None:
     loaders = _paths_loaders()
-    calls: List[Any] = []
+    calls: list[Any] = []
     inner = loaders["a"]._batch_load_fn
     loaders["a"]._batch_load_fn = lambda keys: calls.append(list(keys)) or inner(keys)
     got = run(paths_schema(loaders, "ok", futures=True), "{ late box { a kids { a } } }")
@@ -839,7 +840,7 @@ def test_a_resolver_blocking_on_a_then_chain_gets_its_value_and_the_level_still_
 
 
 def test_a_subclass_overriding_complete_value_sees_every_loaded_value() -> None:
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     class Spy(DataLoaderExecutionContext):
         def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
@@ -886,7 +887,7 @@ def test_loaded_fields_under_aliases_completed_off_the_request_thread_land_as_pl
 
     pool = cf.ThreadPoolExecutor(2)
     try:
-        def batch(keys: List[Any]) -> Any:
+        def batch(keys: list[Any]) -> Any:
             return pool.submit(lambda: [ValueError("no name for 1") if key == ("name", 1) else values[key[0]](key[1])
                                         for key in keys])
 
@@ -906,8 +907,8 @@ def test_the_completion_of_a_loaded_object_sees_the_resolve_info_its_resolver_go
         type Item { owner(unused: Int): Owner }
         type Query { items: [Item] }
     """)
-    by_resolver: List[Any] = []
-    by_completion: List[Any] = []
+    by_resolver: list[Any] = []
+    by_completion: list[Any] = []
 
     def described(info: Any) -> Any:
         return (info.field_name, info.field_nodes, info.return_type, info.parent_type, info.path.as_list(),
@@ -978,7 +979,7 @@ def test_a_field_the_schema_does_not_know_is_left_out_as_graphql_core_does() -> 
 
 
 def test_middleware_and_a_subclass_overriding_execute_field_see_every_field() -> None:
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     def middleware(next_: Any, root: Any, info: Any, **args: Any) -> Any:
         seen.append(("middleware", info.field_name))
@@ -1005,8 +1006,8 @@ def _described_info(info: Any) -> Any:
 
 
 def test_resolvers_get_the_resolve_info_graphql_core_gives_them() -> None:
-    seen: Dict[str, List[Any]] = {"plain": [], "ours": []}
-    into: List[List[Any]] = []
+    seen: dict[str, list[Any]] = {"plain": [], "ours": []}
+    into: list[list[Any]] = []
     context, root = object(), object()
     query = "query Q($p: String) { items { id ...F } item(id: 1) { l: label(prefix: $p) } } fragment F on Item { size }"
     schema = _fields_schema()
@@ -1025,7 +1026,7 @@ def test_resolvers_get_the_resolve_info_graphql_core_gives_them() -> None:
 
 
 def test_a_subclass_overriding_build_resolve_info_builds_every_resolve_info() -> None:
-    built: List[str] = []
+    built: list[str] = []
 
     class Spy(DataLoaderExecutionContext):
         def build_resolve_info(self, field_def: Any, field_nodes: Any, *rest: Any) -> Any:
@@ -1060,7 +1061,8 @@ def test_a_scalar_that_serializes_to_null_fails_its_field_with_graphql_cores_err
     expected = plain(_scalar_schema(), query)
     assert normalized(got) == normalized(expected)
     assert got.data == {"rows": [{"n": 1, "odd": 1}, {"n": 2, "odd": None}, {"n": 3, "odd": 3}]}
-    assert [e.path for e in got.errors] == [["rows", 1, "odd"]] and "(2)` to return non-nullable" in got.errors[0].message
+    assert [e.path for e in got.errors] == [["rows", 1, "odd"]]
+    assert "(2)` to return non-nullable" in got.errors[0].message
 
 
 def test_a_subclass_overriding_complete_leaf_value_completes_every_leaf() -> None:

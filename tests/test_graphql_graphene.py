@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 
@@ -32,10 +32,10 @@ class Recorder:
 
     def __init__(self, fn: Any = lambda key: key) -> None:
         self.fn = fn
-        self.calls: List[List[Any]] = []
+        self.calls: list[list[Any]] = []
         self.lock = threading.Lock()
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         with self.lock:
             self.calls.append(list(keys))
         return [self.fn(key) for key in keys]
@@ -116,8 +116,8 @@ VALUES = {
 }
 
 
-def plain_context() -> Dict[str, Any]:
-    return {"loaders": {name: fn for name, fn in VALUES.items()}}
+def plain_context() -> dict[str, Any]:
+    return {"loaders": dict(VALUES.items())}
 
 
 def loader_context() -> Any:
@@ -157,9 +157,9 @@ def test_one_batch_per_loader_per_level() -> None:
 
 def test_mutations_run_one_after_the_other() -> None:
     state = {"total": 0}
-    log: List[str] = []
+    log: list[str] = []
 
-    def rate(batch: List[int]) -> List[Any]:
+    def rate(batch: list[int]) -> list[Any]:
         log.append(f"rate {batch}")
         out = []
         for stars in batch:
@@ -190,7 +190,7 @@ def bench_schema() -> Any:
     def children(item: int, info: Any) -> Any:
         return info.context.loaders["loader-150"].load(item).then(lambda i: [i * 100 + j for j in (1, 2, 3)])
 
-    attrs: Dict[str, Any] = {f"f{i}": graphene.Int(resolver=field(i)) for i in range(10)}
+    attrs: dict[str, Any] = {f"f{i}": graphene.Int(resolver=field(i)) for i in range(10)}
     attrs["id"] = graphene.Int(resolver=lambda item, info: item)
     attrs["late"] = graphene.Int(resolver=late)
     attrs["children"] = graphene.List(lambda: item_type, resolver=children)
@@ -216,8 +216,8 @@ def test_bench_shape_with_200_loaders_on_a_ticker_registry() -> None:
                                         execution_context_class=DataLoaderExecutionContext)
     assert result.errors is None
 
-    def item(i: int, depth: int) -> Dict[str, Any]:
-        obj: Dict[str, Any] = {f"f{k}": i for k in range(10)}
+    def item(i: int, depth: int) -> dict[str, Any]:
+        obj: dict[str, Any] = {f"f{k}": i for k in range(10)}
         obj.update(id=i, late=i)
         if depth:
             obj["children"] = [item(i * 100 + j, depth - 1) for j in (1, 2, 3)]

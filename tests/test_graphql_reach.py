@@ -12,7 +12,7 @@ import logging
 import subprocess
 import sys
 import warnings
-from typing import Any, List
+from typing import Any
 
 import pytest
 from graphql import build_schema, execute, graphql_sync, parse
@@ -43,7 +43,7 @@ def never_awaited():
     assert left == []
 
 
-def _errors(result: Any) -> List[Any]:
+def _errors(result: Any) -> list[Any]:
     return sorted((e.message.split(":")[0], tuple(e.path or ())) for e in result.errors or [])
 
 
@@ -134,7 +134,8 @@ def test_an_async_resolve_type_is_refused(never_awaited) -> None:
 def test_an_is_awaitable_argument_cannot_let_an_awaitable_through(never_awaited) -> None:
     schema = build_schema("type Query { a: String }")
     schema.query_type.fields["a"].resolve = lambda _s, _i: _async_value()
-    result = execute(schema, parse("{ a }"), is_awaitable=lambda _value: False, **{CLASS_KW: DataLoaderExecutionContext})
+    result = execute(schema, parse("{ a }"), is_awaitable=lambda _value: False,
+                     **{CLASS_KW: DataLoaderExecutionContext})
     assert _errors(result) == [(REFUSED, ("a",))]
 
 
@@ -186,7 +187,7 @@ def test_clearing_after_mutation_fields_also_clears_loaders_outside_a_registry()
 
 
 def test_queries_are_not_cleared_by_the_mutation_opt_in() -> None:
-    calls: List[List[int]] = []
+    calls: list[list[int]] = []
     schema = build_schema("type Query { a: String b: String }")
     loader = DataLoader(lambda keys: calls.append(list(keys)) or [str(k) for k in keys])
     schema.query_type.fields["a"].resolve = lambda _s, _i: loader.load(1)
@@ -204,7 +205,7 @@ def _reuse_schema(loader: DataLoader) -> Any:
     return schema
 
 
-def _reuse_warnings(caplog: Any) -> List[str]:
+def _reuse_warnings(caplog: Any) -> list[str]:
     return [r.getMessage() for r in caplog.records
             if r.name == "dataloader_sync" and r.levelno == logging.WARNING and "second GraphQL" in r.getMessage()]
 

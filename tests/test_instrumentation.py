@@ -6,7 +6,7 @@ import concurrent.futures as cf
 import contextvars
 import logging
 import threading
-from typing import Any, List, Optional, Tuple
+from typing import Any, Optional
 
 import pytest
 from conftest import FakeClock
@@ -32,7 +32,7 @@ REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("REQUEST_ID", d
 class Told:
     """An instrumentation context that records what it is told."""
 
-    def __init__(self, log: List[Any], tag: str) -> None:
+    def __init__(self, log: list[Any], tag: str) -> None:
         self.log = log
         self.tag = tag
 
@@ -45,7 +45,7 @@ class Recording(DataLoaderInstrumentation):
 
     def __init__(self, name: str = "rec") -> None:
         self.name = name
-        self.log: List[Any] = []
+        self.log: list[Any] = []
         self.lock = threading.Lock()
 
     def begin_dispatch(self, loader):
@@ -58,10 +58,10 @@ class Recording(DataLoaderInstrumentation):
             self.log.append((f"{self.name}.begin_batch", list(keys), environment))
         return Told(self.log, f"{self.name}.batch_completed")
 
-    def events(self) -> List[str]:
+    def events(self) -> list[str]:
         return [entry[0] for entry in self.log]
 
-    def completions(self, tag: str) -> List[Tuple[Any, Any]]:
+    def completions(self, tag: str) -> list[tuple[Any, Any]]:
         return [(entry[1], entry[2]) for entry in self.log if entry[0] == tag]
 
 
@@ -147,8 +147,8 @@ def test_DataLoader_instrumentation_one_begin_batch_per_max_batch_size_slice():
 
 
 def test_DataLoader_instrumentation_batch_is_told_before_the_futures_complete():
-    futures: List[Future] = []
-    done_when_told: List[bool] = []
+    futures: list[Future] = []
+    done_when_told: list[bool] = []
 
     class Probe(DataLoaderInstrumentation):
         def begin_batch(self, loader, keys, environment):
@@ -369,7 +369,7 @@ def test_DataLoader_instrumentation_may_be_duck_typed():
 
 # -- ChainedInstrumentation -----------------------------------------------------------------------------
 def test_ChainedInstrumentation_calls_each_in_order_and_tells_each_context():
-    log: List[Any] = []
+    log: list[Any] = []
     a, b = Recording("a"), Recording("b")
     a.log = b.log = log
     loader = DataLoader(echo, instrumentation=ChainedInstrumentation([a, b]))
@@ -476,7 +476,7 @@ def test_DataLoaderRegistry_statistics_by_loader_in_registration_order():
 
 
 # -- the contextvars context of batch functions --------------------------------------------------------
-def _request_id_batch(seen: List[Tuple[str, str]]):
+def _request_id_batch(seen: list[tuple[str, str]]):
     def batch(keys):
         seen.append((threading.current_thread().name, REQUEST_ID.get()))
         return list(keys)
@@ -492,7 +492,7 @@ class SetsRequestId(DataLoaderInstrumentation):
 
 
 def test_DataLoader_batch_on_an_executor_runs_in_a_copy_of_the_dispatching_context():
-    seen: List[Tuple[str, str]] = []
+    seen: list[tuple[str, str]] = []
     with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pool") as pool:
         pool.submit(REQUEST_ID.get).result(timeout=5)  # the worker thread exists before the request
         loader = DataLoader(_request_id_batch(seen), executor=pool)
@@ -529,7 +529,7 @@ def test_DataLoader_batch_on_an_executor_cannot_change_the_dispatching_context()
 
 @pytest.mark.parametrize("on_executor", [False, True])
 def test_DataLoader_instrumentation_begin_batch_sets_context_the_batch_function_sees(on_executor):
-    seen: List[Tuple[str, str]] = []
+    seen: list[tuple[str, str]] = []
 
     def request(loader):
         REQUEST_ID.set("r1")
@@ -546,7 +546,7 @@ def test_DataLoader_instrumentation_begin_batch_sets_context_the_batch_function_
 
 
 def test_ScheduledDataLoaderRegistry_tick_runs_batches_in_the_context_of_the_request_that_armed_it():
-    seen: List[Tuple[str, str]] = []
+    seen: list[tuple[str, str]] = []
     ticked = threading.Event()
 
     def batch(keys):
@@ -574,7 +574,7 @@ def test_ScheduledDataLoaderRegistry_tick_runs_batches_in_the_context_of_the_req
 @pytest.mark.parametrize("instrumented", [False, True])
 def test_DataLoader_batch_on_a_ScheduledExecutor_is_the_task_its_slow_task_log_names(instrumented, caplog):
     clock = FakeClock(1000.0)
-    seen: List[str] = []
+    seen: list[str] = []
 
     def load_users(keys):
         seen.append(REQUEST_ID.get())

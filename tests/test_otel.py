@@ -8,19 +8,18 @@ import os
 import subprocess
 import sys
 import threading
-from typing import List
 
 import pytest
 
 pytest.importorskip("opentelemetry.sdk.trace")
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
-from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
 
-from dataloader_sync import (  # noqa: E402
+from dataloader_sync import (
     BatchLoadError,
     ChainedInstrumentation,
     DataLoader,
@@ -30,7 +29,7 @@ from dataloader_sync import (  # noqa: E402
     ScheduledDataLoaderRegistry,
     ScheduledExecutor,
 )
-from dataloader_sync.otel import OpenTelemetryInstrumentation  # noqa: E402
+from dataloader_sync.otel import OpenTelemetryInstrumentation
 
 
 @pytest.fixture
@@ -64,7 +63,8 @@ def spans_named(exporter, prefix="dataloader.batch"):
     return [s for s in exporter.get_finished_spans() if s.name.startswith(prefix)]
 
 
-def test_OpenTelemetryInstrumentation_one_span_per_batch_call_with_name_and_attributes(exporter, instrumentation, tracer):
+def test_OpenTelemetryInstrumentation_one_span_per_batch_call_with_name_and_attributes(
+        exporter, instrumentation, tracer):
     users = DataLoader(echo, name="users", instrumentation=instrumentation)
     with tracer.start_as_current_span("request") as request:
         values = users.load_many([1, 2, 3])
@@ -297,7 +297,7 @@ def test_OpenTelemetryInstrumentation_without_a_provider_uses_the_global_one_set
 EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
 
 
-def _run_example(path: str) -> List[str]:
+def _run_example(path: str) -> list[str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(EXAMPLES), env.get("PYTHONPATH")) if p)
     out = subprocess.run([sys.executable, path], capture_output=True, text=True, timeout=120, env=env)

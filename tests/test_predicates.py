@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import Any, List
+from typing import Any
 
 import pytest
 from conftest import FakeClock
@@ -44,10 +44,10 @@ def test_DispatchPredicate_logical_operators():
 
 
 def test_DispatchPredicate_and_or_short_circuit():
-    calls: List[str] = []
+    calls: list[str] = []
 
     def recording(result: bool, label: str) -> DispatchPredicate:
-        return DispatchPredicate(lambda n, l: calls.append(label) or result, label)
+        return DispatchPredicate(lambda name, loader: calls.append(label) or result, label)
 
     loader = id_loader()
     (recording(False, "left") & recording(True, "right"))("k", loader)
@@ -58,7 +58,7 @@ def test_DispatchPredicate_and_or_short_circuit():
 
 
 def test_DispatchPredicate_receives_name_and_loader():
-    seen: List[Any] = []
+    seen: list[Any] = []
     pred = DispatchPredicate(lambda name, loader: seen.append((name, loader)) or True)
     loader = id_loader()
     assert pred("users", loader) is True
@@ -66,9 +66,9 @@ def test_DispatchPredicate_receives_name_and_loader():
 
 
 def test_DispatchPredicate_result_is_a_bool():
-    pred = DispatchPredicate(lambda n, l: 1)
+    pred = DispatchPredicate(lambda name, loader: 1)
     assert pred("k", id_loader()) is True
-    assert DispatchPredicate(lambda n, l: None)("k", id_loader()) is False
+    assert DispatchPredicate(lambda name, loader: None)("k", id_loader()) is False
 
 
 def test_DISPATCH_ALWAYS_and_DISPATCH_NEVER():
@@ -149,7 +149,7 @@ def test_DispatchPredicate_accepts_plain_callables_on_either_side():
     for pred in (left, right, either):
         assert isinstance(pred, DispatchPredicate)
         assert pred("users", loader) and not pred("posts", loader)
-    assert (DISPATCH_NEVER | (lambda n, l: True))("k", loader)
+    assert (DISPATCH_NEVER | (lambda name, loader: True))("k", loader)
 
 
 def test_DispatchPredicate_reprs_read_like_the_call():
@@ -168,13 +168,13 @@ def test_DispatchPredicate_reprs_read_like_the_call():
 
 
 def test_DispatchPredicate_plain_callable_on_the_left_is_evaluated_first():
-    calls: List[str] = []
+    calls: list[str] = []
 
     def plain(name: str, loader: Any) -> bool:
         calls.append("plain")
         return False
 
-    (plain & DispatchPredicate(lambda n, l: calls.append("pred") or True))("k", id_loader())
+    (plain & DispatchPredicate(lambda name, loader: calls.append("pred") or True))("k", id_loader())
     assert calls == ["plain"]
 
 

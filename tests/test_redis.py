@@ -16,7 +16,8 @@ import sys
 import textwrap
 import threading
 import uuid
-from typing import Any, Iterator, List
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -79,9 +80,9 @@ class Batch:
     """Records its calls; "err*" keys fail, other keys load as {"key": key, "n": [1, {"deep": key}]}."""
 
     def __init__(self) -> None:
-        self.calls: List[List[Any]] = []
+        self.calls: list[list[Any]] = []
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         self.calls.append(list(keys))
         return [ValueError(f"no {k}") if isinstance(k, str) and k.startswith("err") else self.value(k) for k in keys]
 
@@ -181,7 +182,7 @@ def test_RedisValueCache_expired_values_are_loaded_again(client):
 
 def test_RedisValueCache_tuple_keys_keep_viewers_apart(client):
     vc = RedisValueCache(client, prefix="v:")
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     def visible_titles(keys):  # (viewer, book): what the viewer may see of the book
         seen.append(list(keys))
@@ -263,7 +264,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def run_child(server: RedisServer, keys: List[int]) -> Any:
+def run_child(server: RedisServer, keys: list[int]) -> Any:
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", CHILD, str(server.port), json.dumps(keys)],
                          capture_output=True, text=True, timeout=60, env=env, check=True)
@@ -293,7 +294,7 @@ def test_RedisValueCache_server_killed_loads_go_on_with_one_warning_and_resume_w
     try:
         assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
         own_server.kill()
-        for request in range(10):  # ten requests while Redis is down: each loads through the batch function
+        for _request in range(10):  # ten requests while Redis is down: each loads through the batch function
             assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
         assert len(batch.calls) == 11
         warned = warnings_of(caplog)
@@ -336,7 +337,7 @@ def test_RedisValueCache_server_that_stops_answering_delays_a_load_by_the_client
 # -- threads and forks ----------------------------------------------------------------------------
 def test_RedisValueCache_one_instance_serves_many_threads(client):
     vc = RedisValueCache(client, prefix="th:")
-    batch_keys: List[Any] = []
+    batch_keys: list[Any] = []
     lock = threading.Lock()
 
     def batch(keys):
@@ -344,7 +345,7 @@ def test_RedisValueCache_one_instance_serves_many_threads(client):
             batch_keys.extend(keys)
         return [{"key": k} for k in keys]
 
-    def request(i: int) -> List[Any]:
+    def request(i: int) -> list[Any]:
         loader = DataLoader(batch, value_cache=vc)
         keys = [(i + j) % 40 for j in range(10)]
         return [v["key"] for v in load_all(loader, keys)] == keys

@@ -3,7 +3,7 @@ DataLoaderRegistryTest."""
 from __future__ import annotations
 
 import threading
-from typing import Any, List
+from typing import Any
 
 import pytest
 from conftest import FakeClock
@@ -14,7 +14,7 @@ TIMEOUT = 10.0
 
 
 def id_loader(name: Any = None, calls: Any = None) -> DataLoader:
-    def batch(keys: List[Any]) -> List[Any]:
+    def batch(keys: list[Any]) -> list[Any]:
         if calls is not None:
             calls.append((name, list(keys)))
         return keys
@@ -75,7 +75,7 @@ def test_DataLoaderRegistry_keys_is_a_snapshot():
 def test_DataLoaderRegistry_compute_if_absent_creates_a_loader():
     registry = DataLoaderRegistry()
     a = id_loader("a")
-    made: List[str] = []
+    made: list[str] = []
     got = registry.compute_if_absent("a", lambda name: made.append(name) or a)
     assert got is a and registry["a"] is a
     assert made == ["a"]
@@ -85,7 +85,7 @@ def test_DataLoaderRegistry_compute_if_absent_returns_an_existing_loader_without
     registry = DataLoaderRegistry()
     a = id_loader("a")
     registry.compute_if_absent("a", lambda name: a)
-    calls: List[str] = []
+    calls: list[str] = []
     got = registry.compute_if_absent("a", lambda name: calls.append(name) or id_loader("a2"))
     assert got is a and calls == []
     assert list(registry.values()) == [a]
@@ -95,8 +95,8 @@ def test_DataLoaderRegistry_compute_if_absent_race_one_loader_wins():
     registry = DataLoaderRegistry()
     n = 8
     start = threading.Barrier(n, timeout=TIMEOUT)
-    got: List[DataLoader] = [None] * n  # type: ignore[list-item]
-    made: List[DataLoader] = []
+    got: list[DataLoader] = [None] * n  # type: ignore[list-item]
+    made: list[DataLoader] = []
     made_lock = threading.Lock()
 
     def factory(name: str) -> DataLoader:
@@ -121,7 +121,7 @@ def test_DataLoaderRegistry_compute_if_absent_race_one_loader_wins():
 
 
 def test_DataLoaderRegistry_dispatch_all_visits_loaders_in_registration_order():
-    calls: List[Any] = []
+    calls: list[Any] = []
     registry = DataLoaderRegistry()
     for name in ("c", "a", "b"):
         registry.register(name, id_loader(name, calls))
@@ -246,7 +246,7 @@ def test_DataLoaderRegistry_dispatch_all_visits_only_loaders_with_queued_keys():
 
 
 def test_DataLoaderRegistry_dispatch_all_includes_a_chained_load_of_a_loader_registered_later():
-    calls: List[Any] = []
+    calls: list[Any] = []
     registry = DataLoaderRegistry()
     registry.register("a", id_loader("a", calls)).register("b", id_loader("b", calls))
     chained = registry["a"].load(1).then(registry["b"].load)
@@ -256,7 +256,7 @@ def test_DataLoaderRegistry_dispatch_all_includes_a_chained_load_of_a_loader_reg
 
 
 def test_DataLoaderRegistry_dispatch_all_leaves_a_chained_load_of_a_loader_registered_earlier_to_the_next():
-    calls: List[Any] = []
+    calls: list[Any] = []
     registry = DataLoaderRegistry()
     registry.register("b", id_loader("b", calls)).register("a", id_loader("a", calls))
     chained = registry["a"].load(1).then(registry["b"].load)
@@ -293,7 +293,7 @@ def test_DataLoaderRegistry_an_unregistered_or_replaced_loader_is_not_dispatched
 
 
 def test_DataLoaderRegistry_a_loader_registered_twice_is_dispatched_once_per_walk():
-    calls: List[Any] = []
+    calls: list[Any] = []
     loader = id_loader("x", calls)
     registry = DataLoaderRegistry().register("one", loader).register("two", loader)
     loader.load(1)
@@ -306,7 +306,7 @@ def test_DataLoaderRegistry_keeps_queued_names_when_a_batch_function_raises_a_Ba
     class Stop(BaseException):
         pass
 
-    def stop(keys: List[Any]) -> List[Any]:
+    def stop(keys: list[Any]) -> list[Any]:
         raise Stop()
 
     registry = DataLoaderRegistry().register("a", DataLoader(stop)).register("b", id_loader())
@@ -349,7 +349,7 @@ def test_DataLoader_shared_by_many_registries_keeps_no_trace_of_those_gone():
 
 
 def test_DataLoaderRegistry_dispatch_order_after_unregistering_follows_registration():
-    calls: List[Any] = []
+    calls: list[Any] = []
     registry = DataLoaderRegistry()
     for name in ("a", "b", "z"):
         registry.register(name, id_loader(name, calls))

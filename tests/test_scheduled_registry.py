@@ -405,7 +405,8 @@ def test_ScheduledDataLoaderRegistry_a_hundred_registries_create_no_thread():
     # and a monitor: not one thread per registry.
     pool = get_default_scheduled_executor().statistics().pool
     assert pool is not None
-    assert len([t for t in threading.enumerate() if t.name.startswith("dataloader-sync-default")]) <= pool.max_threads + 2
+    default_threads = [t for t in threading.enumerate() if t.name.startswith("dataloader-sync-default")]
+    assert len(default_threads) <= pool.max_threads + 2
     for registry in registries:
         registry.close()
 

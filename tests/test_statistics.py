@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List
+from typing import Any
 
 import pytest
 
@@ -24,10 +24,10 @@ RATIOS = ("load_error_ratio", "batch_load_ratio", "batch_load_exception_ratio", 
           "value_cache_hit_ratio")
 
 
-def blowing_batch(keys: List[str]) -> Any:
+def blowing_batch(keys: list[str]) -> Any:
     """java's batchLoaderThatBlows: "exception*" fails the batch as a future,
     "bang*" raises, "error*" fails that key, anything else is its own value."""
-    values: List[Any] = []
+    values: list[Any] = []
     for key in keys:
         if key.startswith("exception"):
             return failed_future(RuntimeError(key))

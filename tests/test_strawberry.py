@@ -11,7 +11,7 @@ SQLite through the ORM.
 from __future__ import annotations
 
 import threading
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 import pytest
 
@@ -28,7 +28,7 @@ class Calls:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()  # guards log
-        self.log: List[tuple] = []
+        self.log: list[tuple] = []
 
     def batch(self, name: str, fn):
         def batch_load(keys):
@@ -38,7 +38,7 @@ class Calls:
 
         return batch_load
 
-    def of(self, name: str) -> List[List[Any]]:
+    def of(self, name: str) -> list[list[Any]]:
         return [keys for loader, keys in self.log if loader == name]
 
 
@@ -77,7 +77,7 @@ class Item:
         return loaders(info)["owner"].load(self.id % 5).then(lambda row: Owner(**row))
 
     @strawberry.field
-    def tags(self, info: strawberry.Info) -> List[str]:
+    def tags(self, info: strawberry.Info) -> list[str]:
         return loaders(info)["tags"].load(self.id)
 
     @strawberry.field
@@ -88,7 +88,7 @@ class Item:
 @strawberry.type
 class Query:
     @strawberry.field
-    def items(self, n: int = 12) -> List[Item]:
+    def items(self, n: int = 12) -> list[Item]:
         return [Item(id=i) for i in range(n)]
 
     @strawberry.field
@@ -96,7 +96,7 @@ class Query:
         return repr(info.input_extensions)
 
 
-STATE: Dict[int, str] = {}
+STATE: dict[int, str] = {}
 
 
 @strawberry.type
@@ -129,13 +129,13 @@ class PlainItem:
     id: int
 
     @strawberry.field
-    def tags(self) -> List[str]:
+    def tags(self) -> list[str]:
         return [f"t{self.id}a", f"t{self.id}b"]
 
 @strawberry.type
 class PlainQuery:
     @strawberry.field
-    def items(self, n: int = 12) -> List[PlainItem]:
+    def items(self, n: int = 12) -> list[PlainItem]:
         return [PlainItem(id=i) for i in range(n)]
 
     @strawberry.field
@@ -208,7 +208,7 @@ def test_strawberry_flask_view_with_a_registry_per_request_from_get_context() ->
     from dataloader_sync.flask import DataLoaders
 
     calls = Calls()
-    made: List[DataLoaderRegistry] = []
+    made: list[DataLoaderRegistry] = []
 
     def make_registry() -> DataLoaderRegistry:
         registry = registry_for(calls)
@@ -239,9 +239,8 @@ def test_strawberry_flask_view_with_a_registry_per_request_from_get_context() ->
 # -- strawberry's Django view ----------------------------------------------------------------------------
 def strawberry_django_urls() -> type:
     """The example project's strawberry endpoint (books/strawberry_schema.py), alone."""
-    from django.urls import path
-
     from books import strawberry_schema
+    from django.urls import path
 
     view = strawberry_schema.LoaderGraphQLView.as_view(schema=strawberry_schema.schema)
     return type("urls", (), {"urlpatterns": [path("strawberry", view)]})
@@ -254,7 +253,7 @@ def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_
     from django.test import Client, override_settings
     from django.test.utils import CaptureQueriesContext
 
-    made: List[ScheduledDataLoaderRegistry] = []
+    made: list[ScheduledDataLoaderRegistry] = []
 
     def factory(request):
         made.append(make_registry(request))
@@ -276,7 +275,8 @@ def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_
         assert len(sql) == 3, sql  # authors; all their books; all those books' reviews
         assert len(made) == 1 and made[0].closed
 
-        one = client.post("/strawberry", {"query": "{ author(id: %d) { name books { author { name } } } }"
-                                          % Author.objects.get(name="author 1").id},
+        author_id = Author.objects.get(name="author 1").id
+        query = f"{{ author(id: {author_id}) {{ name books {{ author {{ name }} }} }} }}"
+        one = client.post("/strawberry", {"query": query},
                           content_type="application/json").json()
         assert one == {"data": {"author": {"name": "author 1", "books": [{"author": {"name": "author 1"}}] * 3}}}

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import ast
 import inspect
-from typing import Dict, List, Tuple
 
 import dataloader_sync._dataloader as dataloader_module
 from dataloader_sync import DataLoader
 
-Params = List[Tuple[str, str, str]]  # (name, kind, default as source)
+Params = list[tuple[str, str, str]]  # (name, kind, default as source)
 
 
-def _init_defs() -> List[ast.FunctionDef]:
+def _init_defs() -> list[ast.FunctionDef]:
     tree = ast.parse(inspect.getsource(dataloader_module))
     cls = next(node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "DataLoader")
     return [node for node in cls.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
@@ -30,7 +29,7 @@ def _is_overload(fn: ast.FunctionDef) -> bool:
 
 def _keyword_params(fn: ast.FunctionDef) -> Params:
     args = fn.args
-    defaults: Dict[str, str] = {
+    defaults: dict[str, str] = {
         a.arg: ("<required>" if d is None else ast.unparse(d)) for a, d in zip(args.kwonlyargs, args.kw_defaults)
     }
     return [(a.arg, "keyword", defaults[a.arg]) for a in args.kwonlyargs]

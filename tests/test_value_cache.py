@@ -10,14 +10,14 @@ import concurrent.futures as cf
 import logging
 import os
 import threading
-from typing import Any, Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Optional
 
 import pytest
+from value_cache_helpers import warnings_of
 
 import dataloader_sync
-from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, failed_future
-from dataloader_sync import _value_cache
-from value_cache_helpers import warnings_of
+from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, _value_cache, failed_future
 
 TIMEOUT = 10.0
 
@@ -25,13 +25,13 @@ TIMEOUT = 10.0
 class DictValueCache(ValueCache[Any, Any]):
     """A ValueCache over a dict that records every call."""
 
-    def __init__(self, data: Optional[Dict[Any, Any]] = None) -> None:
-        self.data: Dict[Any, Any] = dict(data or {})
-        self.gets: List[List[Any]] = []
-        self.sets: List[Dict[Any, Any]] = []
+    def __init__(self, data: Optional[dict[Any, Any]] = None) -> None:
+        self.data: dict[Any, Any] = dict(data or {})
+        self.gets: list[list[Any]] = []
+        self.sets: list[dict[Any, Any]] = []
         self.lock = threading.Lock()
 
-    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+    def get_values(self, keys: Sequence[Any]) -> list[Any]:
         with self.lock:
             self.gets.append(list(keys))
             return [self.data.get(k, MISSING) for k in keys]
@@ -57,7 +57,7 @@ class BrokenValueCache(DictValueCache):
         super().__init__()
         self.broken = True
 
-    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+    def get_values(self, keys: Sequence[Any]) -> list[Any]:
         if self.broken:
             raise ConnectionError("cache is down")
         return super().get_values(keys)
@@ -72,9 +72,9 @@ class Recorder:
     """A batch function that records its calls; "err*" keys fail, others load as key * 10 (str: key + "!")."""
 
     def __init__(self) -> None:
-        self.calls: List[List[Any]] = []
+        self.calls: list[list[Any]] = []
 
-    def __call__(self, keys: List[Any]) -> List[Any]:
+    def __call__(self, keys: list[Any]) -> list[Any]:
         self.calls.append(list(keys))
         return [ValueError(k) if isinstance(k, str) and k.startswith("err") else
                 (k + "!" if isinstance(k, str) else k * 10) for k in keys]
@@ -232,7 +232,7 @@ def test_DataLoader_value_cache_write_follows_a_batch_future_on_an_executor():
 
 def test_DataLoader_value_cache_with_pass_env_gives_the_misses_their_key_contexts():
     vc = DictValueCache({"a": "cached"})
-    seen: List[Any] = []
+    seen: list[Any] = []
 
     def batch(keys, env):
         seen.append((list(keys), env.key_contexts_list))
@@ -387,7 +387,7 @@ def test_DataLoader_value_cache_hit_whose_callback_raises_a_BaseException_settle
 
 
 def test_DataLoader_value_cache_is_not_called_under_the_loaders_lock():
-    held: List[bool] = []
+    held: list[bool] = []
 
     class Probe(DictValueCache):
         def get_values(self, keys):

@@ -21,8 +21,9 @@ delta); scheduler queue peak/end (pending + queued tasks, sampled every 5 ms);
 timer-thread CPU per request (the ScheduledExecutor's timer thread) and
 tick-worker CPU per request (the one thread running the ticks): their sum is
 what Bench.java calls scheduler-thread CPU; process CPU, cyclic-GC
-collections (all generations) and context switches per request.  Python threads share one GIL: the timer thread and the tick
-worker wait for it like the request threads, so under load ticks run late
+collections (all generations) and context switches per request.  Python
+threads share one GIL: the timer thread and the tick worker wait for it like
+the request threads, so under load ticks run late
 (fewer scheduled tasks, not more), and CPU per request rises with the objects
 that concurrent requests keep alive (the cyclic GC walks them).
 
@@ -49,15 +50,15 @@ import sys
 import threading
 import time
 from importlib import metadata
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import graphql  # noqa: E402
+import bench_workload as bw
+import graphql
+from per_loader_chains import PerLoaderChainsRegistry
 
-import bench_workload as bw  # noqa: E402
-from dataloader_sync import ScheduledDataLoaderRegistry  # noqa: E402
-from per_loader_chains import PerLoaderChainsRegistry  # noqa: E402
+from dataloader_sync import ScheduledDataLoaderRegistry
 
 VARIANTS = ["single-tick", "per-loader-chains", "floor", "floor-ours", "n-plus-one", "graphql-sync-dataloaders",
             "aiodataloader"]
@@ -76,7 +77,7 @@ def make_variant(name: str, w: bw.Workload) -> Any:
     """The variant, or a string saying why it does not run."""
     if name in ("single-tick", "per-loader-chains"):
         try:
-            import dataloader_sync.graphql  # noqa: F401
+            import dataloader_sync.graphql
         except ImportError as exc:
             return f"dataloader_sync.graphql is not importable: {exc}"
         cls = ScheduledDataLoaderRegistry if name == "single-tick" else PerLoaderChainsRegistry
@@ -131,7 +132,7 @@ class QueueSampler:
         while not self._stop.wait(0.005):
             self.peak = max(self.peak, self.size())
 
-    def __enter__(self) -> "QueueSampler":
+    def __enter__(self) -> QueueSampler:
         self._thread.start()
         return self
 
@@ -144,12 +145,12 @@ class Outcome:
     """Latencies and errors of a batch of requests (appends are atomic: any thread may add)."""
 
     def __init__(self) -> None:
-        self.latencies: List[float] = []
-        self.errors: List[str] = []
+        self.latencies: list[float] = []
+        self.errors: list[str] = []
         self.started = 0
 
 
-def run_requests(variant: Any, n: int, concurrency: int, expected: Dict[str, Any], deadline: float) -> Outcome:
+def run_requests(variant: Any, n: int, concurrency: int, expected: dict[str, Any], deadline: float) -> Outcome:
     """Run *n* requests, at most *concurrency* at once (a semaphore over a pool of request threads)."""
     out = Outcome()
     permits = threading.Semaphore(concurrency)
@@ -163,7 +164,7 @@ def run_requests(variant: Any, n: int, concurrency: int, expected: Dict[str, Any
                 out.errors.append(f"{len(result.errors)} error(s), first: {result.errors[0]}")
             elif result.data != expected:
                 out.errors.append("wrong data")
-        except Exception as exc:  # noqa: BLE001 - a crash is counted and shown, not fatal to the run
+        except Exception as exc:
             out.errors.append(f"{type(exc).__name__}: {exc}")
         finally:
             permits.release()
@@ -185,7 +186,7 @@ def _switches() -> int:
     return usage.ru_nvcsw + usage.ru_nivcsw
 
 
-def _collections() -> List[int]:
+def _collections() -> list[int]:
     """Cyclic-GC collections so far, per generation (any thread's)."""
     return [generation["collections"] for generation in gc.get_stats()]
 
@@ -195,11 +196,11 @@ def _timer_ident(sched: Any) -> Optional[int]:
     return thread.ident if thread is not None else None
 
 
-def percentile(sorted_values: List[float], q: float) -> float:
+def percentile(sorted_values: list[float], q: float) -> float:
     return sorted_values[int((len(sorted_values) - 1) * q)] if sorted_values else float("nan")
 
 
-def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) -> Dict[str, Any]:
+def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) -> dict[str, Any]:
     """Warm up, then run *requests* requests and gather every metric."""
     w, sched = variant.w, variant.scheduler
     deadline = time.monotonic() + args.variant_timeout
@@ -221,7 +222,7 @@ def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) 
     gc_runs = [b - a for a, b in zip(gc0, _collections())]
     done = max(len(run.latencies), 1)
     lat = sorted(run.latencies)
-    row: Dict[str, Any] = {
+    row: dict[str, Any] = {
         "variant": variant.name, "status": "ran", "notes": list(variant.notes),
         "requests": len(run.latencies), "warmup_requests": len(warm.latencies),
         "errors": len(run.errors) + len(warm.errors), "first_error": next(iter(warm.errors + run.errors), None),
@@ -272,7 +273,7 @@ COLUMNS = [  # (header, key, format)
 ]
 
 
-def print_table(rows: List[Dict[str, Any]]) -> None:
+def print_table(rows: list[dict[str, Any]]) -> None:
     cells = [[h for h, _, _ in COLUMNS]]
     for row in rows:
         if "queue_peak" in row:
@@ -292,8 +293,8 @@ def cpu_goal(concurrency: int, tuned: bool) -> float:
     return 2.5 if tuned else 3.0
 
 
-def targets(rows: List[Dict[str, Any]], io_ms: float, tick_ms: float, concurrency: int = 1,
-            tuned: bool = False) -> List[Dict[str, Any]]:
+def targets(rows: list[dict[str, Any]], io_ms: float, tick_ms: float, concurrency: int = 1,
+            tuned: bool = False) -> list[dict[str, Any]]:
     """The issue's targets, reported (never asserted) for the variants that ran.
 
     Throughput ratios move with whatever else the machine runs; the process-CPU
@@ -302,7 +303,7 @@ def targets(rows: List[Dict[str, Any]], io_ms: float, tick_ms: float, concurrenc
     through DataLoaderExecutionContext (floor-ours).
     """
     by = {r["variant"]: r for r in rows if r["status"] == "ran" and r["requests"]}
-    out: List[Dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
 
     def add(name: str, value: Optional[float], goal: str, met: bool, why: str = "") -> None:
         out.append({"target": name, "value": None if value is None else round(value, 2), "goal": goal,
@@ -346,7 +347,7 @@ def targets(rows: List[Dict[str, Any]], io_ms: float, tick_ms: float, concurrenc
     return out
 
 
-def header(args: argparse.Namespace, w: bw.Workload) -> Dict[str, Any]:
+def header(args: argparse.Namespace, w: bw.Workload) -> dict[str, Any]:
     io = ("none (batch functions return at once)" if w.io.seconds == 0 else
           f"{args.io_ms:g} ms time.sleep " + ("inline on the dispatching thread" if w.io.inline else
                                               f"on a shared ThreadPoolExecutor({args.io_threads})"))
@@ -358,12 +359,13 @@ def header(args: argparse.Namespace, w: bw.Workload) -> Dict[str, Any]:
                      "children_loader": w.names["children"]},
         "environment": {"python": platform.python_version(), "implementation": platform.python_implementation(),
                         "graphql_core": graphql.__version__, "graphene": _version("graphene"),
-                        "gc_threshold": list(gc.get_threshold()), "gc_frozen": gc.get_freeze_count(), "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
+                        "gc_threshold": list(gc.get_threshold()), "gc_frozen": gc.get_freeze_count(),
+                        "cores": os.cpu_count(), "load_average": [round(x, 2) for x in os.getloadavg()],
                         "platform": platform.platform()},
     }
 
 
-def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--requests", type=int, default=400, help="measured requests per variant")
     p.add_argument("--warmup", type=int, default=None, help="warm-up requests per variant (default requests/10)")
@@ -399,7 +401,7 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.explicit = args.variants is not None
     if args.quick:
-        given = set(a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:]))
+        given = {a.split("=")[0] for a in (argv if argv is not None else sys.argv[1:])}
         for opt, value in (("requests", 40), ("concurrency", 8), ("items", 10), ("depth", 2)):
             if f"--{opt}" not in given:
                 setattr(args, opt.replace("-", "_"), value)
@@ -420,14 +422,14 @@ def parse_args(argv: Optional[List[str]]) -> argparse.Namespace:
     return args
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
     if args.gc_freeze:
         gc.collect()
         gc.freeze()  # what dataloader_sync.tune_gc does (the bench must run against older versions too)
     if args.gc_threshold is not None:
         gc.set_threshold(args.gc_threshold, *gc.get_threshold()[1:])
-    report: Dict[str, Any] = {}
+    report: dict[str, Any] = {}
     if args.micro or args.scaling:
         import bench_micro
         if args.micro:
@@ -449,7 +451,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     return 0
 
 
-def end_to_end(args: argparse.Namespace) -> Dict[str, Any]:
+def end_to_end(args: argparse.Namespace) -> dict[str, Any]:
     w = bw.Workload(items=args.items, depth=args.depth, loaders=args.loaders, io_ms=args.io_ms,
                     io_inline=args.io_inline, io_threads=args.io_threads, tick_ms=args.tick_ms)
     report = header(args, w)
@@ -460,7 +462,7 @@ def end_to_end(args: argparse.Namespace) -> Dict[str, Any]:
           f"{e['graphql_core']}, graphene {e['graphene']}, {e['cores']} cores, load average {e['load_average']}, "
           f"gc threshold {tuple(e['gc_threshold'])}, {e['gc_frozen']:,} objects frozen",
           flush=True)
-    rows: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
     try:
         for name in args.variants:
             plan = plan_requests(name, w, args)

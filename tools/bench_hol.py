@@ -42,7 +42,7 @@ import concurrent.futures as cf
 import random
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Optional
 
 from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, ScheduledExecutor
 
@@ -54,7 +54,7 @@ class ThreadPerTask(cf.Executor):
     """Each task on a new daemon thread (the seed's thread per task, with no bound)."""
 
     def __init__(self) -> None:
-        self._threads: List[threading.Thread] = []
+        self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()  # guards _threads
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> cf.Future:
@@ -82,7 +82,7 @@ class ThreadPerTask(cf.Executor):
                 thread.join()
 
 
-def _make(policy: str) -> Tuple[ScheduledExecutor, Optional[cf.Executor]]:
+def _make(policy: str) -> tuple[ScheduledExecutor, Optional[cf.Executor]]:
     if policy == "fixed-4":
         pool: Optional[cf.Executor] = cf.ThreadPoolExecutor(4, thread_name_prefix="hol-fixed")
         return ScheduledExecutor(pool, name="hol-fixed"), pool
@@ -100,7 +100,7 @@ class _Recorder:
     """
 
     def __init__(self, executor: ScheduledExecutor) -> None:
-        self.samples: List[Tuple[float, float, float, str]] = []
+        self.samples: list[tuple[float, float, float, str]] = []
         self.local = threading.local()  # .kind of the current task
         original = executor.schedule
 
@@ -121,7 +121,7 @@ class _Recorder:
         executor.schedule = schedule  # type: ignore[method-assign]
 
 
-def _stats_ms(values: List[float]) -> Dict[str, float]:
+def _stats_ms(values: list[float]) -> dict[str, float]:
     if not values:
         return {"mean": 0.0, "p50": 0.0, "p99": 0.0, "p999": 0.0, "max": 0.0}
     v = sorted(values)
@@ -133,12 +133,12 @@ def _stats_ms(values: List[float]) -> Dict[str, float]:
 
 
 def run_one(policy: str, heavy: bool, seconds: float, threads: int, light_ms: float, heavy_every: int,
-            think_ms: float, tick_ms: float, seed: int) -> Dict[str, Any]:
+            think_ms: float, tick_ms: float, seed: int) -> dict[str, Any]:
     """One run: *threads* request threads for *seconds*; the figures of the light and heavy tasks."""
     executor, pool = _make(policy)
     recorder = _Recorder(executor)
     stop = threading.Event()
-    errors: List[BaseException] = []
+    errors: list[BaseException] = []
     requests = [0] * threads
 
     def request_thread(i: int) -> None:
@@ -148,7 +148,7 @@ def run_one(policy: str, heavy: bool, seconds: float, threads: int, light_ms: fl
             heavy_wait = rng.uniform(1.0, 4.0) if heavy and rng.randrange(heavy_every) == 0 else 0.0
             think = rng.uniform(0, 2 * think_ms) / 1000
 
-            def batch(keys: List[int], wait: float = heavy_wait) -> List[int]:
+            def batch(keys: list[int], wait: float = heavy_wait) -> list[int]:
                 if recorder.local.kind != "heavy":
                     recorder.local.kind = "heavy" if wait else "light"
                 threading.Event().wait(wait or light_ms / 1000)
@@ -162,10 +162,10 @@ def run_one(policy: str, heavy: bool, seconds: float, threads: int, light_ms: fl
                 # Wait for the tick to dispatch (result() would dispatch on this thread itself).
                 loaded = threading.Event()
                 future = registry["db"].load(n)
-                future.add_done_callback(lambda _f: loaded.set())
+                future.add_done_callback(lambda _f, loaded=loaded: loaded.set())
                 if not loaded.wait(30):
                     raise TimeoutError("no tick dispatched the load within 30 s")
-            except BaseException as exc:  # noqa: BLE001 - reported, never raised from a thread
+            except BaseException as exc:
                 errors.append(exc)
             finally:
                 registry.close()
@@ -203,7 +203,7 @@ def run_one(policy: str, heavy: bool, seconds: float, threads: int, light_ms: fl
 
 def hol(seconds: float = 30.0, threads: int = 16, light_ms: float = 10.0, heavy_every: int = 1000,
         think_ms: float = 20.0, tick_ms: float = 5.0, seed: int = 1,
-        policies: Optional[List[str]] = None) -> Dict[str, Any]:
+        policies: Optional[list[str]] = None) -> dict[str, Any]:
     """Print and return the table: every policy without and with heavy calls."""
     rows = []
     print(f"head-of-line: {threads} request threads, {seconds:g} s per run, tick {tick_ms:g} ms, light calls wait "

@@ -20,7 +20,7 @@ import concurrent.futures as cf
 import gc
 import itertools
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable
 
 from dataloader_sync import (
     DISPATCH_ALWAYS,
@@ -115,11 +115,11 @@ def bench_future_cycle(cls: type, repeat: int) -> float:
     return best_of(repeat, per_op(cycle, 200_000))
 
 
-def bench_load_many(n: int, repeat: int) -> Tuple[float, float]:
+def bench_load_many(n: int, repeat: int) -> tuple[float, float]:
     """(load_many call, load_many + dispatch + result), seconds per key."""
     keys = list(range(n))
-    call: List[float] = []
-    total: List[float] = []
+    call: list[float] = []
+    total: list[float] = []
     runs = max(1, min(repeat, 3 if n >= 500_000 else repeat))
     gc.collect()
     gc.disable()
@@ -142,7 +142,7 @@ def bench_load_many(n: int, repeat: int) -> Tuple[float, float]:
     return min(call), min(total)
 
 
-def _echo(keys: List[Any]) -> List[Any]:
+def _echo(keys: list[Any]) -> list[Any]:
     return keys
 
 
@@ -197,7 +197,7 @@ def _idle_tick(path: str) -> Callable[[], float]:
     return case
 
 
-def _gsd_cases(overhead: float) -> List[Any]:
+def _gsd_cases(overhead: float) -> list[Any]:
     """``(name, seconds per op)`` for graphql-sync-dataloaders' SyncDataLoader, measured as ours."""
     try:
         from graphql_sync_dataloaders import SyncDataLoader
@@ -224,7 +224,7 @@ def _gsd_cases(overhead: float) -> List[Any]:
             ("SyncDataLoader.dispatch_queue, 100 keys", _timed(dispatch))]
 
 
-def micro(quick: bool = False) -> Dict[str, float]:
+def micro(quick: bool = False) -> dict[str, float]:
     """Print and return ns per operation (the DataLoader's beside the peer's and the registry's)."""
     overhead = loop_overhead(200_000, REPEAT) * 1e9
     rows = [
@@ -262,7 +262,7 @@ def _load_many_gc_on(n: int) -> float:
     return (_now() - t) / n
 
 
-def _with_pending(pending: int, m: int = 5000) -> Dict[str, float]:
+def _with_pending(pending: int, m: int = 5000) -> dict[str, float]:
     """ns of one cached load()+result() and of one queued load(), *pending* keys queued (best of 5, GC off)."""
     loader = DataLoader(_echo)
     for k in range(pending):
@@ -286,7 +286,7 @@ def _with_pending(pending: int, m: int = 5000) -> Dict[str, float]:
     return {"cached load()+result()": min(cached), "queued load()": min(queued)}
 
 
-def _result_in_order(sizes: Tuple[int, ...], chained: bool, repeat: int = 5) -> Dict[int, float]:
+def _result_in_order(sizes: tuple[int, ...], chained: bool, repeat: int = 5) -> dict[int, float]:
     """ms to call ``result()`` on each of n loads nobody dispatched, in order (GC on, best of *repeat*).
 
     The first call dispatches the loader (sync on demand: one batch of n
@@ -310,13 +310,13 @@ def _result_in_order(sizes: Tuple[int, ...], chained: bool, repeat: int = 5) -> 
     return best
 
 
-def executor_case(k: int, ms: float) -> Dict[str, float]:
+def executor_case(k: int, ms: float) -> dict[str, float]:
     """Wall ms to dispatch a level of *k* loaders with *ms* of I/O each, with and without an executor."""
-    def io(keys: List[Any]) -> List[Any]:
+    def io(keys: list[Any]) -> list[Any]:
         time.sleep(ms / 1000.0)
         return keys
 
-    out: Dict[str, float] = {}
+    out: dict[str, float] = {}
     with cf.ThreadPoolExecutor(k, thread_name_prefix="bench-executor-case") as pool:
         list(pool.map(lambda _: None, range(k)))  # start the threads outside the timing
         for label, executor in (("with executor", pool), ("inline", None)):
@@ -333,7 +333,7 @@ def executor_case(k: int, ms: float) -> Dict[str, float]:
     return out
 
 
-def scaling(quick: bool = False) -> Dict[str, Any]:
+def scaling(quick: bool = False) -> dict[str, Any]:
     """Print and return how costs grow with keys (they should not, per key)."""
     sizes = (5_000, 50_000, 500_000)
     print("\nscaling: load_many(n keys) + dispatch + result, ns per key (cyclic GC on / off)")

@@ -40,11 +40,11 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dataloader_sync import DataLoader  # noqa: E402
+from dataloader_sync import DataLoader
 
 REPEAT = 5
 KEYS = 100
@@ -111,7 +111,7 @@ class Books:
         self.db.commit()
         self.calls = 0
 
-    def batch(self, ids: List[int]) -> List[Any]:
+    def batch(self, ids: list[int]) -> list[Any]:
         self.calls += 1
         marks = ",".join("?" * len(ids))
         rows = {r[0]: {"id": r[0], "title": r[1], "author_id": r[2], "body": r[3]}
@@ -143,7 +143,7 @@ def _requests(batch: Any, value_cache: Any, rounds: int, before_each: Any = None
     return _best(run)
 
 
-def _cached(batch: Any, rounds: int) -> Tuple[float, float]:
+def _cached(batch: Any, rounds: int) -> tuple[float, float]:
     """(load() of a cached key, load_many of 100 cached keys + result) in seconds per key."""
     loader = DataLoader(batch)
     keys = list(range(KEYS))
@@ -183,7 +183,7 @@ def _django_caches(redis_url: str) -> Optional[Any]:
     return caches
 
 
-def per_key(quick: bool, server: RedisProcess) -> List[Dict[str, Any]]:
+def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
     from dataloader_sync.redis import RedisValueCache
 
     rounds = 10 if quick else 100
@@ -191,7 +191,7 @@ def per_key(quick: bool, server: RedisProcess) -> List[Dict[str, Any]]:
     tmp = tempfile.mkdtemp(prefix="bench-sqlite-")
     books = Books(os.path.join(tmp, "books.sqlite3"))
     client = _client(server.port)
-    rows: List[Dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
 
     def add(case: str, seconds: float, note: str = "") -> None:
         rows.append({"case": case, "ns_per_key": seconds * 1e9, "note": note})
@@ -237,7 +237,7 @@ def per_key(quick: bool, server: RedisProcess) -> List[Dict[str, Any]]:
 
 
 # -- the Bench shape, two processes ---------------------------------------------------------------
-def _shape_child(argv: List[str]) -> int:
+def _shape_child(argv: list[str]) -> int:
     """One process of ``shape()``: serve requests with (and, with --compare, without) a value cache."""
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
@@ -250,9 +250,9 @@ def _shape_child(argv: List[str]) -> int:
     a = p.parse_args(argv)
     import bench_workload as bw
 
-    from dataloader_sync import DISPATCH_ALWAYS, DataLoader as DL
+    from dataloader_sync import DISPATCH_ALWAYS, ScheduledDataLoaderRegistry
+    from dataloader_sync import DataLoader as DL
     from dataloader_sync.redis import RedisValueCache
-    from dataloader_sync import ScheduledDataLoaderRegistry
 
     w = bw.Workload(items=a.items, depth=a.depth, loaders=200, io_ms=a.io_ms, io_inline=False,
                     io_threads=a.concurrency * 16, tick_ms=15.0)
@@ -289,7 +289,7 @@ def _shape_child(argv: List[str]) -> int:
                     Shared.hits += stats.value_cache_hit_count
                     Shared.misses += stats.value_cache_miss_count
 
-    def serve(use_cache: bool) -> Dict[str, Any]:
+    def serve(use_cache: bool) -> dict[str, Any]:
         variant = Shared(w, "single-tick", ScheduledDataLoaderRegistry)
         variant.use_cache = use_cache
         Shared.hits = Shared.misses = 0
@@ -318,13 +318,13 @@ def _shape_child(argv: List[str]) -> int:
     return 0
 
 
-def shape(args: argparse.Namespace, server: RedisProcess) -> List[Dict[str, Any]]:
+def shape(args: argparse.Namespace, server: RedisProcess) -> list[dict[str, Any]]:
     here = os.path.abspath(__file__)
     common = ["--port", str(server.port), "--requests", str(args.requests), "--concurrency", str(args.concurrency),
               "--items", str(args.items), "--depth", str(args.depth), "--io-ms", str(args.io_ms)]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([os.path.dirname(os.path.dirname(here)), env.get("PYTHONPATH", "")])
-    out: List[Dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
     for label, extra in (("process 1 (cold cache)", []), ("process 2", ["--compare"])):
         done = subprocess.run([sys.executable, here, "--shape-child", *common, *extra], capture_output=True,
                               text=True, env=env, timeout=3600)
@@ -343,7 +343,7 @@ def shape(args: argparse.Namespace, server: RedisProcess) -> List[Dict[str, Any]
     return out
 
 
-def run(args: argparse.Namespace) -> Dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, Any]:
     """Both sections with a redis-server of our own; the figures as a dict."""
     server = RedisProcess()
     try:

@@ -23,7 +23,7 @@ import concurrent.futures as cf
 import inspect
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Optional
 
 import graphene
 import graphql
@@ -40,9 +40,9 @@ def query_text(depth: int) -> str:
     return scalars if depth == 0 else f"{scalars} children {{ {query_text(depth - 1)} }}"
 
 
-def expected_data(items: int, depth: int) -> Dict[str, Any]:
-    def item(i: int, d: int) -> Dict[str, Any]:
-        obj: Dict[str, Any] = {f"f{k}": i for k in range(FIELDS)}
+def expected_data(items: int, depth: int) -> dict[str, Any]:
+    def item(i: int, d: int) -> dict[str, Any]:
+        obj: dict[str, Any] = {f"f{k}": i for k in range(FIELDS)}
         obj["id"] = obj["late"] = i
         if d:
             obj["children"] = [item(i * 10 + j, d - 1) for j in range(FANOUT)]
@@ -54,7 +54,7 @@ def item_count(items: int, depth: int) -> int:
     return sum(items * FANOUT ** d for d in range(depth + 1))
 
 
-def loader_names(loaders: int) -> Dict[str, Any]:
+def loader_names(loaders: int) -> dict[str, Any]:
     """Names of the loaders; the chained and children loaders move down when there are fewer than 152."""
     if loaders < FIELDS + 3:
         raise ValueError(f"loaders must be >= {FIELDS + 3}")
@@ -66,7 +66,7 @@ def loader_names(loaders: int) -> Dict[str, Any]:
 def build_schema(items: Callable, field: Callable[[int], Callable], id_: Callable, late: Callable,
                  children: Callable) -> graphql.GraphQLSchema:
     """The graphene schema of the workload over the given resolvers."""
-    attrs: Dict[str, Any] = {f"f{i}": graphene.Int(resolver=field(i)) for i in range(FIELDS)}
+    attrs: dict[str, Any] = {f"f{i}": graphene.Int(resolver=field(i)) for i in range(FIELDS)}
     attrs["id"] = graphene.Int(resolver=id_)
     attrs["late"] = graphene.Int(resolver=late)
     item_type: Any = None  # children are Items: the lambda reads it once the type exists
@@ -76,7 +76,7 @@ def build_schema(items: Callable, field: Callable[[int], Callable], id_: Callabl
     return graphene.Schema(query=query).graphql_schema
 
 
-def _children_of(i: int) -> List[int]:
+def _children_of(i: int) -> list[int]:
     return [i * 10 + j for j in range(FANOUT)]
 
 
@@ -111,21 +111,21 @@ class IO:
             time.sleep(self.seconds)
         return keys
 
-    def batch_fn(self, *, blocking: bool = False) -> Callable[[List[Any]], Any]:
+    def batch_fn(self, *, blocking: bool = False) -> Callable[[list[Any]], Any]:
         """A batch function; *blocking* ones return values (a peer that takes no future)."""
         if self.pool is None or blocking:
             return self.io
         count, submit, wait = self.count, self.pool.submit, self.wait
 
-        def batch(keys: List[Any]) -> Any:
+        def batch(keys: list[Any]) -> Any:
             count()
             return submit(wait, keys)
         return batch
 
-    def async_batch_fn(self) -> Callable[[List[Any]], Any]:
+    def async_batch_fn(self) -> Callable[[list[Any]], Any]:
         io, count, wait, pool = self.io, self.count, self.wait, self.pool
 
-        async def batch(keys: List[Any]) -> List[Any]:
+        async def batch(keys: list[Any]) -> list[Any]:
             if pool is None:
                 return io(keys)
             count()
@@ -142,11 +142,11 @@ class Variant:
     """One way of serving the workload.  ``run_one()`` is called from many request threads at once."""
 
     name = ""
-    notes: List[str] = []
+    notes: list[str] = []
     scheduler: Optional[ScheduledExecutor] = None  # set by variants that schedule ticks
     scheduler_worker: Optional[int] = None  # the ident of the scheduler's one worker thread
 
-    def __init__(self, w: "Workload") -> None:
+    def __init__(self, w: Workload) -> None:
         self.w = w
         self.notes = []
 
@@ -167,7 +167,7 @@ class Context:
         self.then = then
 
 
-def loader_schema(w: "Workload") -> graphql.GraphQLSchema:
+def loader_schema(w: Workload) -> graphql.GraphQLSchema:
     """Resolvers that load through ``info.context.loaders[name].load`` and ``info.context.then``."""
     late_a, late_b = w.names["late"]
     kids = w.names["children"]
@@ -193,7 +193,7 @@ class DataLoaderSyncVariant(Variant):
 
     registry_class: Any = ScheduledDataLoaderRegistry
 
-    def __init__(self, w: "Workload", name: str, registry_class: Any) -> None:
+    def __init__(self, w: Workload, name: str, registry_class: Any) -> None:
         super().__init__(w)
         from dataloader_sync.graphql import DataLoaderExecutionContext
         self.name = name
@@ -236,7 +236,7 @@ class PlainVariant(Variant):
 
     execution_context_class: Any = None
 
-    def __init__(self, w: "Workload", name: str) -> None:
+    def __init__(self, w: Workload, name: str) -> None:
         super().__init__(w)
         self.name = name
         if name == "floor-ours":
@@ -257,7 +257,7 @@ class PlainVariant(Variant):
 class SyncDataLoadersVariant(Variant):
     """graphql-sync-dataloaders: SyncDataLoader per loader per request, its DeferredExecutionContext."""
 
-    def __init__(self, w: "Workload") -> None:
+    def __init__(self, w: Workload) -> None:
         super().__init__(w)
         import graphql_sync_dataloaders as gsd
         self.name = "graphql-sync-dataloaders"
@@ -279,7 +279,7 @@ class SyncDataLoadersVariant(Variant):
         # returned future's callback dispatches the source's loader, then the
         # loader of the future fn returned (by then it has queued its key).
         out = self.gsd.SyncFuture()
-        inner: List[Any] = []
+        inner: list[Any] = []
 
         def on_src() -> None:
             value = fn(src.result())
@@ -309,7 +309,7 @@ class SyncDataLoadersVariant(Variant):
 class AioDataLoaderVariant(Variant):
     """aiodataloader on an asyncio loop per request (graphql-core's async execution)."""
 
-    def __init__(self, w: "Workload") -> None:
+    def __init__(self, w: Workload) -> None:
         super().__init__(w)
         import aiodataloader
         self.name = "aiodataloader"
@@ -367,6 +367,6 @@ def probe_graphql_sync_dataloaders() -> Optional[str]:
     try:
         result = graphql.execute_sync(schema, graphql.parse("{ items { f0 } }"),
                                       execution_context_class=gsd.DeferredExecutionContext)
-    except Exception as exc:  # noqa: BLE001 - what breaks is the finding
+    except Exception as exc:
         return f"a failing resolver raises {type(exc).__name__}: {exc}"
     return None if result.errors else "a failing resolver gives no error"

@@ -23,7 +23,7 @@ is given, as java-dataloader's registry does, and asks them itself.
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Optional
 
 from dataloader_sync import DISPATCH_ALWAYS, DataLoader, ScheduledDataLoaderRegistry
 
@@ -38,10 +38,10 @@ class PerLoaderChainsRegistry(ScheduledDataLoaderRegistry):
     def __init__(self, *, dispatch_predicate: Predicate = DISPATCH_ALWAYS, **options: Any) -> None:
         super().__init__(dispatch_predicate=dispatch_predicate, **options)
         self._chain_default = dispatch_predicate
-        self._chain_predicates: Dict[str, Predicate] = {}
+        self._chain_predicates: dict[str, Predicate] = {}
 
     def register(self, name: str, loader: DataLoader, predicate: Optional[Predicate] = None
-                 ) -> "PerLoaderChainsRegistry":
+                 ) -> PerLoaderChainsRegistry:
         super().register(name, loader, predicate)
         if predicate is None:
             self._chain_predicates.pop(name, None)
@@ -49,7 +49,7 @@ class PerLoaderChainsRegistry(ScheduledDataLoaderRegistry):
             self._chain_predicates[name] = predicate
         return self
 
-    def unregister(self, name: str) -> "PerLoaderChainsRegistry":
+    def unregister(self, name: str) -> PerLoaderChainsRegistry:
         super().unregister(name)
         self._chain_predicates.pop(name, None)
         return self

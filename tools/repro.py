@@ -20,12 +20,13 @@ import json
 import os
 import sys
 import threading
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, ScheduledExecutor  # noqa: E402
-from per_loader_chains import PerLoaderChainsRegistry  # noqa: E402
+from per_loader_chains import PerLoaderChainsRegistry
+
+from dataloader_sync import DataLoader, ScheduledDataLoaderRegistry, ScheduledExecutor
 
 VARIANTS = {"single-tick": ScheduledDataLoaderRegistry, "per-loader-chains": PerLoaderChainsRegistry}
 
@@ -34,12 +35,12 @@ TICKS_AFTER_CLOSE = 1
 AFTER_CLOSE_LABEL = f"pending {TICKS_AFTER_CLOSE} tick{'s' if TICKS_AFTER_CLOSE != 1 else ''} after close"
 
 
-def _echo(keys: List[Any]) -> List[Any]:
+def _echo(keys: list[Any]) -> list[Any]:
     return keys
 
 
 def run(variant: str, calls: int, loaders: int, schedule: float, seconds: float,
-        *, wait: Optional[Callable[[float], Any]] = None) -> Dict[str, Any]:
+        *, wait: Optional[Callable[[float], Any]] = None) -> dict[str, Any]:
     """One row: build a registry, call dispatch_all() *calls* times, watch the executor.
 
     *wait* (seconds) lets a test see the pauses; by default an ``Event`` that
@@ -71,7 +72,7 @@ def run(variant: str, calls: int, loaders: int, schedule: float, seconds: float,
     }
 
 
-def main(argv: List[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     parser.add_argument("--loaders", type=int, default=200)

@@ -11,7 +11,7 @@ imported only when ``GraphQLView`` is used.
 """
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 try:
     import django as _django  # noqa: F401
@@ -21,8 +21,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
-from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 from ._value_cache import DjangoValueCache as DjangoValueCache
+from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 
 # GraphQLView is left out of __all__ so that a star import does not import
 # graphene-django; it is in __dir__ for discovery.
@@ -37,5 +37,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def __dir__() -> List[str]:
+def __dir__() -> list[str]:
     return sorted([*__all__, "GraphQLView"])

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from typing import Any, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 from urllib.parse import quote
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
@@ -98,7 +99,7 @@ class DjangoValueCache(ValueCache[Any, Any]):
             name = self._prefix + "#" + hashlib.sha256(name.encode("utf-8")).hexdigest()
         return name
 
-    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+    def get_values(self, keys: Sequence[Any]) -> list[Any]:
         """One ``get_many``: the value of each key, or ``MISSING``."""
         if not keys:
             return []

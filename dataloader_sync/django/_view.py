@@ -103,7 +103,7 @@ class DataLoaderGraphQLViewMixin:
             close_quietly(registry)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def graphql_view_class() -> type:
     """graphene-django's ``GraphQLView`` with ``DataLoaderGraphQLViewMixin``, made once.
 

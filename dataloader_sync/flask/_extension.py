@@ -20,7 +20,7 @@ Guarantees:
 """
 from __future__ import annotations
 
-from typing import Callable, Dict, Optional
+from typing import Callable, Optional
 
 import flask
 
@@ -113,7 +113,7 @@ class DataLoaders:
         if flask.current_app.extensions.get(EXTENSION_KEY) is not self:
             # Without our teardown hooks the registry would never be closed.
             raise RuntimeError("this DataLoaders extension is not set up on the current app; call init_app(app)")
-        registries: Dict[DataLoaders, DataLoaderRegistry] = flask.g.setdefault(_G_KEY, {})
+        registries: dict[DataLoaders, DataLoaderRegistry] = flask.g.setdefault(_G_KEY, {})
         registry = registries.get(self)
         if registry is not None:
             return registry

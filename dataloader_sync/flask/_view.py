@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from collections.abc import Mapping
+from typing import Any, Callable, Optional
 
 import flask
 
@@ -56,13 +57,13 @@ class GraphQLContext:
 class _HttpError(Exception):
     """A request that cannot be executed: answered with *status* and one error."""
 
-    def __init__(self, status: int, message: str, headers: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, status: int, message: str, headers: Optional[dict[str, str]] = None) -> None:
         super().__init__(message)
         self.status = status
         self.headers = headers or {}
 
 
-def _json_response(payload: Mapping[str, Any], status: int, headers: Optional[Dict[str, str]] = None) -> flask.Response:
+def _json_response(payload: Mapping[str, Any], status: int, headers: Optional[dict[str, str]] = None) -> flask.Response:
     body = json.dumps(payload, separators=(",", ":"))
     return flask.current_app.response_class(body, status=status, headers=headers, mimetype="application/json")
 
@@ -83,7 +84,7 @@ def _request_data(request: flask.Request) -> Mapping[str, Any]:
     raise _HttpError(415, f"unsupported content type {mimetype or '(none)'!r}; send application/json")
 
 
-def _graphql_params(request: flask.Request) -> Tuple[str, Optional[Dict[str, Any]], Optional[str]]:
+def _graphql_params(request: flask.Request) -> tuple[str, Optional[dict[str, Any]], Optional[str]]:
     data = _request_data(request)
     query = data.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -167,7 +168,9 @@ def graphql_view(
         raise TypeError("name must be a str")
     graphql_schema = getattr(schema, "graphql_schema", schema)
     if not isinstance(graphql_schema, GraphQLSchema):
-        raise TypeError(f"schema must be a graphene Schema or a graphql-core GraphQLSchema, got {type(schema).__name__}")
+        raise TypeError(
+            f"schema must be a graphene Schema or a graphql-core GraphQLSchema, got {type(schema).__name__}"
+        )
 
     def run(request: flask.Request, registry: DataLoaderRegistry) -> flask.Response:
         query, variables, operation_name = _graphql_params(request)

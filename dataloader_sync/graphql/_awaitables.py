@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import inspect
 from types import CoroutineType, GeneratorType
-from typing import Any, Callable, Dict
+from typing import Any, Callable
 
 from ._promises import PromiseType
 
@@ -60,7 +60,7 @@ _GENERATOR = 2  # the answer depends on the generator object's code flags
 _PROMISE = 3  # promise.Promise: not awaited, not plain either (the execution settles it)
 
 # type -> False (never awaitable), True (always), _GENERATOR (check the object)
-_by_type: Dict[type, Any] = {}
+_by_type: dict[type, Any] = {}
 
 #: ``is_awaitable`` for graphql-core: always False, at C speed (an empty tuple contains nothing).
 NEVER_AWAITABLE: Callable[[Any], bool] = ().__contains__
@@ -93,7 +93,7 @@ def _discard(value: Any) -> None:
     if close is not None:
         try:
             close()
-        except Exception:  # noqa: BLE001 - closing is best effort; the refusal is what matters
+        except Exception:
             pass
 
 

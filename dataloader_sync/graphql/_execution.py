@@ -106,7 +106,7 @@ import concurrent.futures as cf
 from concurrent.futures._base import FINISHED
 from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from graphql.language import FieldNode as _FieldNode
 from graphql.pyutils import Path as _Path
@@ -126,9 +126,9 @@ from ._awaitables import (
 from ._promises import PromiseType, settle
 from ._run import (
     IS_TYPE_OF,
+    PENDING,
     TYPE,
     VALUE,
-    PENDING,
     FutureType,
     Pending,
     Run,
@@ -266,7 +266,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             else:
                 plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
                 plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
-            results: Dict[str, Any] = {}
+            results: dict[str, Any] = {}
             type_name = parent_type.name
             complete_value = self.complete_value
             complete_leaf_value = self.complete_leaf_value
@@ -300,7 +300,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                             state = result._state
                             if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
-                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore
+                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr, operator]
                                 results[response_name] = result
                                 continue
                         elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain

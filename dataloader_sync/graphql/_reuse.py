@@ -38,8 +38,8 @@ _LOGGER = logging.getLogger("dataloader_sync")
 # _lock guards _owners (loader -> _Owner of the execution that last used it)
 # and _warned (loaders already reported).
 _lock = threading.Lock()
-_owners: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
-_warned: "weakref.WeakSet[Any]" = weakref.WeakSet()
+_owners: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+_warned: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class _Id:

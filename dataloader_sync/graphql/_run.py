@@ -33,7 +33,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Optional
 
 from .._registry import DataLoaderRegistry
 from . import _compat
@@ -104,7 +104,7 @@ def response_key(nodes: Any) -> str:
     return (node.alias or node.name).value
 
 
-def levels(info: Any, path: Any) -> List[Any]:
+def levels(info: Any, path: Any) -> list[Any]:
     """``[(path, type)]`` from *path* up to the field ``info.path``, innermost first."""
     top = info.path
     chain = []
@@ -155,17 +155,17 @@ class Run:
         self.scope = _Scope()
         # In creation order, ENTRY slots each: (future, frame, field nodes, return type)
         # for a field of an object, (future, PENDING, pending, None) otherwise.
-        self.unwatched: List[Any] = []
-        self.watched: Dict[Pending, None] = {}
-        self.to_dispatch: Dict[Any, None] = {}  # loaders reported by the scope, not yet dispatched
+        self.unwatched: list[Any] = []
+        self.watched: dict[Pending, None] = {}
+        self.to_dispatch: dict[Any, None] = {}  # loaders reported by the scope, not yet dispatched
         # id(parent path) -> (parent path, container): where placeholders under it live.
         # Cleared whenever a position is nulled (a cached container may be detached).
-        self.parents: Dict[int, Any] = {}
+        self.parents: dict[int, Any] = {}
         self.nulled = False  # a position was nulled: a frame's results may be detached
         self.root: Any = None  # the root data dict, once the root fields have run
         self.root_error: Optional[Exception] = None  # an error that nulled the whole data
         self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
-        self.seen: Dict[Any, None] = {}  # every loader that queued keys in this execution
+        self.seen: dict[Any, None] = {}  # every loader that queued keys in this execution
         self.request = request_of(context_value, self)  # "the same request", for _reuse
 
     def slot(self, path: Any) -> Any:
@@ -189,7 +189,7 @@ class Run:
             # completing thread, where it only enqueues.
             pending.future.add_done_callback(functools.partial(ready, pending))
 
-    def pendings(self, entries: List[Any]) -> List[Pending]:
+    def pendings(self, entries: list[Any]) -> list[Pending]:
         """The ``Pending`` of each entry of *entries* (an ``unwatched`` list), in order."""
         it = iter(entries)
         return [third if frame is PENDING else self.pending_of(future, frame, third, fourth)
@@ -206,7 +206,7 @@ class Run:
         info = _compat.rebuild_info(self.ctx, parent_type, nodes, path)
         return Pending(VALUE, future, frame, return_type, nodes, info, path, frame[6], None)
 
-    def dispatch(self, loaders: Dict[Any, None]) -> None:
+    def dispatch(self, loaders: dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
         one (its predicates apply; the first call starts a ticker), directly otherwise.
         A loader seen for the first time is checked for reuse across requests (_reuse)."""
@@ -247,7 +247,7 @@ class Run:
 
     def clear_loaders(self) -> None:
         """``clear_all()`` every loader of the registry and every loader this execution dispatched."""
-        loaders: Dict[Any, None] = dict.fromkeys(self.registry.values()) if self.registry is not None else {}
+        loaders: dict[Any, None] = dict.fromkeys(self.registry.values()) if self.registry is not None else {}
         loaders.update(self.seen)
         for loader in loaders:
             try:
@@ -257,7 +257,7 @@ class Run:
 
     def stall_message(self, stall_timeout: Optional[float]) -> str:
         """Why the execution stalled: the loaders still holding keys, or none."""
-        waiting: List[Any] = [loader for loader in self.seen if loader.dispatch_depth]
+        waiting: list[Any] = [loader for loader in self.seen if loader.dispatch_depth]
         if self.registry is not None:
             waiting.extend(loader for loader in self.registry.values()
                            if loader.dispatch_depth and loader not in self.seen)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Optional
 
 from .._registry import DataLoaderRegistry
 
@@ -55,8 +55,8 @@ class _Scope:
         self._lock = threading.Lock()
         # _changed: _ready or _loaders became non-empty while the request thread waits.
         self._changed = threading.Condition(self._lock)
-        self._ready: List[Any] = []  # placeholders whose future is done, in completion order
-        self._loaders: Dict[Any, None] = {}  # loaders with newly queued keys (an ordered set)
+        self._ready: list[Any] = []  # placeholders whose future is done, in completion order
+        self._loaders: dict[Any, None] = {}  # loaders with newly queued keys (an ordered set)
         self._waiting = False  # the request thread is in take(), waiting
         # True while the request thread runs the execution (not while it waits,
         # not once it ended): it dispatches the loaders it was told of itself,
@@ -88,7 +88,7 @@ class _Scope:
             if self._waiting:
                 self._changed.notify()
 
-    def take(self) -> Tuple[List[Any], Dict[Any, None]]:
+    def take(self) -> tuple[list[Any], dict[Any, None]]:
         """Hand out (and forget) the completions and loaders reported so far."""
         with self._lock:
             ready, self._ready = self._ready, []

@@ -25,7 +25,7 @@ Guarantees:
 """
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -95,7 +95,7 @@ class OpenTelemetryInstrumentation(DataLoaderInstrumentation):
     def begin_batch(
         self,
         loader: DataLoader[Any, Any],
-        keys: List[Any],
+        keys: list[Any],
         environment: Optional[BatchLoaderEnvironment],
     ) -> Optional[DataLoaderInstrumentationContext]:
         name = _loader_name(loader)

@@ -20,7 +20,8 @@ Guarantees:
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Iterable, List, Optional, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, Optional
 
 from .._shared_keys import encode_key
 from .._value_cache import MISSING, ValueCache, _FailureLog, check_prefix, check_ttl
@@ -110,11 +111,11 @@ class RedisValueCache(ValueCache[Any, Any]):
         """
         return self._prefix + encode_key(key)
 
-    def get_values(self, keys: Sequence[Any]) -> List[Any]:
+    def get_values(self, keys: Sequence[Any]) -> list[Any]:
         """One ``MGET``: the value of each key, or ``MISSING``."""
         if not keys:
             return []
-        found: List[Any] = []
+        found: list[Any] = []
         unreadable: Optional[Exception] = None
         for data in self._client.mget([self.redis_key(k) for k in keys]):
             if data is None:
@@ -138,7 +139,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             redis.RedisError: from the client.
         """
         pipe = self._client.pipeline(transaction=False)
-        failed: List[Any] = []
+        failed: list[Any] = []
         for key, value in zip(keys, values):
             try:
                 data = self._dumps(value)
@@ -165,8 +166,8 @@ class RedisValueCache(ValueCache[Any, Any]):
             self._client.unlink(*chunk)
 
 
-def _chunks(items: Iterable[Any], size: int) -> Iterable[List[Any]]:
-    chunk: List[Any] = []
+def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
+    chunk: list[Any] = []
     for item in items:
         chunk.append(item)
         if len(chunk) == size:

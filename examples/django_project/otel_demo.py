@@ -19,16 +19,16 @@ import json
 import os
 import pathlib
 import sys
-from typing import Dict, List, Sequence
+from collections.abc import Sequence
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "library_site.settings")
 
-from opentelemetry import trace  # noqa: E402
-from opentelemetry.instrumentation.django import DjangoInstrumentor  # noqa: E402
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry import trace
+from opentelemetry.instrumentation.django import DjangoInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 tracer = trace.get_tracer("examples.django_project")
 
@@ -41,12 +41,12 @@ def sql_span(execute, sql, params, many, context):
         return execute(sql, params, many, context)
 
 
-def span_tree(spans: Sequence[ReadableSpan]) -> List[str]:
+def span_tree(spans: Sequence[ReadableSpan]) -> list[str]:
     """The spans as indented lines, children under their parent, in start order."""
-    children: Dict[object, List[ReadableSpan]] = {}
+    children: dict[object, list[ReadableSpan]] = {}
     for span in sorted(spans, key=lambda s: s.start_time or 0):
         children.setdefault(span.parent.span_id if span.parent else None, []).append(span)
-    lines: List[str] = []
+    lines: list[str] = []
 
     def walk(parent: object, depth: int) -> None:
         for span in children.get(parent, []):

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Optional, Union
 
 from typing_extensions import assert_type
 
@@ -14,7 +15,7 @@ class User:
 
 
 # -- the shapes of batch function ------------------------------------------------------------
-def load_users(ids: List[int]) -> List[User]:
+def load_users(ids: list[int]) -> list[User]:
     return [User() for _ in ids]
 
 
@@ -22,39 +23,39 @@ def load_users_from_sequence(ids: Sequence[int]) -> Sequence[User]:
     return [User() for _ in ids]
 
 
-def load_users_from_iterable(ids: Iterable[int]) -> List[User]:
+def load_users_from_iterable(ids: Iterable[int]) -> list[User]:
     return [User() for _ in ids]
 
 
-def load_users_or_errors(ids: List[int]) -> List[Union[User, Exception]]:
+def load_users_or_errors(ids: list[int]) -> list[Union[User, Exception]]:
     return [User() if i else KeyError(i) for i in ids]
 
 
-def load_optional_users(ids: List[int]) -> List[Optional[User]]:
+def load_optional_users(ids: list[int]) -> list[Optional[User]]:
     return [None for _ in ids]
 
 
-def load_users_by_name(names: List[str]) -> Dict[str, User]:  # a mapped loader
+def load_users_by_name(names: list[str]) -> dict[str, User]:  # a mapped loader
     return {name: User() for name in names}
 
 
-def load_users_later(ids: List[int]) -> cf.Future[List[User]]:
+def load_users_later(ids: list[int]) -> cf.Future[list[User]]:
     return completed_future([User() for _ in ids])
 
 
-def load_users_by_name_later(names: List[str]) -> cf.Future[Mapping[str, User]]:
+def load_users_by_name_later(names: list[str]) -> cf.Future[Mapping[str, User]]:
     return completed_future({name: User() for name in names})
 
 
-def load_with_env(ids: List[int], env: BatchLoaderEnvironment) -> List[str]:
+def load_with_env(ids: list[int], env: BatchLoaderEnvironment) -> list[str]:
     return [f"{env.context}:{i}" for i in ids]
 
 
-def load_mapped_with_env(ids: List[int], env: BatchLoaderEnvironment) -> Dict[int, str]:
+def load_mapped_with_env(ids: list[int], env: BatchLoaderEnvironment) -> dict[int, str]:
     return {i: str(env.context) for i in ids}
 
 
-def load_later_with_env(ids: List[int], env: BatchLoaderEnvironment) -> cf.Future[List[str]]:
+def load_later_with_env(ids: list[int], env: BatchLoaderEnvironment) -> cf.Future[list[str]]:
     return completed_future([str(i) for i in ids])
 
 
@@ -89,10 +90,10 @@ by_lambda: DataLoader[int, str] = DataLoader(lambda ids: [str(i) for i in ids])
 # -- loading ------------------------------------------------------------------------------------
 assert_type(users.load(1), Future[User])
 assert_type(users.load(1).result(), User)
-assert_type(users.load_many([1, 2]), Future[List[User]])
-assert_type(users.load_many([1, 2], return_exceptions=True), Future[List[Union[User, BaseException]]])
-assert_type(users.dispatch(), Future[List[User]])
-assert_type(users.dispatch_and_join(), List[User])
+assert_type(users.load_many([1, 2]), Future[list[User]])
+assert_type(users.load_many([1, 2], return_exceptions=True), Future[list[Union[User, BaseException]]])
+assert_type(users.dispatch(), Future[list[User]])
+assert_type(users.dispatch_and_join(), list[User])
 assert_type(users.prime(3, User()), DataLoader[int, User])
 assert_type(users.prime(4, KeyError(4)), DataLoader[int, User])
 assert_type(users.prime(5, users.load(1)), DataLoader[int, User])
@@ -121,6 +122,6 @@ assert_type(users.load(1).then(name_later), Future[str])
 assert_type(users.load(1).then(best_friend).then(lambda user: user.name), Future[str])
 
 # -- gather: the futures' common type ----------------------------------------------------------
-assert_type(gather([users.load(1), users.load(2)]), Future[List[User]])
-assert_type(gather([users.load(1)], return_exceptions=True), Future[List[Union[User, BaseException]]])
+assert_type(gather([users.load(1), users.load(2)]), Future[list[User]])
+assert_type(gather([users.load(1)], return_exceptions=True), Future[list[Union[User, BaseException]]])
 mixed = gather([completed_future(1), completed_future("a")])  # List[int | str], or List[Any] (mypy)

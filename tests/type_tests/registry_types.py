@@ -1,7 +1,7 @@
 """Registries take any typed loader; predicates compose; a worker's target is checked."""
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any
 
 from typing_extensions import assert_type
 
@@ -18,7 +18,7 @@ from dataloader_sync import (
 )
 
 
-def load_names(ids: List[int]) -> List[str]:
+def load_names(ids: list[int]) -> list[str]:
     return [str(i) for i in ids]
 
 

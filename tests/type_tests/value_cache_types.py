@@ -1,7 +1,8 @@
 """ValueCache: a typed user's own value cache, given to a DataLoader (its types still inferred)."""
 from __future__ import annotations
 
-from typing import Any, Dict, List, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from typing_extensions import assert_type
 
@@ -14,9 +15,9 @@ class Book:
 
 class DictValueCache(ValueCache[int, Book]):
     def __init__(self) -> None:
-        self.data: Dict[int, Book] = {}
+        self.data: dict[int, Book] = {}
 
-    def get_values(self, keys: Sequence[int]) -> List[Any]:  # a Book or MISSING per key
+    def get_values(self, keys: Sequence[int]) -> list[Any]:  # a Book or MISSING per key
         return [self.data.get(k, MISSING) for k in keys]
 
     def set_values(self, keys: Sequence[int], values: Sequence[Book]) -> None:
@@ -29,7 +30,7 @@ class DictValueCache(ValueCache[int, Book]):
         self.data.clear()
 
 
-def load_books(ids: List[int]) -> List[Book]:
+def load_books(ids: list[int]) -> list[Book]:
     return [Book() for _ in ids]
 
 

@@ -5,7 +5,8 @@
 with empty caches and no request sees another's rows.
 """
 from collections import defaultdict
-from typing import Dict, List, Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 from django.conf import settings
 
@@ -22,27 +23,27 @@ else:
     INSTRUMENTATION = OpenTelemetryInstrumentation()
 
 
-def load_authors(ids: Sequence[int]) -> Dict[int, Author]:
+def load_authors(ids: Sequence[int]) -> dict[int, Author]:
     """Authors by id (a mapping: a missing id loads as None)."""
     return {author.id: author for author in Author.objects.filter(id__in=ids)}
 
 
-def load_books(ids: Sequence[int]) -> Dict[int, Book]:
+def load_books(ids: Sequence[int]) -> dict[int, Book]:
     """Books by id."""
     return {book.id: book for book in Book.objects.filter(id__in=ids)}
 
 
-def load_books_by_author(author_ids: Sequence[int]) -> List[List[Book]]:
+def load_books_by_author(author_ids: Sequence[int]) -> list[list[Book]]:
     """Each author's books, in id order (an empty list for an author without books)."""
-    by_author: Dict[int, List[Book]] = defaultdict(list)
+    by_author: dict[int, list[Book]] = defaultdict(list)
     for book in Book.objects.filter(author_id__in=author_ids).order_by("id"):
         by_author[book.author_id].append(book)
     return [by_author[author_id] for author_id in author_ids]
 
 
-def load_reviews_by_book(book_ids: Sequence[int]) -> List[List[Review]]:
+def load_reviews_by_book(book_ids: Sequence[int]) -> list[list[Review]]:
     """Each book's reviews, in id order."""
-    by_book: Dict[int, List[Review]] = defaultdict(list)
+    by_book: dict[int, list[Review]] = defaultdict(list)
     for review in Review.objects.filter(book_id__in=book_ids).order_by("id"):
         by_book[review.book_id].append(review)
     return [by_book[book_id] for book_id in book_ids]

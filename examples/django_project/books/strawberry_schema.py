@@ -6,7 +6,7 @@ strawberry's Django view builds the context with ``get_context``;
 ``info.context.loaders`` exactly as the graphene schema does, and the schema
 executes with ``DataLoaderExecutionContext``: one SQL query per level.
 """
-from typing import List, Optional
+from typing import Optional
 
 import strawberry
 from strawberry.django.views import GraphQLView
@@ -33,7 +33,7 @@ class Book:
         return info.context.loaders["author"].load(self.author_id)
 
     @strawberry.field
-    def reviews(self, info: strawberry.Info) -> List[Review]:
+    def reviews(self, info: strawberry.Info) -> list[Review]:
         return info.context.loaders["reviews_by_book"].load(self.id)
 
 
@@ -43,14 +43,14 @@ class Author:
     name: str
 
     @strawberry.field
-    def books(self, info: strawberry.Info) -> List[Book]:
+    def books(self, info: strawberry.Info) -> list[Book]:
         return info.context.loaders["books_by_author"].load(self.id)
 
 
 @strawberry.type
 class Query:
     @strawberry.field
-    def authors(self) -> List[Author]:
+    def authors(self) -> list[Author]:
         return list(models.Author.objects.order_by("id"))
 
     @strawberry.field

@@ -1,12 +1,11 @@
 """URLs of the example project: the GraphQL endpoint (graphene), and /strawberry when strawberry is installed."""
 import importlib.util
 
+from books.schema import schema
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
 
 from dataloader_sync.django import GraphQLView
-
-from books.schema import schema
 
 urlpatterns = [
     # csrf_exempt so that curl and scripts can POST; a real site would keep CSRF.
