@@ -29,7 +29,7 @@ class _Queue:
 
     def __init__(self, with_cache_keys: bool) -> None:
         self.keys: list[Any] = []
-        self.futures: list[Future] = []
+        self.futures: list[Future[Any]] = []
         self.cache_keys: Optional[list[Hashable]] = [] if with_cache_keys else None
         self.contexts: Optional[list[Any]] = None
         self.instr_context: Any = None
@@ -37,7 +37,7 @@ class _Queue:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
+    def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         self.keys.append(key)
         self.futures.append(fut)
         if self.cache_keys is not None:

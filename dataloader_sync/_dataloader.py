@@ -321,7 +321,7 @@ class DataLoader(Generic[K, V]):
         self._name = name
         self._batch = bool(batch)
         self._cache_enabled = bool(cache)
-        self._cache: MutableMapping[Hashable, Future] = {} if cache_map is None else cache_map
+        self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._cache_exceptions = bool(cache_exceptions)
         self._executor = executor
         self._pass_env = bool(pass_env)
@@ -341,7 +341,7 @@ class DataLoader(Generic[K, V]):
         self._batch_load_count = 0
         self._batch_load_exception_count = 0
         self._cache_hit_count = 0
-        self._cache_errors_logged: set = set()  # "read"/"write"/"delete" already logged; guarded by _lock
+        self._cache_errors_logged: set[str] = set()  # "read"/"write"/"delete" already logged; guarded by _lock
         # The registries holding this loader: (weakref to their _Queued, name),
         # told when a load makes the queue non-empty.  Replaced whole under
         # _lock; read without it.
@@ -427,7 +427,7 @@ class DataLoader(Generic[K, V]):
 
     # -- loading -----------------------------------------------------------------
     def _cache_key(self, key: Any) -> Hashable:
-        ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
+        ck: Hashable = key if self._cache_key_fn is None else self._cache_key_fn(key)
         try:
             hash(ck)
         except TypeError:
@@ -540,7 +540,7 @@ class DataLoader(Generic[K, V]):
             if len(contexts) != len(keys):
                 raise ValueError("key_contexts must have the same length as keys")
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
-        futures: list[Future] = []
+        futures: list[Future[Any]] = []
         new = _Queue(self._cache_key_fn is not None)
         cache_errors: list[tuple[str, Exception]] = []
         scope = current_scope()
@@ -608,10 +608,10 @@ class DataLoader(Generic[K, V]):
             TypeError: the key (or its cache key) is not hashable.
         """
         ck = self._cache_key(key)
-        pending: Optional[cf.Future] = None
+        pending: Optional[cf.Future[Any]] = None
         if isinstance(value, cf.Future):
             if value.done():
-                fut: Future = _outcome_of(value)
+                fut: Future[Any] = _outcome_of(value)
             else:
                 fut, pending = Future(), value
                 fut._follow = value  # blocking on a load of this key drives the source
@@ -722,7 +722,7 @@ class DataLoader(Generic[K, V]):
         error.__cause__ = exc
         self._fail_keys(rest, error, sink)
 
-    def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future) -> None:
+    def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
@@ -912,7 +912,7 @@ class DataLoader(Generic[K, V]):
                         pass
         return BatchLoaderEnvironment(context, key_contexts, list(contexts))
 
-    def _on_batch_future(self, batch: _Queue, fut: cf.Future,
+    def _on_batch_future(self, batch: _Queue, fut: cf.Future[Any],
                          sink: Optional[_DispatchSink], offset: int) -> None:
         if fut.cancelled():
             self._fail_batch(batch, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
@@ -1056,7 +1056,7 @@ class DataLoader(Generic[K, V]):
                         exc_info=exc)
 
 
-def _outcome_of(src: cf.Future) -> Future:
+def _outcome_of(src: cf.Future[Any]) -> Future[Any]:
     """A done future holding the outcome of the done *src* (a cancellation as a CancelledError)."""
     if src.cancelled():
         return failed_future(cf.CancelledError())

@@ -249,7 +249,7 @@ class _DrivingEvent:
                     self._cond.wait(remaining)
 
 
-class _DrivingWaiters(list):
+class _DrivingWaiters(list[Any]):
     """A drivable future's ``_waiters`` list: a ``concurrent.futures`` waiter appended to it gets a driving event.
 
     ``append`` runs under the future's lock: it only swaps the event and
@@ -268,7 +268,7 @@ class _DrivingWaiters(list):
         list.append(self, waiter)
 
 
-def waiters_for(fut: Any) -> list:
+def waiters_for(fut: Any) -> list[Any]:
     """A new waiter list for the drivable future *fut* (see ``_DrivingWaiters``)."""
     waiters = _DrivingWaiters()
     waiters.owner = fut

@@ -70,7 +70,8 @@ class _Entry:
 
     __slots__ = ("fn", "args", "kwargs", "ctx", "future", "period", "fixed_rate", "due", "in_heap")
 
-    def __init__(self, fn: Callable[..., Any], args: tuple, kwargs: dict, period: Optional[float], fixed_rate: bool):
+    def __init__(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any],
+                 period: Optional[float], fixed_rate: bool):
         self.fn = fn
         self.args = args
         self.kwargs = kwargs
@@ -294,7 +295,7 @@ class _Timer:
             self.queued.discard(entry)
         entry.future._settle(None, exc)
 
-    def _dropped_if_cancelled(self, pool_future: cf.Future, entry: _Entry) -> None:
+    def _dropped_if_cancelled(self, pool_future: cf.Future[Any], entry: _Entry) -> None:
         # The wrapped executor cancelled the run before it started (its own
         # shutdown with cancel_futures): the task will not run, so neither
         # will a periodic task's next run.
@@ -503,7 +504,7 @@ class ScheduledExecutor(cf.Executor):
         """
         self._timer.wake()
 
-    def _start(self, fn: Callable[..., Any], args: tuple, kwargs: dict, delay: float,
+    def _start(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], delay: float,
                period: Optional[float], fixed_rate: bool) -> ScheduledFuture[Any]:
         """Put a new task on the heap, due *delay* seconds from now (delays already checked)."""
         if not callable(fn):

@@ -58,7 +58,7 @@ def track(obj: Any) -> None:
         _tracked[key] = ref
 
 
-def _alive() -> list:
+def _alive() -> list[Any]:
     return [obj for obj in (ref() for ref in list(_tracked.values())) if obj is not None]
 
 

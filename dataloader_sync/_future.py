@@ -83,7 +83,7 @@ class Future(cf.Future[T], Generic[T]):
     #   future whose chain passes through this one).
     _ticket: Any = None
     _follow: Any = None
-    _demand: Optional[list] = None
+    _demand: Optional[list[Any]] = None
 
     def __init__(self) -> None:
         self._lock = _Lock()
@@ -92,7 +92,7 @@ class Future(cf.Future[T], Generic[T]):
         self._exception: Optional[BaseException] = None
         self._done_callbacks: Any = None  # None, one callable, or a list of them
         self._cond: Optional[threading.Condition] = None
-        self._w: Optional[list] = None
+        self._w: Optional[list[Any]] = None
 
     # -- what concurrent.futures.wait / as_completed reach for --------------
     @property
@@ -106,7 +106,7 @@ class Future(cf.Future[T], Generic[T]):
         return cond
 
     @property
-    def _waiters(self) -> list:  # type: ignore[override]
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
         # Callers (wait/as_completed) hold _condition, i.e. _lock.  A future
         # that can be driven gets a list that makes their wait drive it.
         if self._w is None:
@@ -168,7 +168,8 @@ class Future(cf.Future[T], Generic[T]):
             else:
                 with self._lock:
                     self._wait_locked(timeout)
-        return self._outcome()
+        value: T = self._outcome()  # typed here: _outcome serves result() and exception()
+        return value
 
     def exception(self, timeout: Optional[float] = None) -> Optional[BaseException]:
         """The exception (None on success), waiting as ``result()`` does (and dispatching as it does).
@@ -340,7 +341,7 @@ class Future(cf.Future[T], Generic[T]):
 
         # ``out`` may have been cancelled by its holder meanwhile: _settle (not
         # set_result) so that is not an error logged by the source's callback.
-        def on_done(src: cf.Future) -> None:
+        def on_done(src: cf.Future[Any]) -> None:
             try:
                 value = src.result()
             except BaseException as exc:  # includes CancelledError
@@ -368,7 +369,7 @@ class Future(cf.Future[T], Generic[T]):
         self.add_done_callback(on_done)
         return out
 
-    def _move_to(self, inner: cf.Future) -> None:
+    def _move_to(self, inner: cf.Future[Any]) -> None:
         """The chain moved on: this future now waits on *inner*; wake its blocked drivers."""
         with self._lock:
             if self._state != PENDING and self._state != RUNNING:
@@ -382,7 +383,7 @@ class Future(cf.Future[T], Generic[T]):
                 blocker.moved()
 
 
-def _copy_outcome(src: cf.Future, dst: Future[Any]) -> None:
+def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
     """Complete *dst*, which followed the done *src*, with *src*'s outcome (a cancellation as a CancelledError)."""
     try:
         value = src.result()
@@ -426,7 +427,7 @@ class _Gather:
 
     __slots__ = ("futures", "left", "lock", "out", "positions", "return_exceptions", "values")
 
-    def __init__(self, futures: list[cf.Future], return_exceptions: bool) -> None:
+    def __init__(self, futures: list[cf.Future[Any]], return_exceptions: bool) -> None:
         self.out: Future[list[Any]] = Future()
         self.values: list[Any] = [None] * len(futures)
         positions: dict[int, Any] = {}
@@ -443,9 +444,9 @@ class _Gather:
         self.left = len(positions)  # distinct futures not yet done; guarded by lock
         self.lock = _Lock()  # guards left and the decision to complete out
         self.return_exceptions = return_exceptions
-        self.futures: Optional[list[cf.Future]] = None  # the distinct futures, while out is pending
+        self.futures: Optional[list[cf.Future[Any]]] = None  # the distinct futures, while out is pending
 
-    def done(self, fut: cf.Future) -> None:
+    def done(self, fut: cf.Future[Any]) -> None:
         if fut.cancelled():
             exc: Optional[BaseException] = cf.CancelledError()
         else:

@@ -116,7 +116,8 @@ def check_instrumentation(value: Any, name: str = "instrumentation") -> Optional
         return None
     if not (callable(getattr(value, "begin_dispatch", None)) and callable(getattr(value, "begin_batch", None))):
         raise TypeError(f"{name} must be a DataLoaderInstrumentation (begin_dispatch, begin_batch) or None")
-    return value
+    checked: DataLoaderInstrumentation = value  # it has both hooks
+    return checked
 
 
 class _ChainedContext:

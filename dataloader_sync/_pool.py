@@ -50,7 +50,7 @@ _clock = time.monotonic
 
 # A queued task: (fn, args, kwargs, future or None).  Tasks without a future
 # (``execute``) are the owner's business, e.g. the ScheduledExecutor's runs.
-_Task = tuple[Callable[..., Any], tuple, dict, Optional[Future]]
+_Task = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Optional[Future[Any]]]
 
 
 @dataclass(frozen=True)
@@ -142,9 +142,9 @@ class ElasticPool(cf.Executor):
         # Invariant: a thread is in _idle, in _busy, or on its way out.
 
     # -- submitting -------------------------------------------------------------
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
         """Run ``fn(*args, **kwargs)``; return its Future (cancellable until it starts)."""
-        future: Future = Future()
+        future: Future[Any] = Future()
         self._put((fn, args, kwargs, future))
         return future
 
@@ -370,7 +370,7 @@ class ElasticPool(cf.Executor):
                 abandon_in_child(future)
 
 
-def abandon_in_child(future: Future) -> None:
+def abandon_in_child(future: Future[Any]) -> None:
     """Cancel, in a forked child, a Future whose task does not exist there.
 
     Its lock may have been held by a thread of the parent at the fork, and

@@ -279,7 +279,8 @@ class DataLoaderRegistry:
 
     def _holds(self, loader: Any) -> bool:
         """True when *loader* is registered here (under any name); O(its registries)."""
-        return loader._watched_by(self._queued)
+        held: bool = loader._watched_by(self._queued)
+        return held
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} loaders={len(self._loaders)}>"

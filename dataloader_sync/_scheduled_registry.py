@@ -52,11 +52,11 @@ class _Pending:
     __slots__ = ("tick", "checks")
 
     def __init__(self) -> None:
-        self.tick: Optional[ScheduledFuture] = None  # set iff the tick-scheduled flag is up
-        self.checks: dict[str, ScheduledFuture] = {}  # non-ticker rechecks, one per loader
+        self.tick: Optional[ScheduledFuture[None]] = None  # set iff the tick-scheduled flag is up
+        self.checks: dict[str, ScheduledFuture[None]] = {}  # non-ticker rechecks, one per loader
 
     def cancel_all(self) -> None:
-        tasks: list[ScheduledFuture] = list(self.checks.values())
+        tasks: list[ScheduledFuture[None]] = list(self.checks.values())
         if self.tick is not None:
             tasks.append(self.tick)
         self.tick = None

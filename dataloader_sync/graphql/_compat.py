@@ -142,13 +142,13 @@ else:
 
 if callable(getattr(Base, "collect_and_execute_subfields", None)):
 
-    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
+    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple[Any, ...]) -> Any:
         """Run the sub-selections of an object value (3.3)."""
         return ctx.collect_and_execute_subfields(return_type, nodes, path, result, *rest)
 
 else:
 
-    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple) -> Any:
+    def execute_subfields(ctx: Any, return_type: Any, nodes: Any, path: Any, result: Any, rest: tuple[Any, ...]) -> Any:
         """Run the sub-selections of an object value (3.2)."""
         return ctx.execute_fields(return_type, result, path, ctx.collect_subfields(return_type, nodes))
 
@@ -175,7 +175,7 @@ FAST_TUPLES = (OWN_FIELDS and getattr(Info, "_fields", None) == INFO_FIELDS
                and getattr(_graphql.pyutils.Path, "_fields", None) == ("prev", "key", "typename"))
 
 
-def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list:
+def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list[Any]:
     """What graphql-core 3.2's ``execute_field`` looks up per field, once per selection.
 
     Args:

@@ -187,8 +187,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _own_leaf = False  # graphql-core's complete_leaf_value may be inlined (set per instance)
-    _plans: Optional[dict] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
-    _info_tail: Optional[tuple] = None  # what every resolve info shares, see __init__
+    _plans: Optional[dict[int, Any]] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
+    _info_tail: Optional[tuple[Any, ...]] = None  # what every resolve info shares, see __init__
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # A bad stall_timeout fails when the subclass is made, not inside the
@@ -225,12 +225,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         self._own_leaf = not _compat.IS_EXECUTOR and cls.complete_leaf_value is _Base.complete_leaf_value
         # An object's fields run here (see execute_fields) unless middleware or
         # a subclass's execute_field is to see each field.
-        self._plans: Optional[dict] = (
+        self._plans: Optional[dict[int, Any]] = (
             {} if _compat.OWN_FIELDS and not self.middleware_manager and cls.execute_field is _Base.execute_field
             else None)
         # What every field's resolve info shares, when infos may be built as
         # graphql-core's build_resolve_info builds them (not overridden).
-        self._info_tail: Optional[tuple] = (
+        self._info_tail: Optional[tuple[Any, ...]] = (
             (self.schema, self.fragments, self.root_value, self.operation, self.variable_values, self.context_value,
              self.is_awaitable)
             if self._plans is not None and _compat.FAST_TUPLES and cls.build_resolve_info is _Base.build_resolve_info
@@ -374,7 +374,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         return self._complete_fields(return_type, field_nodes, info, path, result, rest)
 
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
-                         rest: tuple) -> Any:
+                         rest: tuple[Any, ...]) -> Any:
         parent = self._frame
         frame = self._frame = [parent, info, path, field_nodes, None, return_type, rest]
         try:
@@ -385,8 +385,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         finally:
             self._frame = parent
 
-    def _defer(self, kind: str, future: cf.Future, return_type: Any, field_nodes: Any, info: Any, path: Any,
-               rest: tuple, source: Any) -> Any:
+    def _defer(self, kind: str, future: cf.Future[Any], return_type: Any, field_nodes: Any, info: Any, path: Any,
+               rest: tuple[Any, ...], source: Any) -> Any:
         run = self._run
         if run is None:  # not inside the root hook (a custom entry point): wait here, bounded
             if not cf.wait([future], timeout=self.stall_timeout).done:
@@ -418,7 +418,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         def execute_operation(self, *args: Any) -> Any:
             return self._execute_root(_Base.execute_operation, args)
 
-    def _execute_root(self, execute_root: Any, args: tuple) -> Any:
+    def _execute_root(self, execute_root: Any, args: tuple[Any, ...]) -> Any:
         if self._run is not None:
             return execute_root(self, *args)
         run = self._run = Run(self.context_value, self)

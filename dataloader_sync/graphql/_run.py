@@ -51,7 +51,7 @@ ENTRY = 4
 PENDING: Any = object()
 
 
-def outcome(future: cf.Future) -> Any:
+def outcome(future: cf.Future[Any]) -> Any:
     """The value of a done future; raises its error (a cancellation gets a message)."""
     try:
         return future.result()
@@ -66,8 +66,8 @@ class Pending:
 
     __slots__ = ("kind", "future", "frame", "return_type", "nodes", "info", "path", "rest", "source")
 
-    def __init__(self, kind: str, future: cf.Future, frame: Any, return_type: Any, nodes: Any, info: Any,
-                 path: Any, rest: tuple, source: Any) -> None:
+    def __init__(self, kind: str, future: cf.Future[Any], frame: Any, return_type: Any, nodes: Any, info: Any,
+                 path: Any, rest: tuple[Any, ...], source: Any) -> None:
         self.kind = kind
         self.future = future
         self.frame = frame  # [parent frame, info, path, nodes, results] of the enclosing object, or None
@@ -87,7 +87,7 @@ class FutureType:
 
     __slots__ = ("future", "abstract_type")
 
-    def __init__(self, future: cf.Future, abstract_type: Any) -> None:
+    def __init__(self, future: cf.Future[Any], abstract_type: Any) -> None:
         self.future = future
         self.abstract_type = abstract_type
 
@@ -101,7 +101,8 @@ def _item_type(type_: Any) -> Any:
 def response_key(nodes: Any) -> str:
     """The response key of a field (its alias, else its name) from its field nodes (3.3: details)."""
     node = _compat.first_node(nodes)
-    return (node.alias or node.name).value
+    key: str = (node.alias or node.name).value
+    return key
 
 
 def levels(info: Any, path: Any) -> list[Any]:
@@ -195,7 +196,7 @@ class Run:
         return [third if frame is PENDING else self.pending_of(future, frame, third, fourth)
                 for future, frame, third, fourth in zip(it, it, it, it)]
 
-    def pending_of(self, future: cf.Future, frame: Any, nodes: Any, return_type: Any) -> Pending:
+    def pending_of(self, future: cf.Future[Any], frame: Any, nodes: Any, return_type: Any) -> Pending:
         """The ``Pending`` of a field entry: its resolve info and path built again (graphql-core's way).
 
         The info equals the one the resolver received (same field, nodes,
