@@ -11,7 +11,6 @@ from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult
 from ._dataloader import DataLoader as DataLoader
 from ._executor import ScheduledExecutor as ScheduledExecutor
-from ._executor import ScheduledFuture as ScheduledFuture
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
 from ._executor_statistics import ExecutorStatistics as ExecutorStatistics
 from ._executor_statistics import TimingStatistics as TimingStatistics
@@ -42,6 +41,7 @@ from ._scheduled_registry import (
 )
 from ._schedules import daily_at as daily_at
 from ._statistics import Statistics as Statistics
+from ._timer import ScheduledFuture as ScheduledFuture
 from ._value_cache import MISSING as MISSING
 from ._value_cache import ValueCache as ValueCache
 from ._worker import RestartableWorker as RestartableWorker
