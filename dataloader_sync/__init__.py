@@ -17,7 +17,7 @@ from ._executor_statistics import TimingStatistics as TimingStatistics
 from ._future import Future as Future
 from ._future import completed_future as completed_future
 from ._future import failed_future as failed_future
-from ._future import gather as gather
+from ._gather import gather as gather
 from ._gc import tune_gc as tune_gc
 from ._instrumentation import ChainedInstrumentation as ChainedInstrumentation
 from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumentation

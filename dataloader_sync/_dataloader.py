@@ -62,7 +62,8 @@ from ._batch import (
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._executor import ScheduledExecutor
-from ._future import Future, _copy_outcome, completed_future, failed_future, gather
+from ._future import Future, _copy_outcome, completed_future, failed_future
+from ._gather import gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
 from ._types import (

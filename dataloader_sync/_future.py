@@ -1,5 +1,7 @@
 """A lean ``concurrent.futures.Future`` with ``then``.
 
+``gather`` (many futures into one) lives in ``_gather``.
+
 Every ``load()`` creates a future, so its cost is the cost of a load.  The
 standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
 waiter list and bound methods) for every future; this one holds a plain
@@ -28,7 +30,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import threading
-from collections.abc import Iterable
 from concurrent.futures._base import (
     CANCELLED,
     CANCELLED_AND_NOTIFIED,
@@ -40,18 +41,15 @@ from typing import (
     Any,
     Callable,
     Generic,
-    Literal,
     Optional,
     TypeVar,
-    Union,
     overload,
 )
 
 from ._demand import Blocker, drive_and_wait, waiters_for
 from ._dispatch_scope import current_scope, reset_scope, set_scope
-from ._types import ResultOf
 
-__all__ = ["Future", "completed_future", "failed_future", "gather"]
+__all__ = ["Future", "completed_future", "failed_future"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -413,110 +411,3 @@ def failed_future(exc: BaseException) -> Future[Any]:
     fut._exception = exc
     fut._state = FINISHED
     return fut
-
-
-class _Gather:
-    """Collects the outcomes of futures into one list future, in order.
-
-    One bound method serves every future (no closure per future), and a
-    future listed twice gets one callback: ``positions`` maps ``id(future)``
-    to its index, or to a list of indexes.  Ids are stable and unique here:
-    every future of the gather is alive when the gather is built, and each
-    is alive when its callback runs.
-    """
-
-    __slots__ = ("futures", "left", "lock", "out", "positions", "return_exceptions", "values")
-
-    def __init__(self, futures: list[cf.Future[Any]], return_exceptions: bool) -> None:
-        self.out: Future[list[Any]] = Future()
-        self.values: list[Any] = [None] * len(futures)
-        positions: dict[int, Any] = {}
-        for i, fut in enumerate(futures):
-            key = id(fut)
-            where = positions.get(key)
-            if where is None:
-                positions[key] = i
-            elif isinstance(where, list):
-                where.append(i)
-            else:
-                positions[key] = [where, i]
-        self.positions = positions
-        self.left = len(positions)  # distinct futures not yet done; guarded by lock
-        self.lock = _Lock()  # guards left and the decision to complete out
-        self.return_exceptions = return_exceptions
-        self.futures: Optional[list[cf.Future[Any]]] = None  # the distinct futures, while out is pending
-
-    def done(self, fut: cf.Future[Any]) -> None:
-        if fut.cancelled():
-            exc: Optional[BaseException] = cf.CancelledError()
-        else:
-            exc = fut.exception()
-        if exc is not None and not self.return_exceptions:
-            with self.lock:
-                first = self.left > 0
-                self.left = 0
-            if first:
-                self.futures = None
-                self.out._settle_followed(None, exc)
-            return
-        value = exc if exc is not None else fut.result()
-        where = self.positions[id(fut)]
-        if isinstance(where, list):
-            for i in where:
-                self.values[i] = value
-        else:
-            self.values[where] = value
-        with self.lock:
-            self.left -= 1
-            last = self.left == 0
-        if last:
-            self.futures = None
-            self.out._settle_followed(self.values, None)
-
-
-@overload
-def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: Literal[False] = False) -> Future[list[T]]: ...
-
-
-@overload
-def gather(futures: Iterable[ResultOf[T]], *, return_exceptions: bool) -> Future[list[Union[T, BaseException]]]: ...
-
-
-@overload
-def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[list[Any]]: ...
-
-
-def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future[list[Any]]:
-    """Return a future of the list of results of *futures*, in order.
-
-    It fails with the first error (in completion order) unless
-    ``return_exceptions`` is true; then the list holds the exception instances.
-    Typed as a future of a list of the futures' common result type (the last
-    overload takes what a type checker cannot join, e.g. mypy with futures of
-    different types).
-
-    Raises:
-        TypeError: an item is not a ``concurrent.futures.Future``.
-    """
-    futures = list(futures)
-    if not futures:
-        return completed_future([])
-    g = _Gather(futures, return_exceptions)
-    distinct = list({id(f): f for f in futures}.values())  # each distinct future once
-    g.out._follow = g
-    g.futures = distinct  # for blocked drivers; dropped when the gather completes
-    done = g.done
-    try:
-        for fut in distinct:
-            fut.add_done_callback(done)
-    except AttributeError:
-        # Checked here rather than up front: the check costs nothing on the
-        # path of every load_many.  Callbacks already added to the futures
-        # before the bad item only fill the abandoned gather.
-        for fut in distinct:
-            if not callable(getattr(fut, "add_done_callback", None)):
-                raise TypeError(
-                    f"futures must be concurrent.futures.Future objects, got {type(fut).__name__}"
-                ) from None
-        raise
-    return g.out
