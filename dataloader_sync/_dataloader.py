@@ -1,5 +1,9 @@
 """DataLoader: batching and caching of loads, for threads.
 
+What a dispatch does with the queue it took (the value-cache step, the
+batch calls, matching results to keys, settling and failing them) is
+``_batch_call``'s, a base class of ``DataLoader``.
+
 Guarantees:
 - ``load()`` queues a key and returns a future; ``dispatch()`` hands every
   queued key to the batch function in one call (or one per
@@ -17,28 +21,17 @@ Guarantees:
   batch is evicted leaves that entry; each kind of failure is logged once per
   loader.  ``clear()``/``clear_all()`` raise the cache map's error to their
   caller.  ``load_many`` registers every key (cached and queued) or none.
-- A batch that fails as a whole fails all its keys and evicts them from the
-  cache, so a later load retries; a per-key ``Exception`` result fails only
-  that key (and stays cached unless ``cache_exceptions=False``).
-- Every dispatch settles every key it took, even when a ``BaseException``
-  that is not an ``Exception`` (``KeyboardInterrupt``, ``SystemExit``, a
-  gevent timeout) escapes a batch function, ``context_provider`` or a
-  callback: the keys of the batch that raised fail with it, the keys of
-  slices not called yet fail with ``CancelledError`` (its ``__cause__`` is
-  the exception), all of them leave the cache, and then the exception
-  propagates to the dispatcher.  Callbacks of settled futures all run before.
 - A cached or queued ``load()`` is constant work: a few dict/list operations
   and, for a miss, one lean future.  Nothing scans the pending keys.
+- A failed batch and an escaping ``BaseException``: see ``_batch_call``.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
-import contextvars
-import logging
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, MutableMapping
 from typing import (
     Any,
     Callable,
@@ -59,9 +52,9 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
+from ._batch_call import _BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._executor import ScheduledExecutor
 from ._future import Future, _copy_outcome, completed_future, failed_future
 from ._gather import gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
@@ -76,7 +69,7 @@ from ._types import (
     MappedBatchFn,
     SequenceBatchFn,
 )
-from ._value_cache import MISSING, ValueCache
+from ._value_cache import ValueCache
 
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
@@ -84,8 +77,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
-
-_LOGGER = logging.getLogger("dataloader_sync")
 
 
 def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
@@ -104,7 +95,7 @@ def _callable_or_none(name: str, value: Any) -> Any:
     return value
 
 
-class DataLoader(Generic[K, V]):
+class DataLoader(_BatchCall, Generic[K, V]):
     """Batches and caches loads of keys through one batch function.
 
     Thread-safe: any number of threads may load, prime, clear and dispatch at
@@ -694,35 +685,6 @@ class DataLoader(Generic[K, V]):
         self._send(queue)
         return True
 
-    def _send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
-        if self._value_cache is not None:
-            # The value-cache step, between taking the queue and the batch
-            # calls: hits settle here, only the misses go on.
-            rest = self._settle_value_cache_hits(queue, sink)
-            if rest is None:
-                return
-            queue, sink = rest
-        size = self._max_batch_size
-        if size is None or len(queue) <= size:
-            self._call_batch(queue, sink, 0)
-        else:
-            for i in range(0, len(queue), size):
-                try:
-                    self._call_batch(queue.slice(i, i + size), sink, i)
-                except BaseException as exc:  # only non-Exceptions get here: see _call_batch
-                    self._abandon(queue.slice(i + size, len(queue)), exc, sink)
-                    raise
-
-    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional[_DispatchSink] = None) -> None:
-        """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
-        if not rest:
-            return
-        error = cf.CancelledError(
-            f"{self._label()}: batch not called, an earlier batch of the same dispatch raised {type(exc).__name__}"
-        )
-        error.__cause__ = exc
-        self._fail_keys(rest, error, sink)
-
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
@@ -799,262 +761,6 @@ class DataLoader(Generic[K, V]):
         while len(self._queue):
             values.extend(self.dispatch().result())
         return values
-
-    # -- the value cache -----------------------------------------------------------
-    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[Any]) -> Optional[tuple[_Queue, Any]]:
-        """Look the dispatch's keys up with one ``get_values``; settle the hits.
-
-        Returns:
-            The misses and the sink their slices report to; None when every
-            key was a hit (the dispatch is complete).
-        """
-        try:
-            found = _value_cache.look_up(self._value_cache, list(queue.cached_under()))
-        except BaseException as exc:  # not an Exception (those are logged): every key settles first
-            self._fail_keys(queue, exc, sink)
-            raise
-        hits = [] if found is None else [i for i, value in enumerate(found) if value is not MISSING]
-        with self._lock:
-            self._value_cache_hit_count += len(hits)
-            self._value_cache_miss_count += len(queue) - len(hits)
-        if not hits:
-            return queue, sink
-        assert found is not None
-        misses = [i for i, value in enumerate(found) if value is MISSING]
-        futures = queue.futures
-        # A callback's BaseException (see Future._invoke_callbacks) must not
-        # leave keys pending: settle every hit, abandon the misses, then re-raise.
-        escaped: Optional[BaseException] = None
-        for i in hits:
-            try:
-                futures[i]._settle(found[i], None)
-            except BaseException as exc:
-                if escaped is None:
-                    escaped = exc
-        if sink is not None:
-            for i in hits:
-                sink.values[i] = found[i]
-        rest = queue.take(misses) if misses else None
-        if escaped is not None:
-            if rest is None:
-                if sink is not None:
-                    sink.expect(0)
-            else:
-                self._abandon(rest, escaped, sink)
-            raise escaped
-        if sink is None:
-            return None if rest is None else (rest, None)
-        size = self._max_batch_size or len(misses) or 1
-        sink.expect(-(-len(misses) // size))  # 0: every key was a hit, the dispatch's future settles now
-        return None if rest is None else (rest, sink.part(misses))
-
-    # -- the batch call --------------------------------------------------------
-    def _call_batch(self, batch: _Queue, sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
-        keys = list(batch.keys)  # the user's copy: our columns stay as they are
-        with self._lock:
-            self._batch_invoke_count += 1
-            self._batch_load_count += len(keys)
-        try:
-            args: tuple[Any, ...] = (keys,)
-            env = None
-            if self._pass_env:
-                env = self._environment(batch)
-                args = (keys, env)
-            if self._executor is None and self._instrumentation is None:
-                result = self._batch_load_fn(*args)
-            else:
-                result = self._call_in_context(batch, keys, env, args)
-        except BaseException as exc:
-            self._fail_batch(batch, exc, sink)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        if isinstance(result, cf.Future):
-            result.add_done_callback(lambda f: self._on_batch_future(batch, f, sink, offset))
-        else:
-            self._complete_batch(batch, result, sink, offset)
-
-    def _call_in_context(self, batch: _Queue, keys: list[Any], env: Optional[BatchLoaderEnvironment],
-                         args: tuple[Any, ...]) -> Any:
-        """The batch call in a copy of this thread's context: ``begin_batch`` runs
-        in it first (what it sets there, the batch function sees), then the
-        batch function, here or on the executor."""
-        instrumentation = self._instrumentation
-        executor = self._executor
-        if instrumentation is None and isinstance(executor, ScheduledExecutor):
-            return executor.submit(self._batch_load_fn, *args)  # it runs tasks in a copy of this context
-        context = contextvars.copy_context()
-        if instrumentation is not None:
-            batch.instr_context = context.run(_instr.begin_batch, instrumentation, self, keys, env)
-        if executor is None:
-            return context.run(self._batch_load_fn, *args)
-        if isinstance(executor, ScheduledExecutor):
-            # Submitted from inside our context, which it copies: the task is
-            # the batch function itself, so its slow-task log names it.
-            return context.run(executor.submit, self._batch_load_fn, *args)
-        return executor.submit(context.run, self._batch_load_fn, *args)
-
-    def _end_batch(self, batch: _Queue, result: Any, error: Optional[BaseException]) -> None:
-        """Tell the batch's instrumentation context how it ended (once: it is taken)."""
-        context, batch.instr_context = batch.instr_context, None
-        if context is not None:
-            _instr.completed(context, result, error)
-
-    def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
-        context = self._context if self._context_provider is None else self._context_provider()
-        contexts = batch.context_list()
-        key_contexts: dict[Any, Any] = {}
-        if batch.contexts is not None:
-            for key, kc in zip(batch.keys, contexts):
-                if kc is not None:
-                    try:
-                        key_contexts[key] = kc
-                    except TypeError:  # an unhashable key (see cache_key_fn): in the list only
-                        pass
-        return BatchLoaderEnvironment(context, key_contexts, list(contexts))
-
-    def _on_batch_future(self, batch: _Queue, fut: cf.Future[Any],
-                         sink: Optional[_DispatchSink], offset: int) -> None:
-        if fut.cancelled():
-            self._fail_batch(batch, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
-            return
-        exc = fut.exception()
-        if exc is not None:
-            self._fail_batch(batch, exc, sink)
-            return
-        result = fut.result()
-        if isinstance(result, cf.Future):  # a Future of a Future, from executor + async fn
-            result.add_done_callback(lambda f: self._on_batch_future(batch, f, sink, offset))
-        else:
-            self._complete_batch(batch, result, sink, offset)
-
-    def _label(self) -> str:
-        return f"DataLoader {self._name!r}" if self._name else "DataLoader"
-
-    def _values_for(self, batch: _Queue, result: Any) -> list[Any]:
-        """The batch result as one value per key, in order.
-
-        Raises:
-            BatchLoadError: a non-sequence, or a sequence of the wrong length.
-            Exception: whatever the result's own ``get``/``len``/iteration raises.
-        """
-        if isinstance(result, Mapping):
-            return [result.get(key) for key in batch.keys]
-        if isinstance(result, Sequence) and not isinstance(result, (str, bytes)):
-            values = list(result)
-            if len(values) != len(batch):
-                raise BatchLoadError(
-                    f"{self._label()}: batch function returned {len(values)} values "
-                    f"for {len(batch)} keys; it must return one per key, in order"
-                )
-            return values
-        raise BatchLoadError(
-            f"{self._label()}: batch function must return a sequence (one value per key) "
-            f"or a mapping, got {type(result).__name__}"
-        )
-
-    def _complete_batch(self, batch: _Queue, result: Any,
-                        sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
-        # A result that cannot be matched to the keys (wrong kind or count, a
-        # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
-        # the futures must complete whatever the result looks like.
-        try:
-            values = self._values_for(batch, result)
-        except BaseException as exc:
-            self._fail_batch(batch, exc, sink)
-            if not isinstance(exc, Exception):
-                raise
-            return
-        if batch.instr_context is not None:  # before the futures: their callbacks are not the batch's time
-            self._end_batch(batch, values, None)
-        failed = [i for i, value in enumerate(values) if isinstance(value, BaseException)]
-        futures = batch.futures
-        evict_error = None
-        if failed:
-            with self._lock:
-                self._load_error_count += len(failed)
-                if not self._cache_exceptions:
-                    evict_error = self._evict_locked(batch, failed)
-            if evict_error is not None:
-                self._cache_failed("delete", evict_error)
-        # A callback's BaseException (see Future._invoke_callbacks) must not
-        # leave the rest of the batch pending: settle on, then re-raise.
-        escaped: Optional[BaseException] = None
-        for fut, value in zip(futures, values):
-            try:
-                if isinstance(value, BaseException):
-                    fut._settle(None, value)
-                else:
-                    fut._settle(value, None)
-            except BaseException as exc:
-                if escaped is None:
-                    escaped = exc
-        if sink is not None:
-            sink.report(offset, values, values[failed[0]] if failed else None)
-        if self._value_cache is not None:  # after the loads settled: they do not wait for the write
-            _value_cache.write(self._value_cache, list(batch.cached_under()), values)
-        if escaped is not None:
-            raise escaped
-
-    def _evict_locked(self, batch: _Queue, indexes: Optional[list[int]] = None) -> Optional[Exception]:
-        """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs.
-
-        Returns:
-            The first error of a failing ``cache_map`` (for the caller to log
-            once the lock is released), or None; the other keys are evicted
-            all the same.
-        """
-        if not self._cache_enabled:
-            return None
-        cache = self._cache
-        cks, futures = batch.cached_under(), batch.futures
-        error = None
-        for i in range(len(futures)) if indexes is None else indexes:
-            try:
-                if cache.get(cks[i]) is futures[i]:
-                    del cache[cks[i]]
-            except Exception as exc:
-                if error is None:
-                    error = exc
-        return error
-
-    def _fail_batch(self, batch: _Queue, exc: BaseException,
-                    sink: Optional[_DispatchSink] = None) -> None:
-        if batch.instr_context is not None:
-            self._end_batch(batch, None, exc)
-        with self._lock:
-            self._batch_load_exception_count += 1
-        self._fail_keys(batch, exc, sink)
-
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
-        """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
-        with self._lock:
-            self._load_error_count += len(batch)
-            evict_error = self._evict_locked(batch)
-        if evict_error is not None:
-            self._cache_failed("delete", evict_error)
-        escaped: Optional[BaseException] = None
-        for fut in batch.futures:
-            try:
-                fut._settle(None, exc)
-            except BaseException as cb_exc:
-                if escaped is None:
-                    escaped = cb_exc
-        if sink is not None:
-            sink.report(0, [], exc)
-        if escaped is not None:
-            raise escaped
-
-    def _cache_failed(self, kind: str, exc: Exception) -> None:
-        """Log a failing ``cache_map`` once per loader and kind ("read", "write", "delete")."""
-        with self._lock:
-            if kind in self._cache_errors_logged:
-                return
-            self._cache_errors_logged.add(kind)
-        what = {"read": "a miss", "write": "the key stays uncached but is loaded",
-                "delete": "the entry stays"}[kind]
-        _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self._label(), kind, what,
-                        exc_info=exc)
 
 
 def _outcome_of(src: cf.Future[Any]) -> Future[Any]:
