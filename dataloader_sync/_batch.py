@@ -23,6 +23,16 @@ class _Queue:
     own cache key); ``contexts`` only once a key context was given.  ``instr_context``
     is the instrumentation context of the batch call these loads are in
     (None until ``begin_batch`` returned one, and again once it was told).
+
+    It is an object with an interface, and the columns are part of it: the
+    loader and its batch call read ``keys``, ``futures``, ``cache_keys``,
+    ``contexts`` and ``instr_context`` directly (``cached_under()`` and
+    ``context_list()`` fill in an absent column).  Rows are written only by
+    ``add``/``extend``/``slice``/``take``, with one exception:
+    ``DataLoader.load`` appends to ``keys`` and ``futures`` itself when
+    ``cache_keys`` and ``contexts`` are None, which is exactly what ``add``
+    does then (a method call there is a measurable share of every queued
+    load).  ``instr_context`` is the batch call's to set and take.
     """
 
     __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context")
