@@ -392,7 +392,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if not cf.wait([future], timeout=self.stall_timeout).done:
                 raise ExecutionStalledError(
                     f"no result after {self.stall_timeout} s; outside the root selection set"
-                    " nothing dispatches loaders"
+                    " only the waited future's own loader is dispatched, nothing batches the rest"
                 )
             value = outcome(future)
             if kind == VALUE:
