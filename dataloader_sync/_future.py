@@ -37,6 +37,7 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
+from contextvars import copy_context
 from typing import (
     Any,
     Callable,
@@ -47,7 +48,6 @@ from typing import (
 )
 
 from ._demand import Blocker, drive_and_wait, waiters_for
-from ._dispatch_scope import current_scope, reset_scope, set_scope
 
 __all__ = ["Future", "completed_future", "failed_future"]
 
@@ -325,8 +325,11 @@ class Future(cf.Future[T], Generic[T]):
         """Return a future of ``fn(value)``; an error or cancellation propagates.
 
         ``fn`` may return a value or another ``concurrent.futures.Future``
-        (flattened).  It runs on the thread that completes this future, with
-        the dispatch scope that was current when ``then`` was called.
+        (flattened).  It runs on the thread that completes this future, in a
+        copy of the ``contextvars`` context that was current when ``then`` was
+        called (as ``loop.call_later`` does): the execution's dispatch scope,
+        OpenTelemetry context and request-scoped variables follow the chain to
+        whichever thread completes it, and what ``fn`` sets stays in that copy.
 
         Raises:
             TypeError: ``fn`` is not callable.
@@ -335,7 +338,10 @@ class Future(cf.Future[T], Generic[T]):
             raise TypeError("fn must be callable")
         out: Future[Any] = Future()
         out._follow = self
-        scope = current_scope()
+        # A copy per then(): one context cannot be entered twice at once, and
+        # on_done runs once.  The completing thread may be inside another
+        # execution's scope; the copy holds the then()-time scope (even None).
+        context = copy_context()
 
         # ``out`` may have been cancelled by its holder meanwhile: _settle (not
         # set_result) so that is not an error logged by the source's callback.
@@ -345,19 +351,13 @@ class Future(cf.Future[T], Generic[T]):
             except BaseException as exc:  # includes CancelledError
                 out._settle_followed(None, exc)
                 return
-            # Install the then()-time scope even when it is None: the completing
-            # thread may be inside another execution's scope.
-            token = set_scope(scope) if scope is not current_scope() else None
             try:
-                value = fn(value)
+                value = context.run(fn, value)
             except BaseException as exc:
                 out._settle_followed(None, exc)
                 if not isinstance(exc, Exception):
                     raise
                 return
-            finally:
-                if token is not None:
-                    reset_scope(token)
             if isinstance(value, cf.Future):
                 out._move_to(value)
                 value.add_done_callback(lambda inner: _copy_outcome(inner, out))

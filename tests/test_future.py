@@ -6,6 +6,7 @@ contract below runs over both classes.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextvars
 import logging
 import queue
 import threading
@@ -614,3 +615,29 @@ def test_Future_as_completed_over_chains_of_plain_futures_yields_each_once():
     t.start()
     assert sorted(f.result(0) for f in cf.as_completed(chains, timeout=TIMEOUT)) == [0, 2, 4]
     t.join(TIMEOUT)
+
+
+_request_id: contextvars.ContextVar[Any] = contextvars.ContextVar("request_id", default=None)
+
+
+def test_Future_then_runs_fn_in_the_context_of_the_caller_of_then_on_any_thread():
+    src: Future[int] = Future()
+    seen = []
+    token = _request_id.set("request-1")
+    try:
+        out = src.then(lambda v: (seen.append(_request_id.get()), v + 1)[-1])
+    finally:
+        _request_id.reset(token)
+    completer = threading.Thread(target=src.set_result, args=(1,), name="completer")  # no request id there
+    completer.start()
+    completer.join(TIMEOUT)
+    assert out.result(timeout=TIMEOUT) == 2
+    assert seen == ["request-1"]
+
+
+def test_Future_then_fn_setting_a_context_variable_does_not_leak_into_the_completing_thread():
+    src: Future[int] = Future()
+    out = src.then(lambda v: _request_id.set("set by fn") and v)
+    src.set_result(1)  # completes here: fn runs on this thread, in its own copy
+    assert out.result(timeout=TIMEOUT) == 1
+    assert _request_id.get() is None
