@@ -45,7 +45,7 @@ from ._batch import (
     _Queue,
 )
 from ._executor import ScheduledExecutor
-from ._future import Future
+from ._future import Future, settle_many
 from ._instrumentation import DataLoaderInstrumentation
 from ._value_cache import MISSING, ValueCache
 
@@ -286,7 +286,6 @@ class _BatchCall:
         if batch.instr_context is not None:  # before the futures: their callbacks are not the batch's time
             self._end_batch(batch, values, None)
         failed = [i for i, value in enumerate(values) if isinstance(value, BaseException)]
-        futures = batch.futures
         evict_error = None
         if failed:
             with self._lock:
@@ -296,17 +295,13 @@ class _BatchCall:
             if evict_error is not None:
                 self._cache_failed("delete", evict_error)
         # A callback's BaseException (see Future._invoke_callbacks) must not
-        # leave the rest of the batch pending: settle on, then re-raise.
+        # leave the rest of the batch pending: settle_many settles every key
+        # first, and the exception is re-raised last.
         escaped: Optional[BaseException] = None
-        for fut, value in zip(futures, values):
-            try:
-                if isinstance(value, BaseException):
-                    fut._settle(None, value)
-                else:
-                    fut._settle(value, None)
-            except BaseException as exc:
-                if escaped is None:
-                    escaped = exc
+        try:
+            settle_many(batch.futures, values)
+        except BaseException as exc:
+            escaped = exc
         if sink is not None:
             sink.report(offset, values, values[failed[0]] if failed else None)
         if self._value_cache is not None:  # after the loads settled: they do not wait for the write
@@ -352,12 +347,10 @@ class _BatchCall:
         if evict_error is not None:
             self._cache_failed("delete", evict_error)
         escaped: Optional[BaseException] = None
-        for fut in batch.futures:
-            try:
-                fut._settle(None, exc)
-            except BaseException as cb_exc:
-                if escaped is None:
-                    escaped = cb_exc
+        try:
+            settle_many(batch.futures, [exc] * len(batch.futures))
+        except BaseException as cb_exc:
+            escaped = cb_exc
         if sink is not None:
             sink.report(0, [], exc)
         if escaped is not None:

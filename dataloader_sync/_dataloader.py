@@ -448,7 +448,9 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 self._cache_key(key)  # raises the error that names the parameter
         cache_error = None
         scope = current_scope()
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: it costs about twice as much (see _future)
+        try:
             self._load_count += 1
             if self._cache_enabled:
                 try:
@@ -478,6 +480,8 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 tell = scope is not None and self._told is not scope
                 if tell:
                     self._told = scope
+        finally:
+            lock.release()
         if cache_error is not None:
             self._cache_failed(*cache_error)
         if not self._batch:

@@ -49,7 +49,7 @@ from typing import (
 
 from ._demand import Blocker, drive_and_wait, waiters_for
 
-__all__ = ["Future", "completed_future", "failed_future"]
+__all__ = ["Future", "completed_future", "failed_future", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -84,6 +84,9 @@ class Future(cf.Future[T], Generic[T]):
     _demand: Optional[list[Any]] = None
 
     def __init__(self) -> None:
+        # Every attribute a settle reads is an instance attribute from the
+        # start: a read that finds a class attribute instead is not
+        # specialized by CPython 3.11+ and costs more than these stores.
         self._lock = _Lock()
         self._state = PENDING
         self._result: Any = None
@@ -91,6 +94,7 @@ class Future(cf.Future[T], Generic[T]):
         self._done_callbacks: Any = None  # None, one callable, or a list of them
         self._cond: Optional[threading.Condition] = None
         self._w: Optional[list[Any]] = None
+        self._follow = None
 
     # -- what concurrent.futures.wait / as_completed reach for --------------
     @property
@@ -189,10 +193,14 @@ class Future(cf.Future[T], Generic[T]):
         raise cf.TimeoutError()
 
     # -- callbacks -------------------------------------------------------------
+    # The hot paths take _lock with acquire()/release() in try/finally: a
+    # ``with`` costs about twice as much, and every load passes here.
     def add_done_callback(self, fn: Callable[[Any], object]) -> None:
-        if self._state in (PENDING, RUNNING):
-            with self._lock:
-                if self._state in (PENDING, RUNNING):
+        if self._state is PENDING or self._state is RUNNING:
+            lock = self._lock
+            lock.acquire()
+            try:
+                if self._state is PENDING or self._state is RUNNING:
                     # One callback (the common case) is kept as it is; a list only from the second.
                     callbacks = self._done_callbacks
                     if callbacks is None:
@@ -202,6 +210,8 @@ class Future(cf.Future[T], Generic[T]):
                     else:
                         self._done_callbacks = [callbacks, fn]
                     return
+            finally:
+                lock.release()
         try:
             fn(self)
         except Exception:
@@ -286,30 +296,31 @@ class Future(cf.Future[T], Generic[T]):
             self._finish_locked(FINISHED)
         self._invoke_callbacks()
 
-    def _settle_followed(self, result: Any, exception: Optional[BaseException]) -> bool:
-        """``_settle`` for a future that followed another (then, gather, prime): let go of it first.
+    def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
+        """Complete unless already done (e.g. cancelled by a user); True if it did.
 
-        A done future drives nothing; dropping ``_follow`` keeps a finished
+        A future that followed another (then, gather, prime) lets go of it: a
+        done future drives nothing, and dropping ``_follow`` keeps a finished
         chain from holding its earlier futures (and a gather from a cycle).
         """
-        with self._lock:
-            self._follow = self._demand = None
-        return self._settle(result, exception)
-
-    def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
-        """Complete unless already done (e.g. cancelled by a user); True if it did."""
-        # The hot path of every batch: no method call unless someone waits or
-        # a callback is registered.
-        with self._lock:
+        # The hot path of every batch (see also settle_many): no method call
+        # unless someone waits or a callback is registered.
+        lock = self._lock
+        lock.acquire()
+        try:
             state = self._state
-            if state != PENDING and state != RUNNING:
+            if state is not PENDING and state is not RUNNING:
                 return False
             self._result = result
             self._exception = exception
+            if self._follow is not None:
+                self._follow = self._demand = None
             if self._cond is None and not self._w:
                 self._state = FINISHED
             else:
                 self._finish_locked(FINISHED)
+        finally:
+            lock.release()
         if self._done_callbacks is not None:
             self._invoke_callbacks()
         return True
@@ -336,49 +347,73 @@ class Future(cf.Future[T], Generic[T]):
         """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        out: Future[Any] = Future()
+        out = _Chain()
         out._follow = self
+        out._fn = fn
         # A copy per then(): one context cannot be entered twice at once, and
-        # on_done runs once.  The completing thread may be inside another
+        # fn runs once.  The completing thread may be inside another
         # execution's scope; the copy holds the then()-time scope (even None).
-        context = copy_context()
-
-        # ``out`` may have been cancelled by its holder meanwhile: _settle (not
-        # set_result) so that is not an error logged by the source's callback.
-        def on_done(src: cf.Future[Any]) -> None:
-            try:
-                value = src.result()
-            except BaseException as exc:  # includes CancelledError
-                out._settle_followed(None, exc)
-                return
-            try:
-                value = context.run(fn, value)
-            except BaseException as exc:
-                out._settle_followed(None, exc)
-                if not isinstance(exc, Exception):
-                    raise
-                return
-            if isinstance(value, cf.Future):
-                out._move_to(value)
-                value.add_done_callback(lambda inner: _copy_outcome(inner, out))
-            else:
-                out._settle_followed(value, None)
-
-        self.add_done_callback(on_done)
+        out._context = copy_context()
+        self.add_done_callback(out)
         return out
 
     def _move_to(self, inner: cf.Future[Any]) -> None:
         """The chain moved on: this future now waits on *inner*; wake its blocked drivers."""
-        with self._lock:
-            if self._state != PENDING and self._state != RUNNING:
+        lock = self._lock
+        lock.acquire()
+        try:
+            if self._state is not PENDING and self._state is not RUNNING:
                 return
             self._follow = inner
             demand = self._demand
             if demand:
                 demand = list(demand)
+        finally:
+            lock.release()
         if demand:
             for blocker in demand:
                 blocker.moved()
+
+
+class _Chain(Future[Any]):
+    """The future ``then(fn)`` returns; it is itself the done-callback of its
+    source, and then of the future ``fn`` returned, if any (no closure per
+    call: a chained load is on the hot path of every nested GraphQL field).
+
+    ``_fn`` and ``_context`` (``fn`` and the copy of the ``then()`` caller's
+    context) are set by ``then`` and let go when ``fn`` runs: ``_fn`` None
+    means the second stage, where the outcome is copied.  ``out`` may have
+    been cancelled by its holder meanwhile: ``_settle`` (not ``set_result``)
+    so that is not an error logged by the source's callback.
+    """
+
+    _fn: Any = None
+    _context: Any = None
+
+    def __call__(self, src: cf.Future[Any]) -> None:
+        try:
+            value = src.result()
+        except BaseException as exc:  # includes CancelledError
+            self._settle(None, exc)
+            return
+        fn = self._fn
+        if fn is None:  # src is what fn returned: its outcome is ours
+            self._settle(value, None)
+            return
+        context = self._context
+        self._fn = self._context = None
+        try:
+            value = context.run(fn, value)
+        except BaseException as exc:
+            self._settle(None, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if isinstance(value, cf.Future):
+            self._move_to(value)
+            value.add_done_callback(self)
+        else:
+            self._settle(value, None)
 
 
 def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
@@ -386,9 +421,52 @@ def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
     try:
         value = src.result()
     except BaseException as exc:  # CancelledError included
-        dst._settle_followed(None, exc)
+        dst._settle(None, exc)
     else:
-        dst._settle_followed(value, None)
+        dst._settle(value, None)
+
+
+def settle_many(futures: list[Future[Any]], values: list[Any]) -> None:
+    """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
+
+    Every future is settled before any done-callback runs; a callback's
+    ``BaseException`` that is not an ``Exception`` propagates once all the
+    callbacks ran (see ``_invoke_callbacks``).  A batch's futures are settled
+    here: ``_settle``'s steps, inline, once per key.
+    """
+    called = []
+    for fut, value in zip(futures, values):
+        if isinstance(value, BaseException):
+            result, exception = None, value
+        else:
+            result, exception = value, None
+        lock = fut._lock
+        lock.acquire()
+        try:
+            state = fut._state
+            if state is not PENDING and state is not RUNNING:
+                continue
+            fut._result = result
+            fut._exception = exception
+            if fut._follow is not None:
+                fut._follow = fut._demand = None
+            if fut._cond is None and not fut._w:
+                fut._state = FINISHED
+            else:
+                fut._finish_locked(FINISHED)
+        finally:
+            lock.release()
+        if fut._done_callbacks is not None:
+            called.append(fut)
+    escaped: Optional[BaseException] = None
+    for fut in called:
+        try:
+            fut._invoke_callbacks()
+        except BaseException as exc:
+            if escaped is None:
+                escaped = exc
+    if escaped is not None:
+        raise escaped
 
 
 def completed_future(value: T) -> Future[T]:

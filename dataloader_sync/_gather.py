@@ -70,7 +70,7 @@ class _Gather:
                 self.left = 0
             if first:
                 self.futures = None
-                self.out._settle_followed(None, exc)
+                self.out._settle(None, exc)
             return
         value = exc if exc is not None else fut.result()
         where = self.positions[id(fut)]
@@ -84,7 +84,7 @@ class _Gather:
             last = self.left == 0
         if last:
             self.futures = None
-            self.out._settle_followed(self.values, None)
+            self.out._settle(self.values, None)
 
 
 @overload

@@ -1570,6 +1570,17 @@ def test_DataLoader_BaseException_in_a_then_callback_settles_the_rest_of_the_bat
     assert loader.dispatch_depth == 0
 
 
+def test_DataLoader_settles_every_key_of_a_batch_before_any_callback_runs():
+    loader = DataLoader(lambda keys: list(keys))
+    futures = [loader.load(k) for k in range(3)]
+    seen: list[list[bool]] = []
+    futures[0].add_done_callback(lambda f: seen.append([g.done() for g in futures]))
+    chained = futures[0].then(lambda v: [g.done() for g in futures])
+    loader.dispatch()
+    assert seen == [[True, True, True]]
+    assert chained.result(TIMEOUT) == [True, True, True]
+
+
 def test_DataLoader_BaseException_in_a_slice_after_the_first_settles_the_rest():
     loader = DataLoader(InterruptOnCall(2), max_batch_size=1)
     futures = [loader.load(k) for k in range(3)]
