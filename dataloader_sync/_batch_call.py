@@ -299,7 +299,7 @@ class _BatchCall:
         # first, and the exception is re-raised last.
         escaped: Optional[BaseException] = None
         try:
-            settle_many(batch.futures, values)
+            settle_many(self._lock, batch.futures, values)
         except BaseException as exc:
             escaped = exc
         if sink is not None:
@@ -348,7 +348,7 @@ class _BatchCall:
             self._cache_failed("delete", evict_error)
         escaped: Optional[BaseException] = None
         try:
-            settle_many(batch.futures, [exc] * len(batch.futures))
+            settle_many(self._lock, batch.futures, [exc] * len(batch.futures))
         except BaseException as cb_exc:
             escaped = cb_exc
         if sink is not None:

@@ -55,7 +55,7 @@ from ._batch import (
 from ._batch_call import _BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, _copy_outcome, completed_future, failed_future
+from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
 from ._gather import gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
@@ -460,7 +460,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 if fut is not None:
                     self._cache_hit_count += 1
                     return fut
-            fut = Future()
+            fut = loader_future(lock)
             if self._cache_enabled:
                 try:
                     self._cache[ck] = fut
@@ -562,7 +562,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                             self._cache_hit_count += 1
                             futures.append(fut)
                             continue
-                    fut = Future()
+                    fut = loader_future(self._lock)
                     fut._ticket = ticket
                     if cache is not None:
                         try:

@@ -92,7 +92,8 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
 
 def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:
     """Register *blocker* for moves of *node*; return what *node* follows now (one step under its lock)."""
-    with node._lock:
+    lock = node._acquire()  # the future's current lock (see Future)
+    try:
         demand = node._demand
         if demand is None:
             demand = node._demand = []
@@ -101,14 +102,19 @@ def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:
             if stages is not None:
                 stages.append(node)
         return node._follow
+    finally:
+        lock.release()
 
 
 def _unwatch(stages: list[Any], blocker: Any) -> None:
     for node in stages:
-        with node._lock:
+        lock = node._acquire()  # the future's current lock (see Future)
+        try:
             demand = node._demand
             if demand is not None and blocker in demand:
                 demand.remove(blocker)
+        finally:
+            lock.release()
 
 
 class Blocker:
@@ -159,10 +165,13 @@ def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
         return
     blocker = Blocker()
     stages: list[Any] = []
-    with fut._lock:
+    lock = fut._acquire()  # the future's current lock (see Future)
+    try:
         if fut.done():
             return
         list.append(fut._waiters, blocker)
+    finally:
+        lock.release()
     try:
         while True:
             blocker.clear()  # before looking: a wake from now on is not lost
@@ -178,10 +187,13 @@ def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
                     return
                 blocker.wait(remaining)
     finally:
-        with fut._lock:
+        lock = fut._acquire()  # the future's current lock (see Future)
+        try:
             waiters = fut._w
             if waiters is not None and blocker in waiters:
                 waiters.remove(blocker)
+        finally:
+            lock.release()
         _unwatch(stages, blocker)
 
 

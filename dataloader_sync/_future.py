@@ -49,7 +49,7 @@ from typing import (
 
 from ._demand import Blocker, drive_and_wait, waiters_for
 
-__all__ = ["Future", "completed_future", "failed_future", "settle_many"]
+__all__ = ["Future", "completed_future", "failed_future", "loader_future", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -69,6 +69,18 @@ class Future(cf.Future[T], Generic[T]):
     # signalling "done") and _w (waiters installed by concurrent.futures.wait)
     # exist only once needed.
     #
+    # A loader's futures share their loader's lock (see loader_future): no
+    # lock object per load (a lock is one more object for the cyclic GC to
+    # walk), and a batch settles under one acquisition (settle_many).  A
+    # future *detaches* from the shared lock, taking one of its own, when it
+    # first gets a Condition (_own_lock): concurrent.futures.wait and
+    # as_completed acquire the _condition of every future they are given, one
+    # after another, which on a shared lock would be the same lock twice (and,
+    # between threads, two loaders' locks in either order).  _lock changes
+    # at most that once, while the old lock is held; so whoever acquires a
+    # future's lock checks that it is still the future's afterwards (see
+    # _acquire), and _cond, once it exists, is over the final lock.
+    #
     # Sync on demand (see _demand.py); class-level defaults, so a future that
     # needs none of them costs nothing:
     # _ticket: a loader future whose key is queued: its loader's ticket for that
@@ -81,6 +93,7 @@ class Future(cf.Future[T], Generic[T]):
     #   future whose chain passes through this one).
     _ticket: Any = None
     _follow: Any = None
+    _shares_lock = False  # True: _lock is the loader's (see above); only such a future detaches
     _demand: Optional[list[Any]] = None
 
     def __init__(self) -> None:
@@ -96,15 +109,44 @@ class Future(cf.Future[T], Generic[T]):
         self._w: Optional[list[Any]] = None
         self._follow = None
 
+    # -- the lock ----------------------------------------------------------------
+    def _acquire(self) -> Any:
+        """Acquire this future's lock (the current one: see the class's comments) and return it."""
+        lock = self._lock
+        lock.acquire()
+        while lock is not self._lock:  # it detached meanwhile
+            lock.release()
+            lock = self._lock
+            lock.acquire()
+        return lock
+
+    def _own_lock(self) -> Any:
+        """Make sure ``_cond`` exists, over a lock that is this future's alone; return that lock, held.
+
+    A future sharing its loader's lock detaches from it here (see the
+    class's comments); any other keeps its lock.
+    """
+        lock = self._acquire()
+        if self._cond is None and not self._shares_lock:
+            self._cond = threading.Condition(lock)
+        elif self._cond is None:
+            own = _Lock()
+            own.acquire()
+            self._lock = own
+            self._shares_lock = False
+            self._cond = threading.Condition(own)
+            lock.release()  # threads waiting for the old lock find it is not this future's any more
+            lock = own
+        return lock
+
     # -- what concurrent.futures.wait / as_completed reach for --------------
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
         cond = self._cond
         if cond is None:
-            with self._lock:
-                cond = self._cond
-                if cond is None:
-                    cond = self._cond = threading.Condition(self._lock)
+            self._own_lock().release()
+            cond = self._cond
+            assert cond is not None
         return cond
 
     @property
@@ -135,11 +177,16 @@ class Future(cf.Future[T], Generic[T]):
         return self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED)
 
     # -- waiting ---------------------------------------------------------------
-    def _wait_locked(self, timeout: Optional[float]) -> None:
-        if self._state in (PENDING, RUNNING):
-            if self._cond is None:
-                self._cond = threading.Condition(self._lock)
-            self._cond.wait_for(lambda: self._state not in (PENDING, RUNNING), timeout)
+    def _wait(self, timeout: Optional[float]) -> None:
+        """Wait until done, or *timeout* seconds (None: no limit), on ``_cond``."""
+        lock = self._own_lock()
+        try:
+            if self._state in (PENDING, RUNNING):
+                cond = self._cond
+                assert cond is not None
+                cond.wait_for(lambda: self._state not in (PENDING, RUNNING), timeout)
+        finally:
+            lock.release()
 
     def _outcome(self) -> Any:
         if self._state == FINISHED:
@@ -168,8 +215,7 @@ class Future(cf.Future[T], Generic[T]):
             if self._ticket is not None or self._follow is not None:
                 drive_and_wait(self, timeout)
             else:
-                with self._lock:
-                    self._wait_locked(timeout)
+                self._wait(timeout)
         value: T = self._outcome()  # typed here: _outcome serves result() and exception()
         return value
 
@@ -184,8 +230,7 @@ class Future(cf.Future[T], Generic[T]):
             if self._ticket is not None or self._follow is not None:
                 drive_and_wait(self, timeout)
             else:
-                with self._lock:
-                    self._wait_locked(timeout)
+                self._wait(timeout)
         if self._state == FINISHED:
             return self._exception
         if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
@@ -199,6 +244,9 @@ class Future(cf.Future[T], Generic[T]):
         if self._state is PENDING or self._state is RUNNING:
             lock = self._lock
             lock.acquire()
+            if lock is not self._lock:  # it detached meanwhile (see the class's comments)
+                lock.release()
+                lock = self._acquire()
             try:
                 if self._state is PENDING or self._state is RUNNING:
                     # One callback (the common case) is kept as it is; a list only from the second.
@@ -251,7 +299,8 @@ class Future(cf.Future[T], Generic[T]):
                     waiter.add_cancelled(self)
 
     def cancel(self) -> bool:
-        with self._lock:
+        lock = self._acquire()
+        try:
             if self._state in (RUNNING, FINISHED):
                 return False
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
@@ -264,11 +313,14 @@ class Future(cf.Future[T], Generic[T]):
                 for waiter in self._w:
                     if type(waiter) is Blocker:
                         waiter.wake()
+        finally:
+            lock.release()
         self._invoke_callbacks()
         return True
 
     def set_running_or_notify_cancel(self) -> bool:
-        with self._lock:
+        lock = self._acquire()
+        try:
             if self._state == CANCELLED:
                 self._state = CANCELLED_AND_NOTIFIED
                 if self._w:
@@ -279,21 +331,29 @@ class Future(cf.Future[T], Generic[T]):
                 self._state = RUNNING
                 return True
             raise RuntimeError(f"Future in unexpected state: {self._state}")
+        finally:
+            lock.release()
 
     def set_result(self, result: T) -> None:
-        with self._lock:
+        lock = self._acquire()
+        try:
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
                 raise cf.InvalidStateError(f"{self._state}: {self!r}")
             self._result = result
             self._finish_locked(FINISHED)
+        finally:
+            lock.release()
         self._invoke_callbacks()
 
     def set_exception(self, exception: Optional[BaseException]) -> None:
-        with self._lock:
+        lock = self._acquire()
+        try:
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED):
                 raise cf.InvalidStateError(f"{self._state}: {self!r}")
             self._exception = exception
             self._finish_locked(FINISHED)
+        finally:
+            lock.release()
         self._invoke_callbacks()
 
     def _settle(self, result: Any, exception: Optional[BaseException]) -> bool:
@@ -307,6 +367,9 @@ class Future(cf.Future[T], Generic[T]):
         # unless someone waits or a callback is registered.
         lock = self._lock
         lock.acquire()
+        if lock is not self._lock:  # it detached meanwhile (see the class's comments)
+            lock.release()
+            lock = self._acquire()
         try:
             state = self._state
             if state is not PENDING and state is not RUNNING:
@@ -359,8 +422,7 @@ class Future(cf.Future[T], Generic[T]):
 
     def _move_to(self, inner: cf.Future[Any]) -> None:
         """The chain moved on: this future now waits on *inner*; wake its blocked drivers."""
-        lock = self._lock
-        lock.acquire()
+        lock = self._acquire()
         try:
             if self._state is not PENDING and self._state is not RUNNING:
                 return
@@ -426,39 +488,76 @@ def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
         dst._settle(value, None)
 
 
-def settle_many(futures: list[Future[Any]], values: list[Any]) -> None:
+def loader_future(lock: Any) -> Future[Any]:
+    """A new pending future guarded by *lock*, its loader's (see the comments of ``Future``).
+
+    ``Future.__init__``'s stores, in its order (instances share their
+    attribute layout), without a lock of its own.
+    """
+    fut: Future[Any] = _new(Future)
+    fut._lock = lock
+    fut._state = PENDING
+    fut._result = None
+    fut._exception = None
+    fut._done_callbacks = None
+    fut._cond = None
+    fut._w = None
+    fut._follow = None
+    fut._shares_lock = True
+    return fut
+
+
+_new = object.__new__
+
+
+def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> None:
     """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
 
-    Every future is settled before any done-callback runs; a callback's
-    ``BaseException`` that is not an ``Exception`` propagates once all the
-    callbacks ran (see ``_invoke_callbacks``).  A batch's futures are settled
-    here: ``_settle``'s steps, inline, once per key.
+    The futures guarded by *lock* (their loader's) are settled under one
+    acquisition of it; any other (one that detached, see ``Future``) on
+    its own.  Every future is settled before any done-callback runs; a
+    callback's ``BaseException`` that is not an ``Exception`` propagates once
+    all the callbacks ran (see ``_invoke_callbacks``).
     """
     called = []
-    for fut, value in zip(futures, values):
-        if isinstance(value, BaseException):
-            result, exception = None, value
-        else:
-            result, exception = value, None
-        lock = fut._lock
-        lock.acquire()
-        try:
+    apart = None
+    lock.acquire()
+    try:
+        for fut, value in zip(futures, values):
+            if fut._lock is not lock:  # detached (it cannot while we hold lock)
+                if apart is None:
+                    apart = []
+                apart.append((fut, value))
+                continue
             state = fut._state
             if state is not PENDING and state is not RUNNING:
                 continue
-            fut._result = result
-            fut._exception = exception
+            if isinstance(value, BaseException):
+                fut._result = None
+                fut._exception = value
+            else:
+                fut._result = value
+                fut._exception = None
             if fut._follow is not None:
                 fut._follow = fut._demand = None
             if fut._cond is None and not fut._w:
                 fut._state = FINISHED
             else:
                 fut._finish_locked(FINISHED)
-        finally:
-            lock.release()
-        if fut._done_callbacks is not None:
-            called.append(fut)
+            if fut._done_callbacks is not None:
+                called.append(fut)
+    finally:
+        lock.release()
     escaped: Optional[BaseException] = None
+    for fut, value in apart or ():
+        try:
+            if isinstance(value, BaseException):
+                fut._settle(None, value)
+            else:
+                fut._settle(value, None)
+        except BaseException as exc:
+            if escaped is None:
+                escaped = exc
     for fut in called:
         try:
             fut._invoke_callbacks()
