@@ -400,7 +400,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             self._registries = registries + ((queued_ref, name),)
             queued = bool(self._queue.keys)
         if queued:
-            queued_ref().add(name)
+            queued_ref().add(name, False)  # under the registry's lock: it wakes its ticker itself
 
     def _unwatch(self, queued_ref: Any, name: str) -> None:
         with self._lock:
@@ -410,12 +410,18 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def _watched_by(self, queued: Any) -> bool:
         return any(ref() is queued for ref, _ in self._registries)
 
-    def _report_queued(self) -> None:
-        """The queue became non-empty: tell the registries holding this loader (outside the lock)."""
+    def _report_queued(self, scope: Any) -> None:
+        """The queue became non-empty: tell the registries holding this loader (outside the lock).
+
+        A ticker asleep is woken unless the load was made in a scope that
+        dispatches its loaders itself (a GraphQL execution at work, see
+        ``_dispatch_scope``): that scope will dispatch this queue.
+        """
+        wake = scope is None or not getattr(scope, "dispatches_itself", False)
         for ref, name in self._registries:
             queued = ref()
             if queued is not None:
-                queued.add(name)
+                queued.add(name, wake)
 
     # -- loading -----------------------------------------------------------------
     def _cache_key(self, key: Any) -> Hashable:
@@ -488,7 +494,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             self._call_single(key, ck, key_context, fut)
             return fut
         if first and self._registries:
-            self._report_queued()
+            self._report_queued(scope)
         if tell:
             scope.loader_queued(self)
         return fut
@@ -586,7 +592,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 self._call_each(new)
             else:
                 if first and self._registries:
-                    self._report_queued()
+                    self._report_queued(scope)
                 if tell:
                     scope.loader_queued(self)
         return gather(futures, return_exceptions=return_exceptions)

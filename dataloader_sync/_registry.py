@@ -42,16 +42,27 @@ class _Queued:
     it, or a dispatch that took the name has yet to take that loader's queue.
     """
 
-    __slots__ = ("_lock", "_names", "__weakref__")
+    __slots__ = ("_lock", "_names", "wake", "__weakref__")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()  # guards _names (swapped whole by take())
         self._names: dict[str, None] = {}  # an ordered set
+        # Set once by a ticker-mode registry: a weak reference to it (no cycle
+        # through this object), whose _wake() re-arms a sleeping ticker.
+        self.wake: Optional[Callable[[], Any]] = None
 
-    def add(self, name: str) -> None:
-        """Called by a loader (outside its lock) when a load made its queue non-empty."""
+    def add(self, name: str, wake: bool = True) -> None:
+        """Called by a loader (outside its lock) when a load made its queue non-empty.
+
+        *wake*: also wake the registry's ticker, if it sleeps (see
+        ``ScheduledDataLoaderRegistry``); outside this object's lock.
+        """
         with self._lock:
             self._names[name] = None
+        if wake and self.wake is not None:
+            registry = self.wake()
+            if registry is not None:
+                registry._wake()
 
     def add_all(self, names: Iterable[str]) -> None:
         with self._lock:
@@ -124,6 +135,11 @@ class DataLoaderRegistry:
         self._queued = _Queued()  # names of loaders with (possibly) queued keys
         self._queued_ref = weakref.ref(self._queued)  # what loaders hold
         self._closed = False  # OPEN -> CLOSED, once; written under _lock
+
+    def _wake(self) -> None:
+        """Loads were queued outside an execution that dispatches them itself, or such
+        an execution ended: a ticker-mode ``ScheduledDataLoaderRegistry`` re-arms its
+        ticker if it sleeps.  Nothing to do here."""
 
     # -- lifecycle ---------------------------------------------------------------
     @property

@@ -12,7 +12,14 @@ Guarantees:
   ``schedule`` until ``close()``, and **at most one tick is pending per
   registry**, however often ``dispatch_all()`` is called.  A tick clears the
   flag, re-arms itself, then dispatches, so a raising predicate or batch
-  function cannot stop it.
+  function cannot stop it.  One exception: a tick that finds every queued
+  key told to a GraphQL execution that dispatches them itself (see
+  ``_dispatch_scope``) does not re-arm — it could only leave them to it
+  again.  The ticker *sleeps*, and is woken (re-armed) by a load that queues
+  a key outside such an execution (``_Queued.add``), by the execution when
+  it waits or ends, and by registering a loader that holds keys; an
+  explicit ``dispatch_all()`` that left keys its predicates refused re-arms
+  it too.  An idle registry keeps ticking.
 - Non-ticker mode: a loader whose predicate says no is checked again after
   ``schedule`` until it dispatches, with at most one pending check per loader.
 - A predicate that raises is logged and counts as "not now" for that loader.
@@ -119,7 +126,10 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         self._predicate = as_predicate(dispatch_predicate, "dispatch_predicate")
         self._loader_predicates: dict[str, DispatchPredicate] = {}  # changed under _lock
         self._pending = _Pending()  # guarded by _lock
+        self._ticking = False  # the ticker started (first dispatch_all/reschedule_now); written under _lock
         self._ref = weakref.ref(self)
+        if ticker_mode:
+            self._queued.wake = self._ref  # loads wake a sleeping ticker (see _tick)
         weakref.finalize(self, self._pending.cancel_all).atexit = False
 
     # -- configuration -----------------------------------------------------------
@@ -150,6 +160,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
                 self._loader_predicates.pop(name, None)
             else:
                 self._loader_predicates[name] = checked
+        if loader.dispatch_depth:
+            self._wake()
         return self
 
     def unregister(self, name: str) -> ScheduledDataLoaderRegistry:
@@ -189,7 +201,9 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             walk.close()
             self._queued.add_all(refused)  # still queued: the next dispatch asks again
         if self._ticker_mode:
-            self._arm_tick()
+            if refused or not self._ticking:
+                self._arm_tick()
+            # else a ticker asleep (see _tick) stays so: this dispatch sent all it may send
         elif refused:
             self._arm_checks(refused)
         return total
@@ -215,14 +229,39 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             return  # fast path: the flag is up (or the door is shut)
         with self._lock:
             if self._pending.tick is None and not self._closed:
+                self._ticking = True
                 self._pending.tick = self.scheduled_executor.schedule(_tick, self._schedule, self._ref)
+
+    def _wake(self) -> None:
+        """Re-arm the ticker if it started and sleeps (see ``_tick``); a no-op otherwise."""
+        if self._ticking and self._pending.tick is None and not self._closed:
+            self._arm_tick()
+
+    def _left_to_executions(self) -> bool:
+        """Every loader with queued keys was told to a GraphQL execution that dispatches it itself (a racy look)."""
+        loaders = self._loaders
+        for name in self._queued.peek():
+            loader = loaders.get(name)
+            if loader is None:
+                continue
+            told = loader._told
+            if told is None or not getattr(told, "dispatches_itself", False):
+                return False
+        return True
 
     def _tick(self) -> None:
         with self._lock:
             self._pending.tick = None  # clear the flag ...
-        self._arm_tick()  # ... re-arm first, so nothing below can stop the ticker
         if self._closed:
             return
+        if self._queued and self._left_to_executions():
+            # The ticker sleeps: every queued key belongs to an execution at
+            # work, which dispatches it at the end of its level (see
+            # _dispatch_scope).  A load outside such an execution wakes it
+            # (_Queued.add), and so does the execution when it ends.  The
+            # flag was cleared first: a wake from now on re-arms it.
+            return
+        self._arm_tick()  # ... re-arm first, so nothing below can stop the ticker
         if not self._queued:  # an idle registry: nothing else to do (a racy peek: see _Queued)
             return
         refused: list[str] = []

@@ -14,9 +14,11 @@ import itertools
 import subprocess
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 import pytest
+from conftest import FakeClock
 from graphql import build_schema, execute, graphql_sync, parse
 
 from dataloader_sync import (
@@ -26,6 +28,7 @@ from dataloader_sync import (
     DataLoaderRegistry,
     Future,
     ScheduledDataLoaderRegistry,
+    ScheduledExecutor,
     completed_future,
     failed_future,
 )
@@ -644,6 +647,68 @@ def test_bench_shape_on_a_ticker_registry_gives_one_batch_per_loader_per_level(s
     assert [len(c) for c in recorders[101].calls] == [20, 40, 80]
     assert [len(c) for c in recorders[150].calls] == [20, 40]  # level 3 asks no children
     assert all(recorders[i].calls == [] for i in range(10, 100))
+
+
+def test_a_ticker_sleeps_while_the_execution_dispatches_itself_and_wakes_when_it_ends() -> None:
+    """A tick that finds every queued key told to an execution at work does not re-arm (it would
+    only leave them to it again); the execution wakes the ticker when it ends."""
+    clock = FakeClock()
+    executor = ScheduledExecutor(name="test-sleeping-ticker", clock=clock)
+    seen: list[int] = []
+
+    def probe(item: int, info: Any) -> int:
+        # Every item's x was loaded before this (the last) probe: let one tick see them.
+        if item == 3:
+            runs = executor.statistics().tasks_run
+            clock.advance(1.0)
+            executor.wake()
+            deadline = time.monotonic() + 10.0
+            pause = threading.Event()
+            while executor.statistics().tasks_run == runs and time.monotonic() < deadline:
+                pause.wait(0.001)
+            seen.append(executor.statistics().tasks_run - runs)
+            seen.append(executor.pending_count)  # 0: the tick did not re-arm (the clock stands still)
+        return item
+
+    schema = build_schema("type Query { items: [Item] } type Item { x: Int probe: Int }")
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [1, 2, 3]
+    schema.type_map["Item"].fields["x"].resolve = lambda item, info: info.context.loaders["x"].load(item)
+    schema.type_map["Item"].fields["probe"].resolve = probe
+    xs = Recorder(lambda k: k * 10)
+    try:
+        with ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=1.0) as reg:
+            reg.register("x", DataLoader(xs))
+            reg.dispatch_all()  # the ticker starts
+            context = type("Context", (), {"loaders": reg})()
+            result = run(schema, "{ items { x probe } }", context_value=context)
+            ended = executor.pending_count  # 1: the execution woke the ticker when it ended
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+    assert result.errors is None
+    assert result.data == {"items": [{"x": 10, "probe": 1}, {"x": 20, "probe": 2}, {"x": 30, "probe": 3}]}
+    assert seen == [1, 0] and ended == 1
+    assert xs.calls == [[1, 2, 3]]  # one batch: the level's, sent by the execution
+
+
+def test_a_ticker_asks_a_refusing_predicate_again_while_the_execution_waits() -> None:
+    """The ticker slept while the level was being resolved; the execution, about to wait on keys
+    the predicate refused, wakes it, and the tick that the predicate lets through completes them."""
+    asked = itertools.count(1)
+
+    def third_time(name: str, loader: Any) -> bool:
+        return next(asked) >= 3
+
+    schema = build_schema("type Query { items: [Item] } type Item { x: Int }")
+    schema.query_type.fields["items"].resolve = lambda _s, _i: [1, 2, 3]
+    schema.type_map["Item"].fields["x"].resolve = lambda item, info: info.context.loaders["x"].load(item)
+    xs = Recorder(lambda k: k * 10)
+    with ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.001, dispatch_predicate=third_time) as reg:
+        reg.register("x", DataLoader(xs))
+        context = type("Context", (), {"loaders": reg})()
+        result = run(schema, "{ items { x } }", context_value=context)
+    assert result.errors is None
+    assert result.data == {"items": [{"x": 10}, {"x": 20}, {"x": 30}]}
+    assert xs.calls == [[1, 2, 3]]
 
 
 # -- abstract types ------------------------------------------------------------------------------

@@ -575,3 +575,45 @@ def test_ScheduledDataLoaderRegistry_tick_leaves_a_loader_to_a_scope_that_dispat
         again = registry["mine"].load(3)
     assert registry.dispatch_all_with_count() == 1 and again.result(timeout=WAIT) == 3  # explicit: never left
     registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_ticker_sleeps_while_every_queued_key_is_an_executions(executor):
+    from dataloader_sync._dispatch_scope import using_scope
+
+    class Execution:
+        dispatches_itself = True
+
+        def loader_queued(self, loader):
+            pass
+
+    def fire():  # what the timer does when the pending tick is due
+        registry._pending.tick.cancel()
+        registry._tick()
+
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR, ticker_mode=True)
+    registry.register("mine", id_loader()).register("other", id_loader())
+    registry.dispatch_all()
+    assert executor.pending_count == 1  # ticking
+    fire()
+    assert executor.pending_count == 1  # an idle registry keeps ticking
+    scope = Execution()
+    with using_scope(scope):
+        mine = registry["mine"].load(1)
+    fire()
+    assert executor.pending_count == 0 and not mine.done()  # asleep: the execution dispatches it
+    with using_scope(scope):
+        registry["mine"].load(2)
+    assert executor.pending_count == 0  # a load in the execution leaves it asleep
+    other = registry["other"].load(3)  # outside any execution: wakes it
+    assert executor.pending_count == 1
+    fire()
+    assert other.result(timeout=WAIT) == 3 and not mine.done()
+    assert executor.pending_count == 1  # it dispatched: it re-armed
+    fire()
+    assert executor.pending_count == 0  # only the execution's keys are left: asleep again
+    scope.dispatches_itself = False  # the execution ended ...
+    registry._wake()  # ... and woke the ticker (DataLoaderExecutionContext does both)
+    fire()
+    assert mine.result(timeout=WAIT) == 1
+    registry.close()
+    assert executor.pending_count == 0

@@ -432,7 +432,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 raise run.root_error
             return data
         finally:
-            run.scope.dispatches_itself = False  # ended: loads it left queued are the ticks' again
+            run.ended()  # loads it left queued are the ticks' again
             reset_scope(token)
             self._run = None
 
@@ -484,7 +484,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 run.dispatch(loaders)
             elif not run.sweep():
                 run.watch()
-                if not scope.wait(self.stall_timeout):
+                if not scope.wait(self.stall_timeout, run.wake_ticks):
                     self._fail_all(run, ExecutionStalledError(run.stall_message(self.stall_timeout)))
 
     def _resume_done(self, run: Run) -> bool:

@@ -246,6 +246,29 @@ class Run:
                     _LOGGER.exception("dispatch of %r raised", loader)
         return sent
 
+    def ended(self) -> None:
+        """The execution ended: the loads it leaves queued are the ticks' again (see ``wake_ticks``)."""
+        scope = self.scope
+        scope.dispatches_itself = False
+        _, told = scope.take()
+        self.to_dispatch.update(told)
+        self.wake_ticks()
+
+    def wake_ticks(self) -> None:
+        """Wake the tickers that slept while this execution dispatched its loaders itself.
+
+        Called when it ends, and before it waits (its loaders' predicates may
+        have refused keys: a tick asks them again meanwhile).  A ticker-mode
+        ``ScheduledDataLoaderRegistry`` stops re-arming while every queued key
+        was told to an execution at work (see its ``_tick``): the context's
+        registry is woken, and so are those of every loader still holding keys.
+        """
+        for loader in {**self.seen, **self.to_dispatch}:
+            if loader.dispatch_depth:
+                loader._report_queued(None)
+        if self.registry is not None:
+            self.registry._wake()
+
     def clear_loaders(self) -> None:
         """``clear_all()`` every loader of the registry and every loader this execution dispatched."""
         loaders: dict[Any, None] = dict.fromkeys(self.registry.values()) if self.registry is not None else {}

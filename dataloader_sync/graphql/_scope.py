@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from .._registry import DataLoaderRegistry
 
@@ -95,13 +95,17 @@ class _Scope:
             loaders, self._loaders = self._loaders, {}
         return ready, loaders
 
-    def wait(self, timeout: Optional[float]) -> bool:
+    def wait(self, timeout: Optional[float], waiting: Optional[Callable[[], None]] = None) -> bool:
         """Wait until something is reported, at most *timeout* seconds (None: no limit).
 
-        Returns False when the time ran out with nothing reported.
+        *waiting* is called once ``dispatches_itself`` is False, before the
+        wait (the execution wakes sleeping tickers there).  Returns False
+        when the time ran out with nothing reported.
         """
         self.dispatches_itself = False  # waiting: a tick may dispatch what is queued now
         try:
+            if waiting is not None:
+                waiting()
             with self._lock:
                 self._waiting = True
                 try:
