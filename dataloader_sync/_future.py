@@ -5,8 +5,9 @@
 Every ``load()`` creates a future, so its cost is the cost of a load.  The
 standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
 waiter list and bound methods) for every future; this one holds a plain
-``Lock`` and builds the Condition over that lock only when a thread actually
-has to wait (``tools/bench.py --micro`` measures both side by side).
+``Lock`` — a loader's futures share the loader's (``loader_future``) — and
+builds a Condition only when a thread actually has to wait
+(``tools/bench.py --micro`` measures both side by side).
 
 Guarantees:
 - It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
@@ -123,9 +124,9 @@ class Future(cf.Future[T], Generic[T]):
     def _own_lock(self) -> Any:
         """Make sure ``_cond`` exists, over a lock that is this future's alone; return that lock, held.
 
-    A future sharing its loader's lock detaches from it here (see the
-    class's comments); any other keeps its lock.
-    """
+        A future sharing its loader's lock detaches from it here (see the
+        class's comments); any other keeps its lock.
+        """
         lock = self._acquire()
         if self._cond is None and not self._shares_lock:
             self._cond = threading.Condition(lock)
