@@ -314,6 +314,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         self._batch = bool(batch)
         self._cache_enabled = bool(cache)
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
+        self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
         self._cache_exceptions = bool(cache_exceptions)
         self._executor = executor
         self._pass_env = bool(pass_env)
@@ -429,9 +430,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         try:
             hash(ck)
         except TypeError:
-            raise TypeError(
-                f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one"
-            ) from None
+            raise _unhashable(ck) from None
         return ck
 
     def load(self, key: K, key_context: Any = None) -> Future[V]:
@@ -448,10 +447,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
         ck = None
         if self._cache_enabled:
             ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
-            try:
-                hash(ck)
-            except TypeError:
-                self._cache_key(key)  # raises the error that names the parameter
+            if not self._dict_cache:  # a dict's lookup (below) checks the key itself
+                try:
+                    hash(ck)
+                except TypeError:
+                    raise _unhashable(ck) from None
         cache_error = None
         scope = current_scope()
         lock = self._lock
@@ -462,6 +462,9 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 try:
                     fut = self._cache.get(ck)
                 except Exception as exc:  # a failing cache_map: a miss
+                    if self._dict_cache:  # a dict's get raises only for an unhashable key
+                        self._load_count -= 1
+                        raise _unhashable(ck) from None
                     fut, cache_error = None, ("read", exc)
                 if fut is not None:
                     self._cache_hit_count += 1
@@ -774,6 +777,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
         while len(self._queue):
             values.extend(self.dispatch().result())
         return values
+
+
+def _unhashable(ck: Any) -> TypeError:
+    """The error of a load whose key (or cache key) is not hashable."""
+    return TypeError(f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one")
 
 
 def _outcome_of(src: cf.Future[Any]) -> Future[Any]:

@@ -1293,6 +1293,14 @@ def test_DataLoader_rejects_unhashable_keys_naming_the_key():
     assert loader.dispatch_depth == 0  # load_many queued nothing
 
 
+@pytest.mark.parametrize("cache_map", [None, type("Map", (dict,), {})()], ids=["dict", "dict subclass"])
+def test_DataLoader_rejects_unhashable_keys_whatever_the_cache_map(cache_map):
+    loader, _ = id_loader(cache_map=cache_map)
+    with pytest.raises(TypeError, match="key must be hashable.*cache_key_fn"):
+        loader.load({"a": 1})
+    assert loader.dispatch_depth == 0 and loader.statistics().load_count == 0
+
+
 def test_DataLoader_rejects_an_unhashable_cache_key():
     loader, _ = id_loader(cache_key_fn=lambda k: [k])
     with pytest.raises(TypeError, match="hashable"):
