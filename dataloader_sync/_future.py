@@ -411,8 +411,18 @@ class Future(cf.Future[T], Generic[T]):
         """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        out = _Chain()
+        # Future.__init__'s stores, but the lock is this future's (shared, as
+        # a loader's futures share theirs: see the class's comments).
+        out: _Chain = _new(_Chain)
+        out._lock = self._lock
+        out._state = PENDING
+        out._result = None
+        out._exception = None
+        out._done_callbacks = None
+        out._cond = None
+        out._w = None
         out._follow = self
+        out._shares_lock = True
         out._fn = fn
         # A copy per then(): one context cannot be entered twice at once, and
         # fn runs once.  The completing thread may be inside another

@@ -204,3 +204,22 @@ def test_result_on_an_undrivable_loader_future_waits_on_its_own_condition():
         finally:
             waiter.shutdown(wait=True)
         assert other.result(TIMEOUT) == 8
+
+
+def test_a_then_future_shares_its_sources_lock_and_waits_beside_it():
+    loader = DataLoader(echo)
+    source = loader.load(1)
+    chained = source.then(lambda v: v + 1)
+    plain: Future[int] = Future()
+    plain_chained = plain.then(lambda v: v * 2)
+    assert chained._lock is loader._lock and plain_chained._lock is plain._lock
+
+    def wait_all() -> Any:
+        return cf.wait([source, chained, plain, plain_chained], timeout=TIMEOUT)
+
+    with cf.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(wait_all)
+        plain.set_result(5)
+        done, not_done = waiting.result(TIMEOUT)  # the wait dispatched the loader itself
+    assert len(done) == 4 and not not_done
+    assert (source.result(0), chained.result(0), plain_chained.result(0)) == (1, 2, 10)
