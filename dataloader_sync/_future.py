@@ -364,8 +364,8 @@ class Future(cf.Future[T], Generic[T]):
         done future drives nothing, and dropping ``_follow`` keeps a finished
         chain from holding its earlier futures (and a gather from a cycle).
         """
-        # The hot path of every batch (see also settle_many): no method call
-        # unless someone waits or a callback is registered.
+        # The hot path of a chain (settle_many has these steps inline, for a
+        # batch): no method call unless someone waits or a callback is registered.
         lock = self._lock
         lock.acquire()
         if lock is not self._lock:  # it detached meanwhile (see the class's comments)
@@ -525,8 +525,10 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
     """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
 
     The futures guarded by *lock* (their loader's) are settled under one
-    acquisition of it; any other (one that detached, see ``Future``) on
-    its own.  Every future is settled before any done-callback runs; a
+    acquisition of it, with ``_settle``'s steps inline (keep the two in
+    step: calling ``_settle`` per key costs 184 ns per key against 130, a
+    batch of 100 measured with timeit); any other (one that detached, see
+    ``Future``) by ``_settle``.  Every future is settled before any done-callback runs; a
     callback's ``BaseException`` that is not an ``Exception`` propagates once
     all the callbacks ran (see ``_invoke_callbacks``).
     """

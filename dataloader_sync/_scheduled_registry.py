@@ -127,6 +127,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         self._loader_predicates: dict[str, DispatchPredicate] = {}  # changed under _lock
         self._pending = _Pending()  # guarded by _lock
         self._ticking = False  # the ticker started (first dispatch_all/reschedule_now); written under _lock
+        self._wake_failed = False  # _wake's failure was logged
         self._ref = weakref.ref(self)
         if ticker_mode:
             self._queued.wake = self._ref  # loads wake a sleeping ticker (see _tick)
@@ -233,9 +234,19 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
                 self._pending.tick = self.scheduled_executor.schedule(_tick, self._schedule, self._ref)
 
     def _wake(self) -> None:
-        """Re-arm the ticker if it started and sleeps (see ``_tick``); a no-op otherwise."""
+        """Re-arm the ticker if it started and sleeps (see ``_tick``); a no-op otherwise.
+
+        Called from ``load()`` and from an execution's end: an executor that
+        refuses the tick (shut down) is logged, once per registry, not raised
+        there.
+        """
         if self._ticking and self._pending.tick is None and not self._closed:
-            self._arm_tick()
+            try:
+                self._arm_tick()
+            except Exception:
+                if not self._wake_failed:
+                    self._wake_failed = True
+                    _LOGGER.exception("%r: could not re-arm its tick (logged once per registry)", self)
 
     def _left_to_executions(self) -> bool:
         """Every loader with queued keys was told to a GraphQL execution that dispatches it itself (a racy look)."""

@@ -617,3 +617,30 @@ def test_ScheduledDataLoaderRegistry_ticker_sleeps_while_every_queued_key_is_an_
     assert mine.result(timeout=WAIT) == 1
     registry.close()
     assert executor.pending_count == 0
+
+
+def test_ScheduledDataLoaderRegistry_a_load_that_cannot_wake_the_ticker_still_loads(caplog):
+    from dataloader_sync._dispatch_scope import using_scope
+
+    class Execution:
+        dispatches_itself = True
+
+        def loader_queued(self, loader):
+            pass
+
+    own = ScheduledExecutor(name="test-shut-down")
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=own, schedule=FAR, ticker_mode=True)
+    registry.register("mine", id_loader()).register("other", id_loader()).register("third", id_loader())
+    registry.dispatch_all()
+    with using_scope(Execution()):
+        registry["mine"].load(1)
+    registry._pending.tick.cancel()
+    registry._tick()  # asleep: "mine" is the execution's
+    own.shutdown(wait=True)
+    with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+        first = registry["other"].load(2)  # the wake fails: logged, not raised
+        registry["third"].load(3)  # fails again: not logged again
+    assert [r.getMessage() for r in caplog.records].count(
+        f"{registry!r}: could not re-arm its tick (logged once per registry)") == 1
+    assert registry.dispatch_all_with_count_immediately() == 3 and first.result(timeout=WAIT) == 2
+    registry.close()
