@@ -94,7 +94,10 @@ class Future(cf.Future[T], Generic[T]):
     #   future whose chain passes through this one).
     _ticket: Any = None
     _follow: Any = None
-    _shares_lock = False  # True: _lock is the loader's (see above); only such a future detaches
+    # _shared: the loader's lock this future was made to share (see above), or
+    # None; never changes (detaching changes _lock only), so a then() future
+    # reads it without a lock.  A future shares while _lock is _shared.
+    _shared: Any = None
     _demand: Optional[list[Any]] = None
 
     def __init__(self) -> None:
@@ -128,13 +131,12 @@ class Future(cf.Future[T], Generic[T]):
         class's comments); any other keeps its lock.
         """
         lock = self._acquire()
-        if self._cond is None and not self._shares_lock:
+        if self._cond is None and lock is not self._shared:
             self._cond = threading.Condition(lock)
         elif self._cond is None:
             own = _Lock()
             own.acquire()
             self._lock = own
-            self._shares_lock = False
             self._cond = threading.Condition(own)
             lock.release()  # threads waiting for the old lock find it is not this future's any more
             lock = own
@@ -411,10 +413,13 @@ class Future(cf.Future[T], Generic[T]):
         """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        # Future.__init__'s stores, but the lock is this future's (shared, as
-        # a loader's futures share theirs: see the class's comments).
+        # Future.__init__'s stores, but the lock is the loader's lock this
+        # future shares (or shared), if any: see the class's comments.  Never
+        # a lock of this future's own: its Condition may be held (by
+        # concurrent.futures.wait) while the chain detaches through it.
+        shared = self._shared
         out: _Chain = _new(_Chain)
-        out._lock = self._lock
+        out._lock = _Lock() if shared is None else shared
         out._state = PENDING
         out._result = None
         out._exception = None
@@ -422,7 +427,7 @@ class Future(cf.Future[T], Generic[T]):
         out._cond = None
         out._w = None
         out._follow = self
-        out._shares_lock = True
+        out._shared = shared
         out._fn = fn
         # A copy per then(): one context cannot be entered twice at once, and
         # fn runs once.  The completing thread may be inside another
@@ -514,7 +519,7 @@ def loader_future(lock: Any) -> Future[Any]:
     fut._cond = None
     fut._w = None
     fut._follow = None
-    fut._shares_lock = True
+    fut._shared = lock
     return fut
 
 

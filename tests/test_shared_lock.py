@@ -206,20 +206,35 @@ def test_result_on_an_undrivable_loader_future_waits_on_its_own_condition():
         assert other.result(TIMEOUT) == 8
 
 
-def test_a_then_future_shares_its_sources_lock_and_waits_beside_it():
+def test_a_then_future_shares_its_sources_lock_only_when_that_is_a_loaders():
+    loader = DataLoader(echo)
+    source = loader.load(1)
+    plain: Future[int] = Future()
+    assert source.then(lambda v: v)._lock is loader._lock
+    assert plain.then(lambda v: v)._lock is not plain._lock  # plain's may be held by its Condition
+
+
+def test_waiting_on_futures_and_their_then_futures_together_never_deadlocks():
+    # concurrent.futures.wait acquires the futures' _conditions in id order:
+    # each pair comes in either order over the rounds.
+    for _ in range(50):
+        _wait_on_futures_and_their_chains()
+
+
+def _wait_on_futures_and_their_chains() -> None:
     loader = DataLoader(echo)
     source = loader.load(1)
     chained = source.then(lambda v: v + 1)
     plain: Future[int] = Future()
     plain_chained = plain.then(lambda v: v * 2)
-    assert chained._lock is loader._lock and plain_chained._lock is plain._lock
-
-    def wait_all() -> Any:
-        return cf.wait([source, chained, plain, plain_chained], timeout=TIMEOUT)
-
-    with cf.ThreadPoolExecutor(1) as pool:
-        waiting = pool.submit(wait_all)
-        plain.set_result(5)
-        done, not_done = waiting.result(TIMEOUT)  # the wait dispatched the loader itself
+    waited: cf.Future[Any] = cf.Future()
+    thread = threading.Thread(
+        target=lambda: waited.set_result(cf.wait([source, chained, plain, plain_chained], timeout=TIMEOUT)),
+        daemon=True)
+    thread.start()
+    plain.set_result(5)
+    thread.join(TIMEOUT)
+    assert not thread.is_alive(), "deadlocked"
+    done, not_done = waited.result(0)  # the wait dispatched the loader itself
     assert len(done) == 4 and not not_done
     assert (source.result(0), chained.result(0), plain_chained.result(0)) == (1, 2, 10)
