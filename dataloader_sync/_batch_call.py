@@ -67,7 +67,7 @@ class _BatchCall:
     """
 
     # The loader's fields these methods use (set by DataLoader.__init__).
-    _lock: threading.Lock
+    _lock: threading.RLock
     _name: Optional[str]
     _batch_load_fn: Callable[..., Any]
     _executor: Optional[cf.Executor]

@@ -320,8 +320,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
         self._pass_env = bool(pass_env)
         self._context = context
         self._clock = clock
-        # _lock guards _queue, _ticket, _cache, _last_dispatch and the statistics counters.
-        self._lock = threading.Lock()
+        # _lock guards _queue, _ticket, _cache, _last_dispatch and the statistics
+        # counters, and it is the lock of this loader's futures (see _future's
+        # loader_future).  Re-entrant, at the cost of a plain lock: a cache_map's
+        # methods run under it, and may touch the futures they hold.
+        self._lock = threading.RLock()
         self._queue = _Queue(cache_key_fn is not None)
         # Stamped on each future queued in _queue, replaced whenever _queue is
         # swapped out: blocking on a future whose ticket is still current
