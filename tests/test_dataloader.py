@@ -1244,7 +1244,7 @@ def test_DataLoader_calls_the_clock_outside_its_lock():
     def clock() -> float:
         loader = holder["loader"]
         if loader is not None:
-            locked_during_clock.append(loader._lock.locked())
+            locked_during_clock.append(loader._lock._is_owned())
         return 0.0
 
     holder["loader"] = loader = DataLoader(lambda ks: ks, clock=clock)
