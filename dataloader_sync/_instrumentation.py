@@ -4,7 +4,9 @@ java-dataloader's ``DataLoaderInstrumentation``, for threads: a loader calls
 ``begin_dispatch(loader)`` when a dispatch starts and ``begin_batch(loader,
 keys, environment)`` just before each call of its batch function.  Either may
 return a context object; its ``on_completed(result, error)`` is called once
-when that dispatch or batch call finishes.
+when that dispatch or batch call finishes.  A loader with a ``value_cache=``
+also calls ``value_cache_lookup(loader, hits, misses)`` once per lookup (one
+per dispatch), before the misses go to the batch function.
 
 Guarantees:
 - Zero cost when unused: a loader without an instrumentation tests one
@@ -27,6 +29,8 @@ Guarantees:
   ``dataloader_sync`` logger and ignored: it never fails a load, a dispatch
   or another instrumentation of a chain.
 - No hook is called under a loader's lock.
+- ``value_cache_lookup`` is optional: an instrumentation without it (duck
+  typed, written before it existed) is simply not told.
 """
 from __future__ import annotations
 
@@ -101,6 +105,20 @@ class DataLoaderInstrumentation:
             None, or a context told when the batch's keys are decided.
         """
         return None
+
+    def value_cache_lookup(self, loader: DataLoader[Any, Any], hits: int, misses: int) -> None:
+        """Called once per lookup of ``loader``'s ``value_cache`` (one ``get_values`` per dispatch).
+
+        It runs after the lookup, before the hits are settled and the misses
+        go to the batch function (whose ``begin_batch`` follows).  A lookup
+        that failed (the cache raised; logged) counts every key as a miss, as
+        the loader's statistics do.
+
+        Args:
+            loader: the loader.
+            hits: keys the value cache answered.
+            misses: keys that go to the batch function.
+        """
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -179,6 +197,10 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
     ) -> Optional[DataLoaderInstrumentationContext]:
         return _chain([begin_batch(i, loader, keys, environment) for i in self._instrumentations])
 
+    def value_cache_lookup(self, loader: DataLoader[Any, Any], hits: int, misses: int) -> None:
+        for i in self._instrumentations:
+            value_cache_lookup(i, loader, hits, misses)
+
     def __repr__(self) -> str:
         return f"ChainedInstrumentation({list(self._instrumentations)!r})"
 
@@ -205,6 +227,17 @@ def begin_batch(
     except Exception:
         _LOGGER.exception("instrumentation %r raised in begin_batch of %r; ignored", instrumentation, loader)
         return None
+
+
+def value_cache_lookup(instrumentation: DataLoaderInstrumentation, loader: DataLoader[Any, Any],
+                       hits: int, misses: int) -> None:
+    hook = getattr(instrumentation, "value_cache_lookup", None)  # optional: see the module notes
+    if hook is None:
+        return
+    try:
+        hook(loader, hits, misses)
+    except Exception:
+        _LOGGER.exception("instrumentation %r raised in value_cache_lookup of %r; ignored", instrumentation, loader)
 
 
 def completed(context: DataLoaderInstrumentationContext, result: Any, error: Optional[BaseException]) -> None:

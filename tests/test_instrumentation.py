@@ -296,6 +296,75 @@ def test_DataLoader_instrumentation_begin_batch_sees_only_the_value_cache_misses
     assert rec.events() == ["rec.begin_dispatch", "rec.dispatch_completed"]
 
 
+class Lookups(DataLoaderInstrumentation):
+    """Records value-cache lookups (and the batch calls, to see the order)."""
+
+    def __init__(self, raising: bool = False) -> None:
+        self.log: list[Any] = []
+        self.raising = raising
+
+    def begin_batch(self, loader, keys, environment):
+        self.log.append(("batch", list(keys)))
+        return None
+
+    def value_cache_lookup(self, loader, hits, misses):
+        self.log.append(("lookup", loader.name, hits, misses))
+        if self.raising:
+            raise RuntimeError("broken value_cache_lookup")
+
+
+def test_DataLoader_instrumentation_is_told_of_each_value_cache_lookup_before_the_batch():
+    rec = Lookups()
+    shared = DictValueCache({1: "one"})
+    loader = DataLoader(echo, name="users", value_cache=shared, instrumentation=rec)
+    values = loader.load_many([1, 2, 3])
+    loader.dispatch()
+    assert values.result(timeout=5) == ["one", 2, 3]
+    all_hits = DataLoader(echo, name="users", value_cache=shared, instrumentation=rec)
+    hit = all_hits.load(2)
+    all_hits.dispatch()
+    assert hit.result(timeout=5) == 2
+    assert rec.log == [("lookup", "users", 1, 2), ("batch", [2, 3]), ("lookup", "users", 1, 0)]
+    plain = DataLoader(echo, instrumentation=rec)  # no value cache: no lookup
+    plain.load(1)
+    plain.dispatch()
+    assert rec.log[-1] == ("batch", [1])
+
+
+def test_ChainedInstrumentation_tells_each_of_a_value_cache_lookup_and_survives_a_raising_one(caplog):
+    broken, rec = Lookups(raising=True), Lookups()
+    loader = DataLoader(echo, name="users", value_cache=DictValueCache({}),
+                        instrumentation=ChainedInstrumentation([broken, rec]))
+    with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+        values = loader.load_many([1, 2])
+        loader.dispatch()
+        assert values.result(timeout=5) == [1, 2]
+    assert broken.log[0] == rec.log[0] == ("lookup", "users", 0, 2)
+    assert rec.log[1] == ("batch", [1, 2])
+    assert ["value_cache_lookup" in r.getMessage() for r in caplog.records] == [True]
+    assert loader.statistics().load_error_count == 0
+
+
+def test_DataLoader_instrumentation_without_a_value_cache_lookup_hook_is_not_told():
+    class Old:  # duck typed, written before the hook existed
+        def __init__(self) -> None:
+            self.batches: list[Any] = []
+
+        def begin_dispatch(self, loader):
+            return None
+
+        def begin_batch(self, loader, keys, environment):
+            self.batches.append(list(keys))
+            return None
+
+    old = Old()
+    loader = DataLoader(echo, value_cache=DictValueCache({1: "one"}), instrumentation=old)
+    values = loader.load_many([1, 2])
+    loader.dispatch()
+    assert values.result(timeout=5) == ["one", 2]
+    assert old.batches == [[2]]
+
+
 # -- an instrumentation that raises -------------------------------------------------------------------
 class Raising(DataLoaderInstrumentation):
     def __init__(self, where: str) -> None:
