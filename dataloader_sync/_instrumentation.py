@@ -31,17 +31,25 @@ Guarantees:
 - No hook is called under a loader's lock.
 - ``value_cache_lookup`` is optional: an instrumentation without it (duck
   typed, written before it existed) is simply not told.
+- A *context instrumentation* (``set_context_instrumentation``) is added to
+  every registry created in that ``contextvars`` context, after the
+  registry's own: how a debugging tool (the django-debug-toolbar panel) sees
+  one request's loaders without the application's registry factory knowing
+  of it.  Creating a registry costs one ``ContextVar.get`` more; loads,
+  dispatches and batch calls cost nothing more.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ._batch import BatchLoaderEnvironment
 
-if TYPE_CHECKING:  # typing only: _dataloader imports this module
+if TYPE_CHECKING:  # typing only: _dataloader and _registry import this module
     from ._dataloader import DataLoader
+    from ._registry import DataLoaderRegistry
 
 __all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
 
@@ -245,3 +253,43 @@ def completed(context: DataLoaderInstrumentationContext, result: Any, error: Opt
         context.on_completed(result, error)
     except Exception:
         _LOGGER.exception("instrumentation context %r raised in on_completed; ignored", context)
+
+
+# -- the context instrumentation: added to the registries created in a context -----------------
+_context_instrumentation: contextvars.ContextVar[Optional[DataLoaderInstrumentation]] = contextvars.ContextVar(
+    "dataloader_sync_context_instrumentation", default=None)
+
+
+def set_context_instrumentation(
+        instrumentation: Optional[DataLoaderInstrumentation]) -> contextvars.Token[Optional[DataLoaderInstrumentation]]:
+    """Make every registry created in this context from now on add *instrumentation* to its own.
+
+    Its loaders registered without an instrumentation of their own are then
+    told (a loader's own instrumentation still wins, as with the registry's).
+    If it has ``registry_created(registry)``, that is called with each such
+    registry, from the registry's ``__init__`` (before its fields are set:
+    keep a reference, use it later); one that raises is logged and ignored.
+
+    Returns:
+        The token for ``reset_context_instrumentation``.
+    """
+    return _context_instrumentation.set(check_instrumentation(instrumentation))
+
+
+reset_context_instrumentation = _context_instrumentation.reset
+
+
+def for_new_registry(registry: DataLoaderRegistry,
+                     instrumentation: Optional[DataLoaderInstrumentation]) -> Optional[DataLoaderInstrumentation]:
+    """The instrumentation *registry* (being created) uses: *instrumentation* plus the context's, if any."""
+    extra = _context_instrumentation.get()
+    if extra is None:
+        return instrumentation
+    hook = getattr(extra, "registry_created", None)
+    if hook is not None:
+        try:
+            hook(registry)
+        except Exception:
+            _LOGGER.exception("instrumentation %r raised in registry_created; ignored", extra)
+    return extra if instrumentation is None else ChainedInstrumentation([instrumentation, extra])
+

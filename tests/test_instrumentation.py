@@ -667,3 +667,58 @@ def test_DataLoader_batch_on_a_ScheduledExecutor_is_the_task_its_slow_task_log_n
     assert seen == ["batch of r1" if instrumented else "r1"]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "load_users took 2.500 s" in warning
+
+
+# -- the context instrumentation (a debugging tool's: added to registries created in a context) --------------
+def test_context_instrumentation_is_added_to_registries_created_in_that_context_only():
+    from dataloader_sync._instrumentation import reset_context_instrumentation, set_context_instrumentation
+
+    own, extra = Recording("own"), Recording("extra")
+    made: list[Any] = []
+    extra.registry_created = made.append  # type: ignore[attr-defined]
+    before = DataLoaderRegistry(instrumentation=own)
+    token = set_context_instrumentation(extra)
+    try:
+        during = DataLoaderRegistry(instrumentation=own)
+        bare = ScheduledDataLoaderRegistry()
+        elsewhere: list[Any] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(DataLoaderRegistry()))  # another context
+        thread.start()
+        thread.join(timeout=10)
+    finally:
+        reset_context_instrumentation(token)
+    after = DataLoaderRegistry()
+    assert made == [during, bare]
+    assert before.instrumentation is own and after.instrumentation is None
+    assert elsewhere[0].instrumentation is None
+    assert bare.instrumentation is extra
+    assert isinstance(during.instrumentation, ChainedInstrumentation)
+    assert during.instrumentation.instrumentations == (own, extra)  # the registry's own first
+    during.register("users", DataLoader(echo))
+    during.register("mine", DataLoader(echo, instrumentation=Recording("mine")))  # its own wins
+    during["users"].load(1)
+    during["mine"].load(2)
+    during.dispatch_all()
+    assert [e[1] for e in extra.log if e[0] == "extra.begin_batch"] == [[1]]
+    assert [e[1] for e in own.log if e[0] == "own.begin_batch"] == [[1]]
+    bare.close()
+
+
+def test_context_instrumentation_whose_registry_created_raises_is_logged(caplog):
+    from dataloader_sync._instrumentation import reset_context_instrumentation, set_context_instrumentation
+
+    class Broken(Recording):
+        def registry_created(self, registry):
+            raise RuntimeError("broken registry_created")
+
+    extra = Broken()
+    token = set_context_instrumentation(extra)
+    try:
+        with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+            registry = DataLoaderRegistry()
+    finally:
+        reset_context_instrumentation(token)
+    assert registry.instrumentation is extra
+    assert ["registry_created" in r.getMessage() for r in caplog.records] == [True]
+    with pytest.raises(TypeError, match="instrumentation"):
+        set_context_instrumentation(object())  # type: ignore[arg-type]
