@@ -39,6 +39,10 @@ from ._batch_recorder import BatchRecorder
 __all__ = ["DataLoadersPanel"]
 
 
+# A statement wraps inside its cell (data-djdt-styles: the toolbar applies them, also under a CSP).
+_SQL_ITEM = '<li><code data-djdt-styles="whiteSpace:normal;wordBreak:break-word">{}</code> <small>({})</small></li>'
+
+
 def _ms(value: Optional[float]) -> str:
     return "" if value is None else f"{value:.2f} ms"
 
@@ -53,7 +57,7 @@ def render(stats: dict[str, Any]) -> SafeString:
         return format_html("{}<p>No DataLoader batch in this request.</p>", summary)
     rows = []
     for number, batch in enumerate(batches, 1):
-        sql = format_html_join("", "<li><code>{}</code> <small>({})</small></li>",
+        sql = format_html_join("", _SQL_ITEM,
                                ((s["sql"], _ms(s["duration_ms"])) for s in batch["sql"]))
         outcome = batch["error"] or (f"{batch['key_errors']} key errors" if batch.get("key_errors") else "")
         rows.append((number, batch["loader"], batch["round"], batch["keys"], batch["value_cache_hits"],

@@ -20,7 +20,10 @@ MIDDLEWARE = ["debug_toolbar.middleware.DebugToolbarMiddleware", *MIDDLEWARE]
 INTERNAL_IPS = ["127.0.0.1"]
 ROOT_URLCONF = "library_site.urls_debug_toolbar"
 
+# The toolbar's panels, with DataLoaders next to SQL.
+_SQL = debug_toolbar.settings.PANELS_DEFAULTS.index("debug_toolbar.panels.sql.SQLPanel")
 DEBUG_TOOLBAR_PANELS = [
-    *debug_toolbar.settings.PANELS_DEFAULTS,
+    *debug_toolbar.settings.PANELS_DEFAULTS[:_SQL + 1],
     "dataloader_sync.django.debug_toolbar.DataLoadersPanel",
+    *debug_toolbar.settings.PANELS_DEFAULTS[_SQL + 1:],
 ]
