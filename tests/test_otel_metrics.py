@@ -448,3 +448,31 @@ def test_OpenTelemetryMetrics_through_django_and_the_example_project(django_exam
              for a, p in points(reader, "dataloader.value_cache.lookups").items()}
     assert found == {("books_by_author", "miss"): 3, ("books_by_author", "hit"): 3,
                      ("reviews_by_book", "miss"): 6, ("reviews_by_book", "hit"): 6}
+
+
+def test_OpenTelemetryMetrics_without_a_provider_uses_the_global_one_set_later():
+    # The global provider can be set once per process: a subprocess of its own.
+    import json
+    import os
+    import subprocess
+
+    code = (
+        "import json\n"
+        "from opentelemetry import metrics\n"
+        "from opentelemetry.sdk.metrics import MeterProvider\n"
+        "from opentelemetry.sdk.metrics.export import InMemoryMetricReader\n"
+        "from dataloader_sync import DataLoader\n"
+        "from dataloader_sync.otel import OpenTelemetryMetrics\n"
+        "loader = DataLoader(lambda keys: keys, name='users', instrumentation=OpenTelemetryMetrics())\n"
+        "reader = InMemoryMetricReader()\n"
+        "metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))\n"
+        "loader.load_many([1, 2]); loader.dispatch()\n"
+        "data = reader.get_metrics_data()\n"
+        "print(json.dumps(sorted((m.name, p.sum) for r in data.resource_metrics for s in r.scope_metrics\n"
+        "                        for m in s.metrics if m.name == 'dataloader.batch.size'\n"
+        "                        for p in m.data.data_points)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [["dataloader.batch.size", 2]]
