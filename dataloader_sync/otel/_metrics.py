@@ -32,7 +32,7 @@ import time
 import weakref
 from collections.abc import Iterable, Sequence
 from importlib import metadata
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Histogram, Meter, MeterProvider, Observation
@@ -86,6 +86,16 @@ _breaker_meters: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionar
 _breaker_meters_lock = threading.Lock()  # guards _breaker_meters
 
 
+class Breaker(Protocol):
+    """What the gauge reads of each value-cache breaker (``dataloader_sync._breaker``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def is_open(self) -> bool: ...
+
+
 def breaker_observations(options: Optional[CallbackOptions] = None) -> Iterable[Observation]:
     """The gauge callback: 1 or 0 for each breaker of ``dataloader_sync._breaker.live_breakers()``.
 
@@ -100,8 +110,9 @@ def breaker_observations(options: Optional[CallbackOptions] = None) -> Iterable[
         if exc.name != "dataloader_sync._breaker":
             raise
         return []
+    breakers: Iterable[Breaker] = module.live_breakers()
     return [Observation(1 if breaker.is_open else 0, {"dataloader.value_cache.name": breaker.name})
-            for breaker in module.live_breakers()]
+            for breaker in breakers]
 
 
 def _register_breaker_gauge(meter: Meter) -> None:
