@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime
+import gc
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
+from conftest import FakeClock  # noqa: E402
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
 from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
@@ -287,51 +289,120 @@ def own_server() -> Iterator[RedisServer]:
         yield server
 
 
-def test_RedisValueCache_server_killed_loads_go_on_with_one_warning_and_resume_when_back(own_server, caplog):
+def test_RedisValueCache_server_killed_opens_the_breaker_once_and_a_probe_closes_it_when_back(own_server, caplog):
+    clock = FakeClock()
     c = make_client(own_server, timeout=1.0)
-    vc = RedisValueCache(c, prefix="k:")
+    vc = RedisValueCache(c, prefix="k:", cool_down=5.0, clock=clock)
     batch = Batch()
     try:
         assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
         own_server.kill()
+        mgets, pipelines = c.mgets, c.pipelines
         for _request in range(10):  # ten requests while Redis is down: each loads through the batch function
             assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
+            clock.advance(0.4)  # 4 s in all: within the cool-down
         assert len(batch.calls) == 11
+        assert (c.mgets, c.pipelines) == (mgets + 1, pipelines)  # one failed MGET; no write was tried
+        assert vc.breaker is not None and vc.breaker.is_open
         warned = warnings_of(caplog)
-        assert len(warned) == 1 and "ConnectionError" in warned[0].exc_text
+        assert len(warned) == 1 and "ConnectionError" in warned[0].exc_text and "breaker opened" in warned[0].message
 
         own_server.start()  # same port, empty (no persistence)
+        assert load_all(DataLoader(batch, value_cache=vc), [1]) == [Batch.value(1)]
+        assert c.mgets == mgets + 1  # still cooling down: Redis is not asked
+        clock.advance(1.0)
         with caplog.at_level(logging.INFO, logger="dataloader_sync"):
             assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
-        assert any("works again" in r.getMessage() for r in caplog.records)
+        assert c.mgets == mgets + 2 and not vc.breaker.is_open  # the probe worked
+        closed = [r for r in caplog.records if r.levelno == logging.INFO and "breaker closed" in r.getMessage()]
+        assert len(closed) == 1
         resumed = DataLoader(batch, value_cache=vc)
         assert load_all(resumed, [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
-        assert len(batch.calls) == 12  # the last request was served by Redis
+        assert len(batch.calls) == 13  # the last request was served by Redis
         assert resumed.statistics().value_cache_hit_count == 3
         assert len(warnings_of(caplog)) == 1
     finally:
         c.close()
 
 
-def test_RedisValueCache_server_that_stops_answering_delays_a_load_by_the_client_timeout_only(own_server, caplog):
+def test_RedisValueCache_failed_probe_keeps_the_breaker_open_for_another_cool_down(own_server, caplog):
+    clock = FakeClock()
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="p:", cool_down=2.0, clock=clock)
+    batch = Batch()
+    try:
+        own_server.kill()
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        clock.advance(2.0)
+        load_all(DataLoader(batch, value_cache=vc), [1])  # the probe: refused again
+        assert c.mgets == 2
+        clock.advance(1.9)
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        assert c.mgets == 2  # the cool-down restarted at the failed probe
+        clock.advance(0.1)
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        assert c.mgets == 3
+        assert len(batch.calls) == 4 and len(warnings_of(caplog)) == 1  # failed probes are not warned again
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_cool_down_0_turns_the_breaker_off(own_server):
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="o:", cool_down=0)
+    assert vc.breaker is None
+    batch = Batch()
+    try:
+        own_server.kill()
+        for _ in range(3):
+            assert load_all(DataLoader(batch, value_cache=vc), [1]) == [Batch.value(1)]
+        assert (c.mgets, c.pipelines) == (3, 3)  # every request pays the client's failure (as before 0.3)
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_frozen_server_costs_one_timeout_per_cool_down_not_one_per_request(own_server, caplog):
+    clock = FakeClock()
     c = make_client(own_server, timeout=0.5)
-    vc = RedisValueCache(c, prefix="h:")
+    vc = RedisValueCache(c, prefix="h:", clock=clock)
     batch = Batch()
     try:
         load_all(DataLoader(batch, value_cache=vc), [1])  # connected
         assert own_server.proc is not None
         os.kill(own_server.proc.pid, signal.SIGSTOP)  # alive, listening, silent
         try:
-            loader = DataLoader(batch, value_cache=vc)
-            fut = loader.load(2)
-            loader.dispatch()  # the MGET times out (0.5 s), the batch function answers, the SET times out
-            assert fut.result(TIMEOUT) == Batch.value(2)
+            for k in range(2, 12):  # ten requests: the first MGET times out (0.5 s), then Redis is skipped
+                loader = DataLoader(batch, value_cache=vc)
+                fut = loader.load(k)
+                loader.dispatch()
+                assert fut.result(TIMEOUT) == Batch.value(k)
+            assert (c.mgets, c.pipelines) == (2, 1)  # no write was tried while it was open
         finally:
             os.kill(own_server.proc.pid, signal.SIGCONT)
-        assert batch.calls == [[1], [2]]
+        assert batch.calls == [[k] for k in range(1, 12)]
         assert len(warnings_of(caplog)) == 1 and "Timeout" in warnings_of(caplog)[0].exc_text
+        clock.advance(5.0)
+        load_all(DataLoader(batch, value_cache=vc), [20])  # thawed: the probe works, the write goes through
+        assert vc.breaker is not None and not vc.breaker.is_open
+        assert json.loads(c.get("h:20")) == Batch.value(20)
     finally:
         c.close()
+
+
+def test_RedisValueCache_breakers_are_live_and_named_after_the_prefix(client):
+    from dataloader_sync._breaker import live_breakers
+
+    vc = RedisValueCache(client, prefix="named:")
+    assert vc.breaker is not None and vc.breaker.name == "named:" and not vc.breaker.is_open
+    assert vc.breaker in live_breakers()
+    breaker = vc.breaker
+    del vc
+    gc.collect()
+    assert breaker in live_breakers()  # it is alive as long as someone holds it
+    name = breaker.name
+    del breaker
+    gc.collect()
+    assert name not in [b.name for b in live_breakers()]
 
 
 # -- threads and forks ----------------------------------------------------------------------------

@@ -301,8 +301,9 @@ def test_Statistics_without_a_value_cache_keep_their_value_cache_counts_at_zero(
 
 
 # -- a failing value cache -------------------------------------------------------------------
-def test_DataLoader_value_cache_that_raises_is_bypassed_and_warned_about_once(caplog):
+def test_DataLoader_value_cache_without_a_breaker_that_raises_is_bypassed_and_warned_about_once(caplog):
     vc = BrokenValueCache()
+    vc.breaker = None  # no breaker: every call is tried, failures are logged rate-limited
     batch = Recorder()
     for _ in range(20):  # twenty requests while the cache is down
         loader = DataLoader(batch, value_cache=vc)
@@ -456,3 +457,49 @@ def test_FailureLog_works_in_a_child_forked_while_its_lock_was_held():
                          timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+# -- the breaker in front of a user's own cache ---------------------------------------------------
+def test_DataLoader_user_value_cache_gets_a_breaker_of_its_own(caplog):
+    from dataloader_sync._breaker import live_breakers
+
+    vc = BrokenValueCache()
+    batch = Recorder()
+    for _ in range(5):
+        assert dataloader_sync_load(DataLoader(batch, value_cache=vc), [1, 2]) == [10, 20]
+    breaker = _value_cache.breaker_of(vc)
+    assert breaker is not None and breaker.is_open and breaker.name == "BrokenValueCache"
+    assert breaker in live_breakers() and breaker.cool_down == _value_cache.DEFAULT_COOL_DOWN
+    assert len(batch.calls) == 5 and len(warnings_of(caplog)) == 1
+
+
+def test_DataLoader_user_value_cache_breaker_attribute_chooses_its_breaker():
+    from conftest import FakeClock
+
+    from dataloader_sync._breaker import Breaker
+
+    clock = FakeClock()
+
+    class Counting(BrokenValueCache):
+        tried = 0
+
+        def get_values(self, keys):
+            Counting.tried += 1
+            return super().get_values(keys)
+
+    vc = Counting()
+    vc.breaker = Breaker("mine", 2.0, clock=clock)
+    batch = Recorder()
+    for _ in range(3):
+        dataloader_sync_load(DataLoader(batch, value_cache=vc), [1])
+    assert Counting.tried == 1
+    vc.broken = False
+    clock.advance(2.0)
+    assert dataloader_sync_load(DataLoader(batch, value_cache=vc), [1]) == [10]
+    assert Counting.tried == 2 and not vc.breaker.is_open and vc.data == {1: 10}
+
+
+def dataloader_sync_load(loader: DataLoader, keys: list[Any]) -> list[Any]:
+    many = loader.load_many(keys)
+    loader.dispatch()
+    return many.result(TIMEOUT)

@@ -13,22 +13,42 @@ Guarantees:
   is a miss (logged, rate-limited); a value ``dumps`` cannot write is not
   stored, the others of the batch are, and ``set_values`` then raises so the
   loader logs it.
-- Redis errors propagate to the loader, which logs them (rate-limited) and
-  loads from the batch function: how long a call may take is the client's
-  ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings.
+- Redis errors propagate to the loader, which loads from the batch function
+  and opens the cache's breaker (``cool_down``): for that long no loader of
+  the process calls Redis through this cache, then one call probes.  How
+  long one failing call takes is the client's
+  ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings; the
+  breaker makes an outage cost that once per cool-down, not per request.
+- A ``redis.cluster.RedisCluster`` client is read with ``mget_nonatomic``
+  (one ``MGET`` per slot, pipelined: one round trip per node) and written
+  with its pipeline (the ``SET`` commands grouped by node: one round trip per
+  node).
 """
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional
 
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, ValueCache, _FailureLog, check_prefix, check_ttl
+from .._value_cache import (
+    DEFAULT_COOL_DOWN,
+    MISSING,
+    ValueCache,
+    _FailureLog,
+    check_negative_ttl,
+    check_prefix,
+    check_ttl_rule,
+    make_breaker,
+    make_single_flight,
+    ttl_of,
+)
 
 __all__ = ["RedisValueCache"]
 
 _UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
+_UNWRITABLE = _FailureLog()  # values dumps() or the ttl callable could not handle, per cache
 
 
 def _json_dumps(value: Any) -> str:
@@ -60,48 +80,84 @@ class RedisValueCache(ValueCache[Any, Any]):
             ``retry`` budget (redis-py's default retries a refused
             connection for seconds).
         prefix: put before every key, e.g. ``"myapp:book:"``; ``clear()``
-            deletes every key that starts with it.  For Redis Cluster put a
-            hash tag in it (``"{myapp:book}:"``) so one ``MGET`` stays in one
-            slot.
+            deletes every key that starts with it.  It also names the
+            cache's breaker (logs, the ``breaker_open`` gauge).
         ttl: seconds (or a ``timedelta``) each written value lives, with
-            millisecond precision (``PX``); None: no expiry.
+            millisecond precision (``PX``); None: no expiry; or a callable
+            ``(key, value) -> seconds | None`` asked for each value written
+            (a bad answer leaves that value unwritten, logged).
+        negative_ttl: seconds a ``None`` value lives instead of ``ttl``
+            (e.g. a short 30 for "no such row"); None: ``None`` follows ``ttl``.
         dumps: ``value -> str | bytes`` (default: JSON); give ``loads`` too.
         loads: ``str | bytes -> value``, given what the client returns
             (bytes unless the client has ``decode_responses=True``).
+        cool_down: seconds the cache is skipped by every loader of the
+            process after a failed call (default 5); 0 turns the breaker off.
+        single_flight: when True, concurrent misses of one key in this
+            process make one batch-function call; the other loaders wait for
+            its outcome (at most ``single_flight_timeout`` seconds, default 10).
+        single_flight_timeout: the longest a loader waits for another's
+            flight before it loads the key itself.
+        clock: a monotonic clock (the breaker's; injected by tests).
 
     Raises:
         TypeError, ValueError: at once, for an argument of the wrong kind.
     """
 
-    def __init__(self, client: Any, *, prefix: str, ttl: Any = None,
+    def __init__(self, client: Any, *, prefix: str, ttl: Any = None, negative_ttl: Any = None,
                  dumps: Optional[Callable[[Any], Any]] = None,
-                 loads: Optional[Callable[[Any], Any]] = None) -> None:
+                 loads: Optional[Callable[[Any], Any]] = None,
+                 cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
+                 single_flight_timeout: Any = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
         if not all(callable(getattr(client, m, None)) for m in ("mget", "pipeline", "delete", "scan_iter")):
             raise TypeError("client must be a redis.Redis (mget, pipeline, delete, scan_iter)")
         self._prefix = check_prefix(prefix)
-        ttl_seconds = check_ttl(ttl)
-        self._px = None if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
+        self._ttl = check_ttl_rule(ttl)
+        self._px = None if self._ttl is None or callable(self._ttl) else max(1, round(self._ttl * 1000))
+        negative = check_negative_ttl(negative_ttl)
+        self._negative_px = None if negative is None else max(1, round(negative * 1000))
         if (dumps is None) != (loads is None):
             raise ValueError("give both dumps and loads, or neither")
         if dumps is not None and not callable(dumps):
             raise TypeError("dumps must be callable")
         if loads is not None and not callable(loads):
             raise TypeError("loads must be callable")
+        if not callable(clock):
+            raise TypeError("clock must be callable")
         self._client = client
         self._dumps: Callable[[Any], Any] = dumps or _json_dumps
         self._loads: Callable[[Any], Any] = loads or json.loads
+        # A cluster client: one MGET per slot, pipelined per node (a plain MGET must stay in one slot).
+        self._mget: Callable[[list[str]], Any] = getattr(client, "mget_nonatomic", None) or client.mget
+        self.breaker = make_breaker(self._prefix, cool_down, clock)
+        self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
 
     @property
     def prefix(self) -> str:
         return self._prefix
 
     @property
-    def ttl(self) -> Optional[float]:
-        """Seconds each written value lives (None: no expiry)."""
+    def ttl(self) -> Any:
+        """Seconds each written value lives (None: no expiry), or the ttl callable."""
+        if callable(self._ttl):
+            return self._ttl
         return None if self._px is None else self._px / 1000.0
 
     def __repr__(self) -> str:
         return f"RedisValueCache(prefix={self._prefix!r}, ttl={self.ttl!r})"
+
+    def _px_of(self, key: Any, value: Any) -> Optional[int]:
+        """The ``PX`` of one write (None: no expiry).
+
+        Raises:
+            Exception: the ttl callable raised or returned a bad ttl.
+        """
+        if value is None and self._negative_px is not None:
+            return self._negative_px
+        if not callable(self._ttl):
+            return self._px
+        ttl = ttl_of(self._ttl, key, value)
+        return None if ttl is None else max(1, round(ttl * 1000))
 
     def redis_key(self, key: Any) -> str:
         """The Redis key of a cache key.
@@ -117,7 +173,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             return []
         found: list[Any] = []
         unreadable: Optional[Exception] = None
-        for data in self._client.mget([self.redis_key(k) for k in keys]):
+        for data in self._mget([self.redis_key(k) for k in keys]):
             if data is None:
                 found.append(MISSING)
                 continue
@@ -131,11 +187,12 @@ class RedisValueCache(ValueCache[Any, Any]):
         return found
 
     def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
-        """One pipelined round trip of ``SET key value [PX ttl]``.
+        """One pipelined round trip of ``SET key value [PX ttl]`` (per node, on a cluster).
+
+        A value that ``dumps`` (or the ttl callable) cannot handle is not
+        written and is logged (rate-limited); the others are written.
 
         Raises:
-            ValueError: some values could not be serialized (the others were
-                written).
             redis.RedisError: from the client.
         """
         pipe = self._client.pipeline(transaction=False)
@@ -143,18 +200,21 @@ class RedisValueCache(ValueCache[Any, Any]):
         for key, value in zip(keys, values):
             try:
                 data = self._dumps(value)
+                px = self._px_of(key, value)
             except Exception as exc:
                 failed.append((key, exc))
                 continue
-            pipe.set(self.redis_key(key), data, px=self._px)
+            pipe.set(self.redis_key(key), data, px=px)
         if len(pipe):
             pipe.execute()
         if failed:
             first_key, first_error = failed[0]
-            raise ValueError(
-                f"{len(failed)} of {len(keys)} values could not be serialized and were not written "
-                f"(the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})"
-            ) from first_error
+            error = ValueError(
+                f"{len(failed)} of {len(keys)} values could not be serialized (or given a ttl) and were not "
+                f"written (the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})")
+            error.__cause__ = first_error
+            # Not raised: a value the codec cannot write is no outage, it must not open the breaker.
+            _UNWRITABLE.failed(self, "set_values", error)
 
     def delete(self, key: Any) -> None:
         """Delete the value of *key* for every process."""
