@@ -182,6 +182,65 @@ def test_RedisValueCache_expired_values_are_loaded_again(client):
     assert batch.calls == [["a"], ["a"]]
 
 
+def test_RedisValueCache_callable_ttl_and_negative_ttl(client, caplog):
+    seen: list[Any] = []
+
+    def ttl(key: Any, value: Any) -> Any:
+        seen.append((key, value))
+        return {"hot": 1000, "forever": None, "bad": -1}.get(key, 60)
+
+    vc = RedisValueCache(client, prefix="n:", ttl=ttl, negative_ttl=5)
+    assert vc.ttl is ttl
+    vc.set_values(["hot", "forever", "plain", "gone", "bad"], ["h", "f", "p", None, "b"])
+    assert 990_000 < client.pttl('n:"hot"') <= 1_000_000
+    assert client.pttl('n:"forever"') == -1  # None: no expiry
+    assert 0 < client.pttl('n:"plain"') <= 60_000
+    assert 0 < client.pttl('n:"gone"') <= 5_000  # a None value: negative_ttl, the callable is not asked
+    assert not client.exists('n:"bad"')  # a bad answer: not written, logged
+    assert ("gone", None) not in seen
+    assert vc.get_values(["gone"]) == [None]
+    warned = warnings_of(caplog)
+    assert len(warned) == 1 and "ttl must be" in warned[0].exc_text
+    assert vc.breaker is not None and not vc.breaker.is_open  # a bad ttl is no outage
+
+
+def test_RedisValueCache_negative_ttl_caches_None_results_of_a_mapped_loader(client):
+    vc = RedisValueCache(client, prefix="m:", ttl=3600, negative_ttl=2)
+    calls: list[list[int]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        return {k: f"row {k}" for k in keys if k % 2}  # a mapped loader: even keys have no row (None)
+
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == ["row 1", None]
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == ["row 1", None]
+    assert calls == [[1, 2]]
+    assert client.pttl("m:2") <= 2000 < client.pttl("m:1")
+
+
+def test_RedisValueCache_checks_the_cache_tier_arguments_at_once(client):
+    with pytest.raises(ValueError, match="cool_down must be >= 0"):
+        RedisValueCache(client, prefix="p:", cool_down=-1)
+    with pytest.raises(TypeError, match="cool_down"):
+        RedisValueCache(client, prefix="p:", cool_down=None)
+    for bad in (0, -2, float("nan")):
+        with pytest.raises(ValueError, match="negative_ttl"):
+            RedisValueCache(client, prefix="p:", negative_ttl=bad)
+    with pytest.raises(TypeError, match="negative_ttl"):
+        RedisValueCache(client, prefix="p:", negative_ttl="5")
+    with pytest.raises(TypeError, match="single_flight must be a bool"):
+        RedisValueCache(client, prefix="p:", single_flight="yes")
+    for bad in (0, -1, float("inf")):
+        with pytest.raises(ValueError, match="single_flight_timeout"):
+            RedisValueCache(client, prefix="p:", single_flight=True, single_flight_timeout=bad)
+    with pytest.raises(TypeError, match="ttl"):
+        RedisValueCache(client, prefix="p:", ttl=int)  # a class is not a ttl rule
+    with pytest.raises(TypeError, match="clock"):
+        RedisValueCache(client, prefix="p:", clock=5)
+    vc = RedisValueCache(client, prefix="p:", cool_down=datetime.timedelta(seconds=2))
+    assert vc.breaker is not None and vc.breaker.cool_down == 2.0 and vc.flights is None
+
+
 def test_RedisValueCache_tuple_keys_keep_viewers_apart(client):
     vc = RedisValueCache(client, prefix="v:")
     seen: list[Any] = []
@@ -469,3 +528,52 @@ def test_RedisValueCache_works_in_forked_children(redis_server, client):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"  # no child failed
     assert client.exists(*[f"fork:{100 + i}" for i in range(30)]) == 30
+
+
+# -- single flight ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("single_flight", [True, False])
+def test_RedisValueCache_single_flight_stampede_of_32_threads_makes_one_batch_call_per_key(client, single_flight):
+    vc = RedisValueCache(client, prefix="sf:", ttl=60, single_flight=single_flight)
+    n = 32
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+    arrived = threading.Barrier(n)
+    joined = threading.Condition()
+    if single_flight:
+        assert vc.flights is not None
+        join = vc.flights.join
+        counts = [0]
+
+        def counting_join(*args: Any) -> Any:
+            out = join(*args)
+            with joined:
+                counts[0] += 1
+                joined.notify_all()
+            return out
+
+        vc.flights.join = counting_join  # type: ignore[method-assign]
+
+    def batch(keys):
+        with lock:
+            calls.append(list(keys))
+        if single_flight:  # hold the flight until every request has joined it
+            with joined:
+                assert joined.wait_for(lambda: counts[0] == n, TIMEOUT)
+        else:  # hold until every request has called its batch function
+            arrived.wait(TIMEOUT)
+        return [Batch.value(k) for k in keys]
+
+    start = threading.Barrier(n)
+
+    def request(_: int) -> list[Any]:
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many(["popular", "other"])
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return many.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        assert list(pool.map(request, range(n))) == [[Batch.value("popular"), Batch.value("other")]] * n
+    per_key = sum("popular" in c for c in calls)
+    assert per_key == (1 if single_flight else n)
+    assert json.loads(client.get('sf:"popular"')) == Batch.value("popular")

@@ -503,3 +503,197 @@ def dataloader_sync_load(loader: DataLoader, keys: list[Any]) -> list[Any]:
     many = loader.load_many(keys)
     loader.dispatch()
     return many.result(TIMEOUT)
+
+
+# -- single flight ----------------------------------------------------------------------------------
+class CountingFlights:
+    """A SingleFlight that says how many keys joined flights (owners and waiters), for the tests to wait on."""
+
+    def __new__(cls, timeout: float = 10.0) -> Any:
+        from dataloader_sync._single_flight import SingleFlight
+
+        class Counting(SingleFlight):
+            def __init__(self) -> None:
+                super().__init__(timeout)
+                self.joined = 0
+                self.changed = threading.Condition()
+
+            def join(self, cache_keys, futures, indexes):
+                out = super().join(cache_keys, futures, indexes)
+                with self.changed:
+                    self.joined += len(indexes)
+                    self.changed.notify_all()
+                return out
+
+            def wait_for_joins(self, n: int) -> bool:
+                with self.changed:
+                    return self.changed.wait_for(lambda: self.joined >= n, TIMEOUT)
+
+        return Counting()
+
+
+def stampede(vc: Any, batch: Any, n_threads: int, keys: list[Any]) -> list[list[Any]]:
+    """*n_threads* requests at once, each a fresh loader loading *keys*; their values."""
+    start = threading.Barrier(n_threads)
+
+    def request(_: int) -> list[Any]:
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many(keys)
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return many.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n_threads) as pool:
+        return list(pool.map(request, range(n_threads)))
+
+
+@pytest.mark.parametrize("single_flight", [True, False])
+def test_DataLoader_single_flight_32_threads_missing_one_key_make_one_batch_call(single_flight):
+    vc = DictValueCache()
+    flights = CountingFlights()
+    if single_flight:
+        vc.flights = flights  # type: ignore[attr-defined]
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+    all_in = threading.Barrier(32)
+
+    def batch(keys):
+        with lock:
+            calls.append(list(keys))
+        if single_flight:
+            assert flights.wait_for_joins(64)  # every other request is waiting for this flight (2 keys each)
+        else:
+            all_in.wait(TIMEOUT)  # every request calls its batch function: none finds the value written
+        return [f"row {k}" for k in keys]
+
+    values = stampede(vc, batch, 32, ["hot", "cold"])
+    assert values == [["row hot", "row cold"]] * 32
+    per_key = {k: sum(k in c for c in calls) for k in ("hot", "cold")}
+    if single_flight:
+        assert per_key == {"hot": 1, "cold": 1} and len(flights) == 0  # no flight left behind
+    else:
+        assert per_key == {"hot": 32, "cold": 32}  # the stampede single flight prevents
+
+
+def test_DataLoader_single_flight_failure_releases_the_waiters_to_load_themselves():
+    vc = DictValueCache()
+    flights = CountingFlights(600.0)  # a waiter that waited for the timeout would fail the test
+    vc.flights = flights  # type: ignore[attr-defined]
+    owner_in = threading.Event()
+    release = threading.Event()
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        if len(calls) == 1:
+            owner_in.set()
+            release.wait(TIMEOUT)
+            return [ValueError("db hiccup") for _ in keys]  # the owner's keys fail: never written
+        return [f"row {k}" for k in keys]
+
+    owner = DataLoader(batch, value_cache=vc)
+    owned = owner.load("k")
+    waiter = DataLoader(batch, value_cache=vc)
+    waited = waiter.load("k")
+    with cf.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(owner.dispatch)
+        assert owner_in.wait(TIMEOUT)
+        second = pool.submit(waiter.dispatch)
+        assert flights.wait_for_joins(2)  # the waiter is waiting for the owner's flight
+        release.set()
+        first.result(TIMEOUT)
+        assert second.result(TIMEOUT).result(TIMEOUT) == ["row k"]
+    with pytest.raises(ValueError, match="hiccup"):
+        owned.result(TIMEOUT)
+    assert waited.result(TIMEOUT) == "row k"  # loaded by the waiter's own batch function
+    assert calls == [["k"], ["k"]] and vc.data == {"k": "row k"}
+
+
+def test_DataLoader_single_flight_waiter_waits_at_most_the_timeout_then_loads_itself():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(0.2)  # type: ignore[attr-defined]
+    owner_in, release = threading.Event(), threading.Event()
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        if len(calls) == 1:  # the owner hangs
+            owner_in.set()
+            release.wait(TIMEOUT)
+            return ["late " + k for k in keys]
+        return ["own " + k for k in keys]
+
+    owner = DataLoader(batch, value_cache=vc)
+    owned = owner.load("k")
+    with cf.ThreadPoolExecutor(1) as pool:
+        first = pool.submit(owner.dispatch)
+        try:
+            assert owner_in.wait(TIMEOUT)
+            waiter = DataLoader(batch, value_cache=vc)
+            waited = waiter.load("k")
+            waiter.dispatch()  # returns after the timeout, its key loaded by its own call
+            assert waited.result(0) == "own k"
+        finally:
+            release.set()
+        first.result(TIMEOUT)
+    assert owned.result(TIMEOUT) == "late k" and len(calls) == 2
+
+
+def test_DataLoader_single_flight_never_waits_for_a_flight_of_its_own_thread():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(600.0)  # waiting would outlast the test's timeout
+    calls: list[list[Any]] = []
+
+    def inner(keys):
+        calls.append(["inner", *keys])
+        return [f"inner {k}" for k in keys]
+
+    def outer(keys):
+        calls.append(["outer", *keys])
+        other = DataLoader(inner, value_cache=vc)  # same cache, same key, same thread, in the owner's flight
+        fut = other.load(keys[0])
+        other.dispatch()
+        return [fut.result(TIMEOUT)]
+
+    loader = DataLoader(outer, value_cache=vc)
+    fut = loader.load("k")
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == "inner k"
+    assert calls == [["outer", "k"], ["inner", "k"]]
+
+
+def test_DataLoader_single_flight_dispatch_future_holds_hits_owned_and_waited_keys_in_order():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache({"hit": "cached"})
+    vc.flights = SingleFlight(10.0)  # type: ignore[attr-defined]
+    owner_in, release = threading.Event(), threading.Event()
+
+    def slow(keys):
+        owner_in.set()
+        release.wait(TIMEOUT)
+        return [f"slow {k}" for k in keys]
+
+    def fast(keys):
+        return [f"fast {k}" for k in keys]
+
+    owner = DataLoader(slow, value_cache=vc)
+    owner.load("w")
+    with cf.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(owner.dispatch)
+        assert owner_in.wait(TIMEOUT)
+        waiter = DataLoader(fast, value_cache=vc, max_batch_size=1)
+        many = waiter.load_many(["a", "w", "hit", "b"])
+        dispatched = pool.submit(lambda: waiter.dispatch().result(TIMEOUT))
+        with pytest.raises(cf.TimeoutError):
+            dispatched.result(0.05)  # "w" is in the air: the dispatch waits for it
+        release.set()
+        assert dispatched.result(TIMEOUT) == ["fast a", "slow w", "cached", "fast b"]
+        first.result(TIMEOUT)
+    assert many.result(TIMEOUT) == ["fast a", "slow w", "cached", "fast b"]
+    stats = waiter.statistics()
+    assert stats.batch_load_count == 2 and stats.value_cache_hit_count == 1
