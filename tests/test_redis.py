@@ -27,7 +27,7 @@ redis = pytest.importorskip("redis")
 from conftest import FakeClock  # noqa: E402
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
-from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
+from redis_server import RedisServer, redis_cluster, redis_server, running_redis_server  # noqa: E402,F401
 from value_cache_helpers import load_all, warnings_of  # noqa: E402
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
@@ -577,3 +577,54 @@ def test_RedisValueCache_single_flight_stampede_of_32_threads_makes_one_batch_ca
     per_key = sum("popular" in c for c in calls)
     assert per_key == (1 if single_flight else n)
     assert json.loads(client.get('sf:"popular"')) == Batch.value("popular")
+
+
+# -- Redis Cluster --------------------------------------------------------------------------------
+SENT: dict[int, int] = {}  # round trips (packed writes) per node port
+
+
+def count_round_trips(monkeypatch: Any) -> None:
+    original = redis.connection.Connection.send_packed_command
+
+    def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
+        SENT[self.port] = SENT.get(self.port, 0) + 1
+        original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", send_packed_command)
+
+
+def test_RedisValueCache_on_a_cluster_reads_and_writes_keys_of_many_slots_one_round_trip_per_node(
+        redis_cluster, monkeypatch):
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in redis_cluster.ports],
+                           socket_timeout=5)
+    count_round_trips(monkeypatch)
+    try:
+        vc = RedisValueCache(cluster, prefix="cl:book:", ttl=60)
+        keys = list(range(100))
+        slots = {cluster.keyslot(vc.redis_key(k)) for k in keys}
+        nodes = {cluster.get_node_from_key(vc.redis_key(k)).port for k in keys}
+        assert len(slots) > 90 and nodes == set(redis_cluster.ports)  # many slots, on every node
+        batch = Batch()
+        assert vc.get_values(keys) == [MISSING] * 100  # connects to every node (a connection's setup is not counted)
+        SENT.clear()
+        assert load_all(DataLoader(batch, value_cache=vc), keys) == [Batch.value(k) for k in keys]
+        assert batch.calls == [keys]
+        # One MGET round trip and one pipelined SET round trip per node.
+        assert SENT == dict.fromkeys(redis_cluster.ports, 2)
+        assert vc.breaker is not None and not vc.breaker.is_open  # no lookup failed
+
+        SENT.clear()
+        again = DataLoader(batch, value_cache=vc)
+        assert load_all(again, keys) == [Batch.value(k) for k in keys]
+        assert again.statistics().value_cache_hit_count == 100 and len(batch.calls) == 1
+        assert SENT == dict.fromkeys(redis_cluster.ports, 1)
+        for port in redis_cluster.ports:  # the values are spread over the nodes
+            node = redis.Redis(port=port)
+            try:
+                assert node.dbsize() > 0
+            finally:
+                node.close()
+    finally:
+        cluster.close()
