@@ -628,3 +628,204 @@ def test_RedisValueCache_on_a_cluster_reads_and_writes_keys_of_many_slots_one_ro
                 node.close()
     finally:
         cluster.close()
+
+
+# -- the near cache -------------------------------------------------------------------------------
+@pytest.fixture
+def near(client) -> Iterator[Any]:
+    """A factory of RedisValueCaches with a near cache, closed after the test."""
+    made: list[RedisValueCache] = []
+
+    def make(**kwargs: Any) -> RedisValueCache:
+        vc = RedisValueCache(client, **{"prefix": "near:", "near_cache": 100, **kwargs})
+        made.append(vc)
+        assert vc.wait_near_cache_live(TIMEOUT)
+        return vc
+
+    try:
+        yield make
+    finally:
+        for vc in made:
+            vc.close()
+
+
+def test_RedisValueCache_near_cache_hits_cost_no_round_trip(near, client):
+    vc = near()
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
+    mgets = client.mgets
+    again = DataLoader(batch, value_cache=vc)
+    assert load_all(again, [1, 2]) == [Batch.value(1), Batch.value(2)]  # from this process's writes
+    assert client.mgets == mgets and again.statistics().value_cache_hit_count == 2
+    client.set("near:3", json.dumps("from redis"))
+    assert vc.get_values([1, 3]) == [Batch.value(1), "from redis"]  # one MGET, of the near miss only
+    assert client.mgets == mgets + 1
+    client.set("near:3", json.dumps("changed behind its back"))  # no publish: the near entry stands
+    assert vc.get_values([3]) == ["from redis"] and client.mgets == mgets + 1
+
+
+def test_RedisValueCache_near_entries_live_near_ttl_and_the_lru_keeps_near_cache_entries(near, client):
+    clock = FakeClock()
+    vc = near(ttl=30, near_cache=2, clock=clock)
+    assert vc._near is not None and vc._near.ttl == 30  # min(ttl, 60)
+    vc.set_values([1, 2, 3], ["a", "b", "c"])
+    mgets = client.mgets
+    assert vc.get_values([2, 3]) == ["b", "c"] and client.mgets == mgets  # 1 was the least recently used
+    assert vc.get_values([1]) == ["a"] and client.mgets == mgets + 1
+    clock.advance(30)
+    assert vc.get_values([1]) == ["a"] and client.mgets == mgets + 2  # expired: read from Redis again
+    assert RedisValueCache(client, prefix="d:", near_cache=1)._near.ttl == 60  # type: ignore[union-attr]
+    assert RedisValueCache(client, prefix="d:", near_cache=1, ttl=120, near_ttl=5)._near.ttl == 5  # type: ignore[union-attr]
+
+
+def test_RedisValueCache_near_cache_arguments_are_checked_at_once(client):
+    for bad in (-1,):
+        with pytest.raises(ValueError, match="near_cache"):
+            RedisValueCache(client, prefix="p:", near_cache=bad)
+    for bad in (1.5, True, "10"):
+        with pytest.raises(TypeError, match="near_cache"):
+            RedisValueCache(client, prefix="p:", near_cache=bad)
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="near_ttl"):
+            RedisValueCache(client, prefix="p:", near_cache=10, near_ttl=bad)
+
+
+def test_RedisValueCache_close_ends_the_listener_thread_and_stops_using_the_near_cache(client):
+    vc = RedisValueCache(client, prefix="cl:", near_cache=10)
+    assert vc.wait_near_cache_live(TIMEOUT)
+    listeners = [t for t in threading.enumerate() if t.name == "dataloader-sync-near-dataloader_sync:invalidate:cl:"]
+    assert len(listeners) == 1 and listeners[0].daemon
+    vc.set_values([1], ["one"])
+    vc.close()
+    vc.close()  # idempotent
+    assert not listeners[0].is_alive()
+    mgets = client.mgets
+    assert vc.get_values([1]) == ["one"] and client.mgets == mgets + 1  # Redis, not the near cache
+
+
+NEAR_CHILD = textwrap.dedent("""
+    import json, sys, threading, time
+    import redis
+    from dataloader_sync import MISSING
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    vc = RedisValueCache(client, prefix="x:", near_cache=100)
+    assert vc.wait_near_cache_live(10)
+    calls = []
+    real_mget = client.mget
+    def mget(*a, **k):
+        calls.append(1)
+        return real_mget(*a, **k)
+    client.mget = mget
+    print(json.dumps(vc.get_values([1])), flush=True)  # fills the near cache
+    for line in sys.stdin:  # "<old json>": wait until key 1 no longer reads as it
+        old = json.loads(line)
+        before = len(calls)
+        assert vc.get_values([1]) == [old] and len(calls) == before, "not served by the near cache"
+        print("ready", flush=True)
+        t0 = time.monotonic()
+        while vc._near.get(["x:1"]) != [MISSING]:  # the near entry, until the listener evicts it
+            if time.monotonic() - t0 > 10:
+                break
+            threading.Event().wait(0.002)
+        seconds = time.monotonic() - t0
+        now = ["MISSING" if v is MISSING else v for v in vc.get_values([1])]
+        print(json.dumps({"seconds": seconds, "now": now}), flush=True)
+    vc.close()
+""")
+
+
+def test_RedisValueCache_invalidate_and_set_values_evict_other_processes_near_entries(client, redis_server):
+    client.set("x:1", json.dumps("v1"))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-c", NEAR_CHILD, str(redis_server.port)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    writer = RedisValueCache(client, prefix="x:", near_cache=10)
+    try:
+        assert writer.wait_near_cache_live(TIMEOUT)
+        assert child.stdout is not None and child.stdin is not None
+        assert json.loads(child.stdout.readline()) == ["v1"]
+
+        child.stdin.write(json.dumps("v1") + "\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        writer.set_values([1], ["v2"])  # another process's write evicts the stale near entry
+        seen = json.loads(child.stdout.readline())
+        assert seen["now"] == ["v2"] and seen["seconds"] < 1.0, seen
+
+        child.stdin.write(json.dumps("v2") + "\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        writer.invalidate([1])  # "these keys changed": deleted in Redis, evicted everywhere
+        seen = json.loads(child.stdout.readline())
+        assert seen["now"] == ["MISSING"] and seen["seconds"] < 1.0, seen
+        assert not client.exists("x:1")
+        _, err = child.communicate(timeout=TIMEOUT)
+        assert child.returncode == 0, err
+    finally:
+        writer.close()
+        if child.poll() is None:
+            child.kill()
+        child.communicate()  # closes the pipes
+
+
+def test_RedisValueCache_near_cache_is_emptied_and_unused_while_pub_sub_is_down(own_server):
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="pd:", near_cache=10, cool_down=0)
+    try:
+        assert vc.wait_near_cache_live(TIMEOUT)
+        vc.set_values([1], ["one"])
+        assert vc._near is not None and len(vc._near) == 1
+        own_server.kill()
+        deadline = threading.Event()
+        for _ in range(500):  # the listener notices within one poll: a bounded wait for it
+            if not vc._near.live:
+                break
+            deadline.wait(0.01)
+        assert not vc._near.live and len(vc._near) == 0
+        with pytest.raises(redis.ConnectionError):
+            vc.get_values([1])  # not served from the near cache: it may have missed an invalidation
+        own_server.start()  # empty
+        assert vc.wait_near_cache_live(TIMEOUT)  # resubscribed (with back-off)
+        assert vc.get_values([1]) == [MISSING]
+    finally:
+        vc.close()
+        c.close()
+
+
+NEAR_FORKS = textwrap.dedent("""
+    import os, sys
+    import redis
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    vc = RedisValueCache(client, prefix="nf:", near_cache=10)
+    assert vc.wait_near_cache_live(10)
+    vc.set_values([1], ["parent"])
+    bad = 0
+    for i in range(10):
+        pid = os.fork()
+        if pid == 0:
+            try:  # the child starts empty, not live; its own listener makes it live
+                ok = len(vc._near) == 0 and not vc._near.live
+                ok = ok and vc.get_values([1]) == ["parent"] and vc.wait_near_cache_live(10)
+                vc.close()
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        bad += status != 0
+    assert vc.get_values([1]) == ["parent"] and vc._near.live
+    vc.close()
+    print(bad)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_RedisValueCache_near_cache_in_forked_children_starts_empty_with_a_listener_of_its_own(redis_server, client):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", NEAR_FORKS, str(redis_server.port)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional
 
 from .._shared_keys import encode_key
+from .._time import seconds
 from .._value_cache import (
     DEFAULT_COOL_DOWN,
     MISSING,
@@ -44,8 +45,11 @@ from .._value_cache import (
     make_single_flight,
     ttl_of,
 )
+from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
+
+NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
 
 _UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
 _UNWRITABLE = _FailureLog()  # values dumps() or the ttl callable could not handle, per cache
@@ -98,7 +102,13 @@ class RedisValueCache(ValueCache[Any, Any]):
             its outcome (at most ``single_flight_timeout`` seconds, default 10).
         single_flight_timeout: the longest a loader waits for another's
             flight before it loads the key itself.
-        clock: a monotonic clock (the breaker's; injected by tests).
+        near_cache: the size of a process-local LRU in front of Redis (0:
+            none).  Its entries live at most ``near_ttl`` seconds; a listener
+            thread evicts what ``invalidate()`` and other processes'
+            ``set_values`` change (see ``close()``).
+        near_ttl: seconds a near entry lives (default: the smaller of a
+            numeric ``ttl`` and 60).
+        clock: a monotonic clock (the breaker's and the near cache's; injected by tests).
 
     Raises:
         TypeError, ValueError: at once, for an argument of the wrong kind.
@@ -108,7 +118,8 @@ class RedisValueCache(ValueCache[Any, Any]):
                  dumps: Optional[Callable[[Any], Any]] = None,
                  loads: Optional[Callable[[Any], Any]] = None,
                  cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
-                 single_flight_timeout: Any = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 single_flight_timeout: Any = 10.0, near_cache: int = 0, near_ttl: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not all(callable(getattr(client, m, None)) for m in ("mget", "pipeline", "delete", "scan_iter")):
             raise TypeError("client must be a redis.Redis (mget, pipeline, delete, scan_iter)")
         self._prefix = check_prefix(prefix)
@@ -131,6 +142,17 @@ class RedisValueCache(ValueCache[Any, Any]):
         self._mget: Callable[[list[str]], Any] = getattr(client, "mget_nonatomic", None) or client.mget
         self.breaker = make_breaker(self._prefix, cool_down, clock)
         self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
+        if isinstance(near_cache, bool) or not isinstance(near_cache, int):
+            raise TypeError("near_cache must be an int (0: no near cache)")
+        if near_cache < 0:
+            raise ValueError("near_cache must be >= 0")
+        if near_ttl is None:
+            near_seconds = NEAR_TTL if self._ttl is None or callable(self._ttl) else min(self._ttl, NEAR_TTL)
+        else:
+            near_seconds = seconds("near_ttl", near_ttl, positive=True)
+        self._channel = "dataloader_sync:invalidate:" + self._prefix
+        self._near: Optional[NearCache] = (
+            NearCache(client, self._channel, near_cache, near_seconds, clock) if near_cache else None)
 
     @property
     def prefix(self) -> str:
@@ -168,17 +190,46 @@ class RedisValueCache(ValueCache[Any, Any]):
         return self._prefix + encode_key(key)
 
     def get_values(self, keys: Sequence[Any]) -> list[Any]:
-        """One ``MGET``: the value of each key, or ``MISSING``."""
+        """One ``MGET`` (of the near cache's misses, with one): the value of each key, or ``MISSING``."""
         if not keys:
             return []
+        prefix = self._prefix
+        names = [prefix + encode_key(k) for k in keys]
+        near = self._near
+        if near is None:
+            return self._decode(self._mget(names))
+        found = near.get(names)
+        misses = [i for i, value in enumerate(found) if value is MISSING]
+        if not misses:
+            return found
+        generation = near.generation
+        if len(misses) == len(names):
+            found = self._decode(self._mget(names))
+            near.put([n for n, v in zip(names, found) if v is not MISSING],
+                     [v for v in found if v is not MISSING], generation)
+            return found
+        loaded = self._decode(self._mget([names[i] for i in misses]))
+        for i, value in zip(misses, loaded):
+            found[i] = value
+        near.put([names[i] for i, v in zip(misses, loaded) if v is not MISSING],
+                 [v for v in loaded if v is not MISSING], generation)
+        return found
+
+    def _decode(self, datas: Sequence[Any]) -> list[Any]:
+        """The values of an MGET's answer (a value ``loads`` cannot read is a miss, logged)."""
+        loads = self._loads
+        try:  # the common case: every value readable, at the cost of one loop
+            return [MISSING if data is None else loads(data) for data in datas]
+        except Exception:
+            pass
         found: list[Any] = []
         unreadable: Optional[Exception] = None
-        for data in self._mget([self.redis_key(k) for k in keys]):
+        for data in datas:
             if data is None:
                 found.append(MISSING)
                 continue
             try:
-                found.append(self._loads(data))
+                found.append(loads(data))
             except Exception as exc:  # a value written by someone else, or by an older version
                 found.append(MISSING)
                 unreadable = unreadable or exc
@@ -197,6 +248,10 @@ class RedisValueCache(ValueCache[Any, Any]):
         """
         pipe = self._client.pipeline(transaction=False)
         failed: list[Any] = []
+        near = self._near
+        names: list[str] = []
+        written: list[Any] = []
+        prefix = self._prefix
         for key, value in zip(keys, values):
             try:
                 data = self._dumps(value)
@@ -204,9 +259,18 @@ class RedisValueCache(ValueCache[Any, Any]):
             except Exception as exc:
                 failed.append((key, exc))
                 continue
-            pipe.set(self.redis_key(key), data, px=px)
+            name = prefix + encode_key(key)
+            pipe.set(name, data, px=px)
+            if near is not None:
+                names.append(name)
+                written.append(value)
         if len(pipe):
+            if near is not None:  # the other processes' near entries of these keys are stale now
+                generation = near.generation
+                pipe.publish(self._channel, near.message(names))
             pipe.execute()
+            if near is not None:
+                near.put(names, written, generation)
         if failed:
             first_key, first_error = failed[0]
             error = ValueError(
@@ -217,13 +281,71 @@ class RedisValueCache(ValueCache[Any, Any]):
             _UNWRITABLE.failed(self, "set_values", error)
 
     def delete(self, key: Any) -> None:
-        """Delete the value of *key* for every process."""
-        self._client.delete(self.redis_key(key))
+        """Delete the value of *key* for every process (and from every near cache)."""
+        self.invalidate([key])
+
+    def invalidate(self, keys: Sequence[Any]) -> None:
+        """Delete *keys* in Redis and evict them from this and every other process's near cache.
+
+        One round trip: ``DEL`` of the keys and a ``PUBLISH`` on the cache's
+        channel (``dataloader_sync:invalidate:<prefix>``), whose listeners
+        evict them within milliseconds on one host.  Call it after a write to
+        the rows behind the keys (a mutation): every process then loads them
+        again.  Not guarded by the breaker: it raises what the client raises.
+
+        Raises:
+            TypeError: a key type that has no stable name.
+            redis.RedisError: from the client.
+        """
+        names = [self.redis_key(k) for k in keys]
+        if not names:
+            return
+        near = self._near
+        if near is not None:
+            near.evict(names)
+        pipe = self._client.pipeline(transaction=False)
+        if hasattr(self._client, "mget_nonatomic"):  # a cluster: one DEL per key (their slots differ)
+            for name in names:
+                pipe.delete(name)
+        else:
+            pipe.delete(*names)
+        pipe.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": names},
+                                               separators=(",", ":")))
+        pipe.execute()
 
     def clear(self) -> None:
-        """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic)."""
+        """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic), and every near entry."""
         for chunk in _chunks(self._client.scan_iter(match=_glob_escape(self._prefix) + "*", count=1000), 1000):
             self._client.unlink(*chunk)
+        near = self._near
+        if near is not None:
+            near.evict(None)
+        self._client.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": None}))
+
+    def wait_near_cache_live(self, timeout: float = 5.0) -> bool:
+        """Start the near cache's listener (else started by the first lookup) and wait until it listens.
+
+        Until then lookups go to Redis (an invalidation could be missed).
+
+        Returns:
+            True once it listens; False after *timeout* seconds, or without a near cache.
+        """
+        return self._near is not None and self._near.wait_live(timeout)
+
+    def close(self) -> None:
+        """Stop the near cache's listener thread (idempotent); the near cache is not used after it.
+
+        The client is the caller's: it is not closed.  A cache without a near
+        cache has nothing to close.
+        """
+        if self._near is not None:
+            self._near.close()
+
+    def __enter__(self) -> RedisValueCache:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
