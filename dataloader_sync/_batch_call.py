@@ -206,33 +206,32 @@ class _BatchCall:
         if not hits:
             return list(range(len(queue)))
         assert found is not None
+        if len(hits) == len(found):  # every key a hit (a warm cache): the lean path
+            try:
+                settle_many(self._lock, queue.futures, found)  # every key settles before a callback's raise
+            finally:
+                if sink is not None:
+                    sink.values[:] = found
+                    sink.expect(0)  # the dispatch's future settles now
+            return None
         misses = [i for i, value in enumerate(found) if value is MISSING]
         futures = queue.futures
         # A callback's BaseException (see Future._invoke_callbacks) must not
         # leave keys pending: settle every hit, abandon the misses, then re-raise.
         escaped: Optional[BaseException] = None
-        for i in hits:
-            try:
-                futures[i]._settle(found[i], None)
-            except BaseException as exc:
-                if escaped is None:
-                    escaped = exc
+        try:
+            settle_many(self._lock, [futures[i] for i in hits], [found[i] for i in hits])
+        except BaseException as exc:
+            escaped = exc
         if sink is not None:
+            values = sink.values
             for i in hits:
-                sink.values[i] = found[i]
+                values[i] = found[i]
         if escaped is not None:
-            if not misses:
-                if sink is not None:
-                    sink.expect(0)
-            else:
-                if sink is not None:
-                    sink.expect(self._slices(len(misses)))
-                self._abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
-            raise escaped
-        if not misses:
             if sink is not None:
-                sink.expect(0)  # every key was a hit: the dispatch's future settles now
-            return None
+                sink.expect(self._slices(len(misses)))
+            self._abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
+            raise escaped
         return misses
 
     # -- the batch call --------------------------------------------------------

@@ -369,7 +369,9 @@ def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
     if breaker is not None and not breaker.allow():
         return None
     try:
-        found = list(value_cache.get_values(keys))
+        found = value_cache.get_values(keys)
+        if type(found) is not list:
+            found = list(found)
     except Exception as exc:
         _failed(value_cache, breaker, "get_values", exc)
         return None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
@@ -54,6 +55,8 @@ __all__ = ["DjangoValueCache"]
 
 _SAFE = "!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"  # printable ASCII kept as is (not %, #, space)
 _MAX_KEY = 200  # memcached's limit is 250 with Django's KEY_PREFIX and version
+# A character quote() would change: outside printable ASCII (space included), or % or #.
+_NEEDS_QUOTING = re.compile(r"[^!-~]|[%#]").search
 
 
 class DjangoValueCache(ValueCache[Any, Any]):
@@ -134,7 +137,11 @@ class DjangoValueCache(ValueCache[Any, Any]):
         Raises:
             TypeError: a key type that has no stable name (see ``RedisValueCache``).
         """
-        name = self._prefix + quote(encode_key(key), safe=_SAFE)
+        if type(key) is int:  # the common key: digits only, nothing to quote (the hit path's fast lane)
+            name = self._prefix + int.__repr__(key)
+        else:
+            encoded = encode_key(key)
+            name = self._prefix + (quote(encoded, safe=_SAFE) if _NEEDS_QUOTING(encoded) else encoded)
         if len(name) > _MAX_KEY:
             name = self._prefix + "#" + hashlib.sha256(name.encode("utf-8")).hexdigest()
         return name
