@@ -48,9 +48,9 @@ def redis_server(namespace: dict[str, Any]) -> None:
     import atexit
 
     sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from redis_server import RedisServer
-
     import shutil
+
+    from redis_server import RedisServer
 
     binary = shutil.which("redis-server")
     if binary is None:
