@@ -10,9 +10,13 @@ instead of loading it.
 Where the waiting happens: on the waiter's dispatching thread, in its batch
 call, after it has sent the keys it owns (so two loaders that each own a key
 the other waits for both make progress), outside every lock, for at most
-``timeout`` seconds in all.  A waiter on the owner's own thread never waits
-(the owner may need that thread to finish: a GraphQL execution completes its
-batches there), it loads the key itself.  Keys whose flight failed (the
+``timeout`` seconds in all.  A waiter never waits for a flight whose owner
+may need the waiter's thread, or is stuck where the waiter would be: a
+flight of its own thread (a GraphQL execution completes its batches there),
+or one whose owner's thread is itself waiting for flights (two requests each
+owning what the other waits for, their batch futures settled by their own
+execution loops, would otherwise hold each other up until the timeout) —
+it loads the key itself.  Keys whose flight failed (the
 batch raised, or the key's value is an exception), was lost (never landed
 within ``timeout``), or ran past the deadline are loaded by the waiter's own
 batch function, on its own thread, as if there were no flight: nothing waits
@@ -70,8 +74,9 @@ class SingleFlight:
     def __init__(self, timeout: Any = 10.0, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.timeout = seconds("single_flight_timeout", timeout, positive=True)
         self._clock = clock
-        self._lock = threading.Lock()  # guards _flights and the done/ok/value/event of every flight
+        self._lock = threading.Lock()  # guards _flights, _waiting and the done/ok/value/event of every flight
         self._flights: dict[Hashable, _Flight] = {}
+        self._waiting: dict[int, int] = {}  # thread id -> how many of its calls are in wait()
 
     def __len__(self) -> int:
         return len(self._flights)
@@ -135,19 +140,36 @@ class SingleFlight:
     def wait(self, flights: Sequence[_Flight]) -> list[tuple[bool, Any]]:
         """Wait (no lock held) for *flights*, at most ``timeout`` seconds in all.
 
+        A flight whose owner's thread is itself waiting here is not waited
+        for: its batch may need that thread to complete (a batch future that
+        a GraphQL execution settles on its own thread), and that thread may be
+        waiting for one of ours — two requests would hold each other up until
+        the timeout.  The one that comes second loads the key itself.
+
         Returns:
             ``(True, value)`` for each flight that landed a value in time,
-            ``(False, None)`` for the others (failed, lost or late).
+            ``(False, None)`` for the others (failed, lost, late, or skipped).
         """
-        deadline = time.monotonic() + self.timeout
-        out: list[tuple[bool, Any]] = []
-        for flight in flights:
-            event = flight.event
-            if not flight.done and event is not None:
-                event.wait(max(0.0, deadline - time.monotonic()))
+        me = threading.get_ident()
+        with self._lock:
+            waiting = self._waiting
+            skip = [not f.done and f.thread in waiting for f in flights]
+            waiting[me] = waiting.get(me, 0) + 1
+        try:
+            deadline = time.monotonic() + self.timeout
+            for flight, skipped in zip(flights, skip):
+                event = flight.event
+                if not skipped and not flight.done and event is not None:
+                    event.wait(max(0.0, deadline - time.monotonic()))
+        finally:
             with self._lock:
-                out.append((flight.ok, flight.value) if flight.done else (False, None))
-        return out
+                left = self._waiting[me] - 1
+                if left:
+                    self._waiting[me] = left
+                else:
+                    del self._waiting[me]
+        with self._lock:
+            return [(f.ok, f.value) if f.done else (False, None) for f in flights]
 
 
 _FAILED = Exception("the flight's batch failed")

@@ -697,3 +697,43 @@ def test_DataLoader_single_flight_dispatch_future_holds_hits_owned_and_waited_ke
     assert many.result(TIMEOUT) == ["fast a", "slow w", "cached", "fast b"]
     stats = waiter.statistics()
     assert stats.batch_load_count == 2 and stats.value_cache_hit_count == 1
+
+
+def test_DataLoader_single_flight_two_requests_owning_what_the_other_waits_for_do_not_hold_each_other_up():
+    from dataloader_sync import Future
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(600.0)  # waiting for each other would outlast the test's timeout
+    both_own = threading.Barrier(2)
+    calls: list[list[Any]] = []
+
+    def request(own: str, other: str) -> list[Any]:
+        pending: Future[list[Any]] = Future()  # settled by this thread once its dispatches returned,
+        # as a GraphQL execution settles a batch future on its own thread
+
+        def owner_batch(keys):
+            calls.append(list(keys))
+            return pending
+
+        def waiter_batch(keys):
+            calls.append(list(keys))
+            return [f"self {k}" for k in keys]
+
+        owner = DataLoader(owner_batch, value_cache=vc)
+        owned = owner.load(own)
+        owner.dispatch()  # owns its key's flight; the batch is still pending
+        both_own.wait(TIMEOUT)
+        waiter = DataLoader(waiter_batch, value_cache=vc)
+        waited = waiter.load(other)
+        waiter.dispatch()  # the other's flight: wait for it, or (second to come) load it
+        pending.set_result([f"owner {own}"])
+        return [owned.result(TIMEOUT), waited.result(TIMEOUT)]
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        one = pool.submit(request, "x", "y")
+        two = pool.submit(request, "y", "x")
+        results = [one.result(TIMEOUT), two.result(TIMEOUT)]
+    assert sorted(r[0] for r in results) == ["owner x", "owner y"]
+    waited = sorted(r[1] for r in results)
+    assert waited in (["owner x", "self y"], ["owner y", "self x"], ["self x", "self y"]), waited
