@@ -34,11 +34,15 @@ Guarantees:
   code runs here.  Waiting (``wait``) holds no lock.
 - A flight is landed only by its owner (the loader future that owns the key),
   so a stale owner landing late cannot disturb a newer flight.
+- A forked child starts with no flights (their owners are parent threads)
+  and a new lock.
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
+import weakref
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
@@ -77,6 +81,13 @@ class SingleFlight:
         self._lock = threading.Lock()  # guards _flights, _waiting and the done/ok/value/event of every flight
         self._flights: dict[Hashable, _Flight] = {}
         self._waiting: dict[int, int] = {}  # thread id -> how many of its calls are in wait()
+        _ALL.add(self)
+
+    def _after_fork_in_child(self) -> None:
+        """The owners of the flights in the air are threads the child does not have: forget them (no user code)."""
+        self._lock = threading.Lock()
+        self._flights = {}
+        self._waiting = {}
 
     def __len__(self) -> int:
         return len(self._flights)
@@ -173,3 +184,13 @@ class SingleFlight:
 
 
 _FAILED = Exception("the flight's batch failed")
+_ALL: weakref.WeakSet[SingleFlight] = weakref.WeakSet()  # for the at-fork hook
+
+
+def _after_fork_in_child() -> None:
+    for flights in list(_ALL):  # the child has one thread: no lock needed
+        flights._after_fork_in_child()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

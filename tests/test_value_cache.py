@@ -9,6 +9,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -737,3 +740,63 @@ def test_DataLoader_single_flight_two_requests_owning_what_the_other_waits_for_d
     assert sorted(r[0] for r in results) == ["owner x", "owner y"]
     waited = sorted(r[1] for r in results)
     assert waited in (["owner x", "self y"], ["owner y", "self x"], ["self x", "self y"]), waited
+
+
+SINGLE_FLIGHT_FORKS = textwrap.dedent("""
+    import os, threading
+    from dataloader_sync import MISSING, DataLoader, ValueCache
+    from dataloader_sync._single_flight import SingleFlight
+
+    class Dict(ValueCache):
+        def __init__(self): self.data = {}
+        def get_values(self, keys): return [self.data.get(k, MISSING) for k in keys]
+        def set_values(self, keys, values): self.data.update(zip(keys, values))
+        def delete(self, key): self.data.pop(key, None)
+        def clear(self): self.data.clear()
+
+    vc = Dict()
+    vc.flights = SingleFlight(600.0)
+    in_air, release = threading.Event(), threading.Event()
+    def slow(keys):
+        in_air.set()
+        release.wait(30)
+        return ["parent"] * len(keys)
+    owner = DataLoader(slow, value_cache=vc)
+    owner.load("k")
+    t = threading.Thread(target=owner.dispatch)
+    t.start()
+    in_air.wait(30)  # a flight of another thread is in the air at every fork
+    bad = 0
+    for i in range(20):
+        held, go = threading.Event(), threading.Event()
+        def hold():
+            with vc.flights._lock:
+                held.set()
+                go.wait(30)
+        h = threading.Thread(target=hold)
+        h.start()
+        held.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            loader = DataLoader(lambda keys: ["child"] * len(keys), value_cache=vc)
+            fut = loader.load("k")
+            loader.dispatch()  # neither the held lock nor the parent's flight holds it up
+            os._exit(0 if fut.result(5) == "child" else 1)
+        go.set()
+        h.join()
+        _, status = os.waitpid(pid, 0)
+        bad += status != 0
+    release.set()
+    t.join()
+    print(bad)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_SingleFlight_in_a_child_forked_with_its_lock_held_and_a_flight_in_the_air():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", SINGLE_FLIGHT_FORKS], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
