@@ -800,3 +800,41 @@ def test_SingleFlight_in_a_child_forked_with_its_lock_held_and_a_flight_in_the_a
                          text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+def test_DataLoader_single_flight_under_concurrent_graphene_executions_one_batch_call_per_key():
+    graphene = pytest.importorskip("graphene")
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    vc = DictValueCache()
+    flights = CountingFlights()
+    vc.flights = flights  # type: ignore[attr-defined]
+    n = 8
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+
+    def batch(ids):
+        with lock:
+            calls.append(list(ids))
+        assert flights.wait_for_joins(2 * n)  # every request has joined: the others wait for this call
+        return [f"title {i}" for i in ids]
+
+    class Query(graphene.ObjectType):
+        title = graphene.String(id=graphene.Int(required=True))
+
+        def resolve_title(root, info, id):
+            return info.context["title"].load(id).then(lambda t: t.upper())
+
+    schema = graphene.Schema(query=Query)
+    start = threading.Barrier(n)
+
+    def request(_: int) -> Any:
+        context = {"title": DataLoader(batch, value_cache=vc)}
+        start.wait(TIMEOUT)
+        return schema.execute("{ a: title(id: 1) b: title(id: 2) }", context_value=context,
+                              execution_context_class=DataLoaderExecutionContext)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        results = list(pool.map(request, range(n)))
+    assert all(not r.errors and r.data == {"a": "TITLE 1", "b": "TITLE 2"} for r in results), results
+    assert calls == [[1, 2]]

@@ -312,6 +312,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         pipe.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": names},
                                                separators=(",", ":")))
         pipe.execute()
+        if near is not None:  # again: a lookup of ours that read Redis before the DEL must not keep its value
+            near.evict(names)
 
     def clear(self) -> None:
         """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic), and every near entry."""
