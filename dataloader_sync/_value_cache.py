@@ -91,7 +91,15 @@ class ValueCache(abc.ABC, Generic[K, V]):
     instance at once.  A method that raises an ``Exception`` never fails a
     load (see the module notes); it should bound its own waiting (e.g. a
     client socket timeout).
+
+    Attributes:
+        breaker: the ``Breaker`` in front of this cache, or None for none.
+            Left unset (the default), a breaker with a cool-down of
+            ``DEFAULT_COOL_DOWN`` (5 s), named after the cache's ``prefix``
+            attribute or its class, is made on first use.
     """
+
+    breaker: Optional[Breaker]  # declared, not set: unset means "make one" (see breaker_of)
 
     @abc.abstractmethod
     def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
