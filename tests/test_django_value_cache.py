@@ -313,6 +313,56 @@ def test_DjangoValueCache_callable_ttl_and_negative_ttl_on_RedisCache(redis_serv
         raw.close()
 
 
+def test_DjangoValueCache_single_flight_32_threads_make_one_batch_call_per_key():
+    # On LocMemCache: Django's RedisCache makes a connection pool per thread that nothing closes.
+    import concurrent.futures as cf
+
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    with override_settings(CACHES={"default": LOCMEM, "shared": dict(LOCMEM, LOCATION="single-flight")}):
+        _single_flight_stampede(DjangoValueCache("shared", prefix="sf:", single_flight=True), cf)
+
+
+def _single_flight_stampede(vc: Any, cf: Any) -> None:
+    assert vc.flights is not None
+    n = 32
+    joined = threading.Condition()
+    counts = [0]
+    join = vc.flights.join
+
+    def counting_join(*args: Any) -> Any:
+        out = join(*args)
+        with joined:
+            counts[0] += 1
+            joined.notify_all()
+        return out
+
+    vc.flights.join = counting_join  # type: ignore[method-assign]
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        with joined:  # hold the flight until every request has joined it
+            assert joined.wait_for(lambda: counts[0] == n, TIMEOUT)
+        return [{"key": k} for k in keys]
+
+    start = threading.Barrier(n)
+
+    def request(_: int) -> Any:
+        loader = DataLoader(batch, value_cache=vc)
+        fut = loader.load("hot")
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return fut.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        assert list(pool.map(request, range(n))) == [{"key": "hot"}] * n
+    assert calls == [["hot"]]
+    assert vc.get_values(["hot"]) == [{"key": "hot"}]
+
+
 def test_DjangoValueCache_checks_the_cache_tier_arguments_at_once():
     from dataloader_sync.django import DjangoValueCache
 
