@@ -45,8 +45,11 @@ from collections.abc import Sequence
 from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
 from ._breaker import Breaker
-from ._single_flight import SingleFlight
-from ._time import seconds
+from ._cache_tier import DEFAULT_COOL_DOWN as DEFAULT_COOL_DOWN
+from ._cache_tier import breaker_of as breaker_of
+from ._cache_tier import check_prefix as check_prefix
+from ._cache_tier import check_ttl as check_ttl
+from ._cache_tier import flights_of as flights_of
 
 __all__ = ["MISSING", "ValueCache"]
 
@@ -56,10 +59,6 @@ V = TypeVar("V")
 _LOGGER = logging.getLogger("dataloader_sync")
 
 LOG_INTERVAL = 60.0  # seconds between two warnings about the same failing value cache
-# The breaker's default cool-down: long enough that an outage costs a request
-# a client timeout at most once per 5 s per process (not on every request),
-# short enough that a cache that is back is used again within seconds.
-DEFAULT_COOL_DOWN = 5.0
 
 
 class _Missing(enum.Enum):
@@ -224,139 +223,6 @@ def check_value_cache(value_cache: Any) -> Any:
     ):
         raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
     return value_cache
-
-
-def check_prefix(prefix: Any) -> str:
-    """A shared cache's key prefix.
-
-    Raises:
-        TypeError: not a str; ValueError: empty (loaders sharing a store need their own prefixes).
-    """
-    if not isinstance(prefix, str):
-        raise TypeError("prefix must be a str")
-    if not prefix:
-        raise ValueError("prefix must not be empty")
-    return prefix
-
-
-def check_ttl(ttl: Any) -> Optional[float]:
-    """A time to live in seconds (a number or a ``timedelta``), or None for none.
-
-    Raises:
-        TypeError: not a number, timedelta or None; ValueError: not finite and > 0.
-    """
-    if ttl is None:
-        return None
-    return seconds("ttl", ttl, positive=True)  # the one rule for every delay (see _time)
-
-
-def check_ttl_rule(ttl: Any) -> Any:
-    """``ttl=`` of a shared cache: seconds, a ``timedelta``, None, or a callable ``(key, value) -> seconds | None``.
-
-    Raises:
-        TypeError, ValueError: as ``check_ttl`` for a non-callable.
-    """
-    return ttl if callable(ttl) and not isinstance(ttl, type) else check_ttl(ttl)
-
-
-def ttl_of(rule: Any, key: Any, value: Any) -> Optional[float]:
-    """The seconds *value* of *key* lives under *rule* (None: no expiry).
-
-    Raises:
-        TypeError, ValueError: the callable returned something that is not a valid ttl.
-        Exception: what the callable raised.
-    """
-    if not callable(rule):
-        return rule  # type: ignore[no-any-return]
-    return check_ttl(rule(key, value))
-
-
-def check_negative_ttl(negative_ttl: Any) -> Optional[float]:
-    """``negative_ttl=``: seconds a ``None`` value lives, or None (``None`` values follow ``ttl``).
-
-    Raises:
-        TypeError, ValueError: not a number of seconds > 0 (or a timedelta), nor None.
-    """
-    return None if negative_ttl is None else seconds("negative_ttl", negative_ttl, positive=True)
-
-
-def make_breaker(name: str, cool_down: Any, clock: Callable[[], float]) -> Optional[Breaker]:
-    """The breaker of a shared cache: None when ``cool_down`` is 0.
-
-    Raises:
-        TypeError, ValueError: ``cool_down`` is not a number of seconds >= 0 (or a timedelta).
-    """
-    value = seconds("cool_down", cool_down)
-    if value < 0:
-        raise ValueError("cool_down must be >= 0 (0 turns the breaker off)")
-    return None if value == 0 else Breaker(name, value, clock=clock)
-
-
-def make_single_flight(single_flight: Any, timeout: Any, clock: Callable[[], float]) -> Optional[SingleFlight]:
-    """The flights of a shared cache, or None when ``single_flight`` is False.
-
-    Raises:
-        TypeError: ``single_flight`` is not a bool; TypeError, ValueError: a bad timeout.
-    """
-    if not isinstance(single_flight, bool):
-        raise TypeError("single_flight must be a bool")
-    flights = SingleFlight(timeout, clock=clock)  # checks the timeout even when off
-    return flights if single_flight else None
-
-
-class _DefaultBreakers:
-    """The breakers made for value caches that carry no ``breaker`` attribute (thread-safe).
-
-    Found by ``id()`` and checked against a weak reference (a new cache at a
-    dead one's address gets a new breaker); ``_lock`` guards ``_table``.
-    """
-
-    MAX_ENTRIES = 256
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()  # guards _table
-        self._table: dict[int, tuple[Callable[[], Any], Breaker]] = {}
-        if hasattr(os, "register_at_fork"):
-            ref = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
-
-    def get(self, cache: Any) -> Optional[Breaker]:
-        entry = self._table.get(id(cache))
-        if entry is not None and entry[0]() is cache:
-            return entry[1]
-        try:
-            ref: Callable[[], Any] = weakref.ref(cache)
-        except TypeError:
-            return None  # no weak reference: the rate-limited failure log alone
-        name = getattr(cache, "prefix", None)
-        breaker = Breaker(name if isinstance(name, str) else type(cache).__qualname__, DEFAULT_COOL_DOWN)
-        with self._lock:
-            entry = self._table.get(id(cache))
-            if entry is not None and entry[0]() is cache:
-                return entry[1]
-            if len(self._table) >= self.MAX_ENTRIES:
-                for k in [k for k, e in self._table.items() if e[0]() is None] or [next(iter(self._table))]:
-                    del self._table[k]
-            self._table[id(cache)] = (ref, breaker)
-        return breaker
-
-
-_DEFAULT_BREAKERS = _DefaultBreakers()
-_NONE = object()
-
-
-def breaker_of(value_cache: Any) -> Optional[Breaker]:
-    """The breaker in front of *value_cache*: its ``breaker`` attribute, or one made for it (see the notes)."""
-    breaker = getattr(value_cache, "breaker", _NONE)
-    if breaker is _NONE:
-        return _DEFAULT_BREAKERS.get(value_cache)
-    return breaker if isinstance(breaker, Breaker) else None
-
-
-def flights_of(value_cache: Any) -> Optional[SingleFlight]:
-    """The single-flight table of *value_cache* (its ``flights`` attribute), or None."""
-    flights = getattr(value_cache, "flights", None)
-    return flights if isinstance(flights, SingleFlight) else None
 
 
 def _failed(value_cache: Any, breaker: Optional[Breaker], what: str, exc: BaseException) -> None:

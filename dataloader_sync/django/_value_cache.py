@@ -35,12 +35,8 @@ from urllib.parse import quote
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 
-from .._shared_keys import encode_key
-from .._value_cache import (
+from .._cache_tier import (
     DEFAULT_COOL_DOWN,
-    MISSING,
-    ValueCache,
-    _FailureLog,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
@@ -48,6 +44,8 @@ from .._value_cache import (
     make_single_flight,
     ttl_of,
 )
+from .._shared_keys import encode_key
+from .._value_cache import MISSING, ValueCache, _FailureLog
 
 _BAD_TTL = _FailureLog()  # values the ttl callable could not give a ttl, per cache
 

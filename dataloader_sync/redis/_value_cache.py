@@ -31,13 +31,8 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional
 
-from .._shared_keys import encode_key
-from .._time import seconds
-from .._value_cache import (
+from .._cache_tier import (
     DEFAULT_COOL_DOWN,
-    MISSING,
-    ValueCache,
-    _FailureLog,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
@@ -45,6 +40,9 @@ from .._value_cache import (
     make_single_flight,
     ttl_of,
 )
+from .._shared_keys import encode_key
+from .._time import seconds
+from .._value_cache import MISSING, ValueCache, _FailureLog
 from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
