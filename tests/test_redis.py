@@ -829,3 +829,36 @@ def test_RedisValueCache_near_cache_in_forked_children_starts_empty_with_a_liste
                          capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+def test_RedisValueCache_near_cache_on_a_cluster_is_invalidated_through_cluster_pub_sub(redis_cluster):
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in redis_cluster.ports],
+                           socket_timeout=5)
+    writer = RedisValueCache(cluster, prefix="cn:", near_cache=10)
+    reader = RedisValueCache(cluster, prefix="cn:", near_cache=10)  # another near cache: as another process's
+    try:
+        assert writer.wait_near_cache_live(TIMEOUT) and reader.wait_near_cache_live(TIMEOUT)
+        near = reader._near
+        assert near is not None
+        wait = threading.Event()
+
+        def until(condition: Any) -> None:
+            for _ in range(500):  # the listener acts within milliseconds: a bounded wait for it
+                if condition():
+                    return
+                wait.wait(0.01)
+
+        seen = near.generation
+        writer.set_values([1, 2], ["a", "b"])  # its message reaches the reader's listener (which evicts)
+        until(lambda: near.generation > seen)
+        assert near.generation > seen
+        assert reader.get_values([1, 2]) == ["a", "b"] and len(near) == 2
+        writer.invalidate([1])  # DEL per slot, then PUBLISH (a cluster pipeline refuses PUBLISH)
+        until(lambda: near.get(["cn:1"]) == [MISSING])
+        assert reader.get_values([1, 2]) == [MISSING, "b"]
+    finally:
+        writer.close()
+        reader.close()
+        cluster.close()

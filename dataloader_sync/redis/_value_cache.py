@@ -137,7 +137,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         self._dumps: Callable[[Any], Any] = dumps or _json_dumps
         self._loads: Callable[[Any], Any] = loads or json.loads
         # A cluster client: one MGET per slot, pipelined per node (a plain MGET must stay in one slot).
-        self._mget: Callable[[list[str]], Any] = getattr(client, "mget_nonatomic", None) or client.mget
+        self._cluster = callable(getattr(client, "mget_nonatomic", None))
+        self._mget: Callable[[list[str]], Any] = client.mget_nonatomic if self._cluster else client.mget
         self.breaker = make_breaker(self._prefix, cool_down, clock)
         self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
         if isinstance(near_cache, bool) or not isinstance(near_cache, int):
@@ -265,8 +266,9 @@ class RedisValueCache(ValueCache[Any, Any]):
         if len(pipe):
             if near is not None:  # the other processes' near entries of these keys are stale now
                 generation = near.generation
-                pipe.publish(self._channel, near.message(names))
-            pipe.execute()
+                self._publish(pipe, near.message(names))
+            else:
+                pipe.execute()
             if near is not None:
                 near.put(names, written, generation)
         if failed:
@@ -302,16 +304,25 @@ class RedisValueCache(ValueCache[Any, Any]):
         if near is not None:
             near.evict(names)
         pipe = self._client.pipeline(transaction=False)
-        if hasattr(self._client, "mget_nonatomic"):  # a cluster: one DEL per key (their slots differ)
+        if self._cluster:  # one DEL per key (their slots differ)
             for name in names:
                 pipe.delete(name)
         else:
             pipe.delete(*names)
-        pipe.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": names},
-                                               separators=(",", ":")))
-        pipe.execute()
+        self._publish(pipe, json.dumps({"s": "" if near is None else near.sender, "k": names},
+                                       separators=(",", ":")))
         if near is not None:  # again: a lookup of ours that read Redis before the DEL must not keep its value
             near.evict(names)
+
+    def _publish(self, pipe: Any, message: str) -> None:
+        """Run *pipe* with a ``PUBLISH`` of *message* on the cache's channel: in the same round trip, or
+        (a cluster pipeline refuses ``PUBLISH``) right after it."""
+        if self._cluster:
+            pipe.execute()
+            self._client.publish(self._channel, message)
+        else:
+            pipe.publish(self._channel, message)
+            pipe.execute()
 
     def clear(self) -> None:
         """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic), and every near entry."""
