@@ -862,3 +862,26 @@ def test_RedisValueCache_near_cache_on_a_cluster_is_invalidated_through_cluster_
         writer.close()
         reader.close()
         cluster.close()
+
+
+def test_RedisValueCache_probe_of_an_open_breaker_asks_Redis_not_the_near_cache(own_server):
+    clock = FakeClock()
+    c = make_client(own_server, timeout=0.5)
+    vc = RedisValueCache(c, prefix="np:", near_cache=10, clock=clock)
+    try:
+        assert vc.wait_near_cache_live(TIMEOUT)
+        vc.set_values([1], ["one"])  # in the near cache
+        assert own_server.proc is not None
+        os.kill(own_server.proc.pid, signal.SIGSTOP)  # frozen: the listener cannot tell
+        try:
+            assert load_all(DataLoader(Batch(), value_cache=vc), [2]) == [Batch.value(2)]  # MGET times out
+            assert vc.breaker is not None and vc.breaker.is_open
+            clock.advance(5.0)
+            mgets = c.mgets
+            assert load_all(DataLoader(Batch(), value_cache=vc), [1]) == [Batch.value(1)]  # the probe times out
+            assert c.mgets == mgets + 1 and vc.breaker.is_open  # a near hit did not close it
+        finally:
+            os.kill(own_server.proc.pid, signal.SIGCONT)
+    finally:
+        vc.close()
+        c.close()

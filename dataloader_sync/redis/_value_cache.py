@@ -195,7 +195,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         prefix = self._prefix
         names = [prefix + encode_key(k) for k in keys]
         near = self._near
-        if near is None:
+        breaker = self.breaker
+        if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
             return self._decode(self._mget(names))
         found = near.get(names)
         misses = [i for i, value in enumerate(found) if value is MISSING]
