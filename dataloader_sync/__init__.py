@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
 from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult
+from ._breaker import Breaker as Breaker
 from ._dataloader import DataLoader as DataLoader
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
@@ -50,6 +51,7 @@ from ._worker import WorkerState as WorkerState
 __all__ = [
     "BatchLoadError",
     "BatchLoaderEnvironment",
+    "Breaker",
     "ChainedInstrumentation",
     "DISPATCH_ALWAYS",
     "DISPATCH_NEVER",

@@ -150,6 +150,16 @@ class _DispatchSink:
         if n_slices == 0:
             self.future._settle(self.values, None)
 
+    def add_slices(self, n_slices: int) -> None:
+        """While a report is still expected (one slice held back): *n_slices* more (may be -1)."""
+        with self.lock:
+            if self.slices_left == 0:
+                return  # already decided (a slice failed)
+            self.slices_left += n_slices
+            decided = self.slices_left == 0
+        if decided:
+            self.future._settle(self.values, None)
+
     def part(self, positions: list[int]) -> _SinkPart:
         """A sink for a sub-queue whose load j is load ``positions[j]`` of this dispatch."""
         return _SinkPart(self, positions)

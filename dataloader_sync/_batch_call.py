@@ -47,6 +47,7 @@ from ._batch import (
 from ._executor import ScheduledExecutor
 from ._future import Future, settle_many
 from ._instrumentation import DataLoaderInstrumentation
+from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
 
 if TYPE_CHECKING:  # typing only: _dataloader imports this module
@@ -91,11 +92,14 @@ class _BatchCall:
     def _send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
         if self._value_cache is not None:
             # The value-cache step, between taking the queue and the batch
-            # calls: hits settle here, only the misses go on.
-            rest = self._settle_value_cache_hits(queue, sink)
-            if rest is None:
-                return
-            queue, sink = rest
+            # calls: hits settle here, only the misses go on (and, with single
+            # flight, only those no other thread is loading already).
+            self._send_through_value_cache(queue, sink)
+            return
+        self._send_slices(queue, sink)
+
+    def _send_slices(self, queue: _Queue, sink: Optional[Any]) -> None:
+        """The batch calls of *queue*: one, or one per ``max_batch_size`` slice."""
         size = self._max_batch_size
         if size is None or len(queue) <= size:
             self._call_batch(queue, sink, 0)
@@ -107,7 +111,11 @@ class _BatchCall:
                     self._abandon(queue.slice(i + size, len(queue)), exc, sink)
                     raise
 
-    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional[_DispatchSink] = None) -> None:
+    def _slices(self, n_keys: int) -> int:
+        size = self._max_batch_size or n_keys or 1
+        return -(-n_keys // size)
+
+    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional[Any] = None) -> None:
         """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
         if not rest:
             return
@@ -118,18 +126,79 @@ class _BatchCall:
         self._fail_keys(rest, error, sink)
 
     # -- the value cache -----------------------------------------------------------
-    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[Any]) -> Optional[tuple[_Queue, Any]]:
+    def _send_through_value_cache(self, queue: _Queue, sink: Optional[_DispatchSink]) -> None:
+        """Look up, settle the hits, send the misses (waiting for other threads' flights, if any)."""
+        misses = self._settle_value_cache_hits(queue, sink)
+        if misses is None:
+            return
+        flights = _value_cache.flights_of(self._value_cache)
+        if flights is None:
+            own, waiting = misses, list[tuple[int, Any]]()
+        else:
+            own, waiting = flights.join(queue.cached_under(), queue.futures, misses)
+        n_own = self._slices(len(own))
+        if sink is not None and (len(own) != len(queue) or waiting):
+            # The slices the dispatch's future waits for: ours, plus one held
+            # back for the waiting keys until their flights are decided.
+            sink.expect(n_own + (1 if waiting else 0))
+        if own:
+            whole = len(own) == len(queue)
+            try:
+                self._send_slices(queue if whole else queue.take(own),
+                                  sink if whole or sink is None else sink.part(own))
+            except BaseException as exc:  # not an Exception: the waiting keys settle too
+                if waiting:
+                    rest = [i for i, _ in waiting]
+                    self._abandon(queue.take(rest), exc, None if sink is None else sink.part(rest))
+                raise
+        if waiting:
+            self._wait_for_flights(flights, queue, sink, waiting)  # type: ignore[arg-type]
+
+    def _wait_for_flights(self, flights: SingleFlight, queue: _Queue, sink: Optional[_DispatchSink],
+                          waiting: list[tuple[int, Any]]) -> None:
+        """Settle the keys other threads loaded; load those whose flight failed or was late."""
+        outcomes = flights.wait([flight for _, flight in waiting])  # no lock held, bounded
+        futures = queue.futures
+        fallback: list[int] = []
+        escaped: Optional[BaseException] = None
+        for (i, _), (ok, value) in zip(waiting, outcomes):
+            if not ok:
+                fallback.append(i)
+                continue
+            if sink is not None:
+                sink.values[i] = value
+            try:
+                futures[i]._settle(value, None)
+            except BaseException as exc:  # a callback's: settle the others first
+                if escaped is None:
+                    escaped = exc
+        if escaped is not None:
+            if fallback:
+                self._abandon(queue.take(fallback), escaped, None if sink is None else sink.part(fallback))
+            elif sink is not None:
+                sink.add_slices(-1)
+            raise escaped
+        if not fallback:
+            if sink is not None:
+                sink.add_slices(-1)  # the held-back slice: every waiting key landed
+            return
+        if sink is not None:
+            sink.add_slices(self._slices(len(fallback)) - 1)
+        self._send_slices(queue.take(fallback), None if sink is None else sink.part(fallback))
+
+    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[_DispatchSink]) -> Optional[list[int]]:
         """Look the dispatch's keys up with one ``get_values``; settle the hits.
 
         Returns:
-            The misses and the sink their slices report to; None when every
-            key was a hit (the dispatch is complete).
+            The positions of the misses in *queue*; None when every key was a
+            hit (the dispatch is complete).
         """
         try:
             found = _value_cache.look_up(self._value_cache, list(queue.cached_under()))
         except BaseException as exc:  # not an Exception (those are logged): every key settles first
             self._fail_keys(queue, exc, sink)
             raise
+        # The one place where a lookup's hits and misses are known.
         hits = [] if found is None else [i for i, value in enumerate(found) if value is not MISSING]
         with self._lock:
             self._value_cache_hit_count += len(hits)
@@ -138,35 +207,35 @@ class _BatchCall:
             _instr.value_cache_lookup(self._instrumentation, cast("DataLoader[Any, Any]", self),
                                       len(hits), len(queue) - len(hits))
         if not hits:
-            return queue, sink
+            return list(range(len(queue)))
         assert found is not None
+        if len(hits) == len(found):  # every key a hit (a warm cache): the lean path
+            try:
+                settle_many(self._lock, queue.futures, found)  # every key settles before a callback's raise
+            finally:
+                if sink is not None:
+                    sink.values[:] = found
+                    sink.expect(0)  # the dispatch's future settles now
+            return None
         misses = [i for i, value in enumerate(found) if value is MISSING]
         futures = queue.futures
         # A callback's BaseException (see Future._invoke_callbacks) must not
         # leave keys pending: settle every hit, abandon the misses, then re-raise.
         escaped: Optional[BaseException] = None
-        for i in hits:
-            try:
-                futures[i]._settle(found[i], None)
-            except BaseException as exc:
-                if escaped is None:
-                    escaped = exc
+        try:
+            settle_many(self._lock, [futures[i] for i in hits], [found[i] for i in hits])
+        except BaseException as exc:
+            escaped = exc
         if sink is not None:
+            values = sink.values
             for i in hits:
-                sink.values[i] = found[i]
-        rest = queue.take(misses) if misses else None
+                values[i] = found[i]
         if escaped is not None:
-            if rest is None:
-                if sink is not None:
-                    sink.expect(0)
-            else:
-                self._abandon(rest, escaped, sink)
+            if sink is not None:
+                sink.expect(self._slices(len(misses)))
+            self._abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
             raise escaped
-        if sink is None:
-            return None if rest is None else (rest, None)
-        size = self._max_batch_size or len(misses) or 1
-        sink.expect(-(-len(misses) // size))  # 0: every key was a hit, the dispatch's future settles now
-        return None if rest is None else (rest, sink.part(misses))
+        return misses
 
     # -- the batch call --------------------------------------------------------
     def _call_batch(self, batch: _Queue, sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
@@ -311,7 +380,11 @@ class _BatchCall:
         if sink is not None:
             sink.report(offset, values, values[failed[0]] if failed else None)
         if self._value_cache is not None:  # after the loads settled: they do not wait for the write
-            _value_cache.write(self._value_cache, list(batch.cached_under()), values)
+            cks = list(batch.cached_under())
+            _value_cache.write(self._value_cache, cks, values)
+            flights = _value_cache.flights_of(self._value_cache)
+            if flights is not None:  # after the write: a miss from now on finds the value in the cache
+                flights.land(cks, batch.futures, values)
         if escaped is not None:
             raise escaped
 
@@ -345,13 +418,17 @@ class _BatchCall:
             self._batch_load_exception_count += 1
         self._fail_keys(batch, exc, sink)
 
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
+    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[Any]) -> None:
         """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
         with self._lock:
             self._load_error_count += len(batch)
             evict_error = self._evict_locked(batch)
         if evict_error is not None:
             self._cache_failed("delete", evict_error)
+        if self._value_cache is not None:
+            flights = _value_cache.flights_of(self._value_cache)
+            if flights is not None:  # the keys this batch owned: their waiters load them themselves
+                flights.land_failed(batch.cached_under(), batch.futures)
         escaped: Optional[BaseException] = None
         try:
             settle_many(self._lock, batch.futures, [exc] * len(batch.futures))

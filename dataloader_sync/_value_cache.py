@@ -21,6 +21,15 @@ Guarantees:
   the next message), and treated as all-miss on read, write skipped on write:
   a load never fails because of it, and waits at most as long as the cache's
   own client timeout.  A later success after failures is logged at INFO.
+- Every value cache sits behind a ``Breaker`` (``_breaker``): after a failed
+  call no loader of the process calls it (neither reads nor writes) for the
+  breaker's cool-down, then one call probes.  ``RedisValueCache`` and
+  ``DjangoValueCache`` carry their own (``cool_down=``); a cache of the
+  user's gets one made for it on first use (``DEFAULT_COOL_DOWN``, named
+  after its ``prefix`` attribute or its class), unless it has a ``breaker``
+  attribute of its own (a ``Breaker``, or None for none).  A cache with a
+  breaker is logged by it (one WARNING when it opens, one INFO when it
+  closes) instead of by the rate-limited failure log.
 - The value cache is user code: it is never called under the loader's lock.
 """
 from __future__ import annotations
@@ -35,7 +44,12 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
-from ._time import seconds
+from ._breaker import Breaker
+from ._cache_tier import DEFAULT_COOL_DOWN as DEFAULT_COOL_DOWN
+from ._cache_tier import breaker_of as breaker_of
+from ._cache_tier import check_prefix as check_prefix
+from ._cache_tier import check_ttl as check_ttl
+from ._cache_tier import flights_of as flights_of
 
 __all__ = ["MISSING", "ValueCache"]
 
@@ -76,7 +90,15 @@ class ValueCache(abc.ABC, Generic[K, V]):
     instance at once.  A method that raises an ``Exception`` never fails a
     load (see the module notes); it should bound its own waiting (e.g. a
     client socket timeout).
+
+    Attributes:
+        breaker: the ``Breaker`` in front of this cache, or None for none.
+            Left unset (the default), a breaker with a cool-down of
+            ``DEFAULT_COOL_DOWN`` (5 s), named after the cache's ``prefix``
+            attribute or its class, is made on first use.
     """
+
+    breaker: Optional[Breaker]  # declared, not set: unset means "make one" (see breaker_of)
 
     @abc.abstractmethod
     def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
@@ -169,7 +191,7 @@ class _FailureLog:
         _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
 
 
-def _reset_lock(ref: weakref.ref[_FailureLog]) -> None:
+def _reset_lock(ref: weakref.ref[Any]) -> None:
     log = ref()
     if log is not None:
         log._lock = threading.Lock()
@@ -203,46 +225,38 @@ def check_value_cache(value_cache: Any) -> Any:
     return value_cache
 
 
-def check_prefix(prefix: Any) -> str:
-    """A shared cache's key prefix.
-
-    Raises:
-        TypeError: not a str; ValueError: empty (loaders sharing a store need their own prefixes).
-    """
-    if not isinstance(prefix, str):
-        raise TypeError("prefix must be a str")
-    if not prefix:
-        raise ValueError("prefix must not be empty")
-    return prefix
-
-
-def check_ttl(ttl: Any) -> Optional[float]:
-    """A time to live in seconds (a number or a ``timedelta``), or None for none.
-
-    Raises:
-        TypeError: not a number, timedelta or None; ValueError: not finite and > 0.
-    """
-    if ttl is None:
-        return None
-    return seconds("ttl", ttl, positive=True)  # the one rule for every delay (see _time)
+def _failed(value_cache: Any, breaker: Optional[Breaker], what: str, exc: BaseException) -> None:
+    if breaker is None:
+        FAILURES.failed(value_cache, what, exc)
+    else:
+        breaker.failed(exc, what)
 
 
 def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
-    """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged).
+    """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged)
+    or its breaker is open.
 
     Raises:
         BaseException: what the cache raised when it is not an ``Exception``.
     """
+    breaker = breaker_of(value_cache)
+    if breaker is not None and not breaker.allow():
+        return None
     try:
-        found = list(value_cache.get_values(keys))
+        found = value_cache.get_values(keys)
+        if type(found) is not list:
+            found = list(found)
     except Exception as exc:
-        FAILURES.failed(value_cache, "get_values", exc)
+        _failed(value_cache, breaker, "get_values", exc)
         return None
     if len(found) != len(keys):
-        FAILURES.failed(value_cache, "get_values", ValueError(
+        _failed(value_cache, breaker, "get_values", ValueError(
             f"get_values returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
         return None
-    FAILURES.succeeded(value_cache)
+    if breaker is None:
+        FAILURES.succeeded(value_cache)
+    else:
+        breaker.succeeded()
     return found
 
 
@@ -257,9 +271,15 @@ def write(value_cache: Any, keys: list[Any], values: list[Any]) -> None:
         keys, values = [k for k, _ in pairs], [v for _, v in pairs]
     if not keys:
         return
+    breaker = breaker_of(value_cache)
+    if breaker is not None and not breaker.allow():
+        return
     try:
         value_cache.set_values(keys, values)
     except Exception as exc:
-        FAILURES.failed(value_cache, "set_values", exc)
+        _failed(value_cache, breaker, "set_values", exc)
         return
-    FAILURES.succeeded(value_cache)
+    if breaker is None:
+        FAILURES.succeeded(value_cache)
+    else:
+        breaker.succeeded()

@@ -43,4 +43,22 @@ def django_books(namespace: dict[str, Any]) -> None:
     namespace.update(Author=Author, Book=Book, Review=Review, BookNode=BookNode)
 
 
-STUBS: dict[str, Callable[[dict[str, Any]], None]] = {"django_books": django_books}
+def redis_server(namespace: dict[str, Any]) -> None:
+    """A redis-server of the block's own on a free port (stopped when the interpreter exits): ``REDIS_PORT``."""
+    import atexit
+
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import shutil
+
+    from redis_server import RedisServer
+
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("this page's blocks need a redis-server binary (apt-get install redis-server)")
+    server = RedisServer(binary)
+    server.start()
+    atexit.register(server.stop)
+    namespace["REDIS_PORT"] = server.port
+
+
+STUBS: dict[str, Callable[[dict[str, Any]], None]] = {"django_books": django_books, "redis_server": redis_server}

@@ -35,8 +35,9 @@ def _free_port() -> int:
 class RedisServer:
     """One redis-server process (no persistence) on 127.0.0.1:``port``."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, extra_args: tuple[str, ...] = ()) -> None:
         self.binary = binary
+        self.extra_args = extra_args
         self.port = 0
         self.proc: Optional[subprocess.Popen] = None
         self.dir = tempfile.mkdtemp(prefix="dataloader-sync-redis-")
@@ -58,7 +59,7 @@ class RedisServer:
     def _start_on(self, port: int) -> bool:
         proc = subprocess.Popen(
             [self.binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir, "--daemonize", "no", "--loglevel", "notice"],
+             "--dir", self.dir, "--daemonize", "no", "--loglevel", "notice", *self.extra_args],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         assert proc.stdout is not None
@@ -119,3 +120,59 @@ def running_redis_server() -> Iterator[RedisServer]:
 def redis_server() -> Iterator[RedisServer]:
     with running_redis_server() as server:
         yield server
+
+
+class RedisCluster:
+    """A Redis Cluster of ``n`` masters (no replicas) on loopback: ``ports``, ``startup_nodes()``."""
+
+    def __init__(self, servers: list[RedisServer]) -> None:
+        self.servers = servers
+
+    @property
+    def ports(self) -> list[int]:
+        return [s.port for s in self.servers]
+
+
+@contextlib.contextmanager
+def running_redis_cluster(n: int = 3) -> Iterator[RedisCluster]:
+    """*n* ``redis-server --cluster-enabled yes`` processes joined by ``redis-cli --cluster create``; stopped on exit.
+
+    Skips (fails under DATALOADER_SYNC_REQUIRE_REDIS=1) without ``redis-server`` or ``redis-cli``.
+    """
+    binary = redis_binary()
+    cli = shutil.which("redis-cli")
+    if cli is None:
+        reason = "no redis-cli binary on PATH (apt-get install redis-tools; .ci/run installs it)"
+        if os.environ.get("DATALOADER_SYNC_REQUIRE_REDIS") == "1":
+            pytest.fail(reason + ", and DATALOADER_SYNC_REQUIRE_REDIS=1 forbids skipping")
+        pytest.skip(reason)
+    servers = [RedisServer(binary, ("--cluster-enabled", "yes", "--cluster-node-timeout", "5000"))
+               for _ in range(n)]
+    try:
+        for server in servers:
+            server.start()
+        subprocess.run([cli, "--cluster", "create", *[f"127.0.0.1:{s.port}" for s in servers],
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, capture_output=True, timeout=START_TIMEOUT)
+        # Every node must see every slot served before a client may rely on the slot map.
+        deadline = time.monotonic() + START_TIMEOUT
+        pending = list(servers)
+        while pending:
+            out = subprocess.run([cli, "-p", str(pending[0].port), "cluster", "info"], capture_output=True,
+                                 text=True, timeout=START_TIMEOUT).stdout
+            if "cluster_state:ok" in out:
+                pending.pop(0)
+            elif time.monotonic() > deadline:
+                raise RuntimeError(f"the cluster did not become ready: {out}")
+            else:
+                select.select([], [], [], 0.05)  # the gossip needs a moment: poll, bounded by the deadline
+        yield RedisCluster(servers)
+    finally:
+        for server in servers:
+            server.stop()
+
+
+@pytest.fixture(scope="module")
+def redis_cluster() -> Iterator[RedisCluster]:
+    with running_redis_cluster() as cluster:
+        yield cluster

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime
 import importlib.util
+import logging
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,7 +21,9 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from redis_server import RedisServer, redis_server, running_redis_server  # noqa: F401
+from conftest import FakeClock
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+from redis_server import RedisServer, _free_port, redis_server, running_redis_server  # noqa: F401
 from value_cache_helpers import load_all, warnings_of
 
 from dataloader_sync import MISSING, DataLoader, _value_cache
@@ -28,6 +32,18 @@ TIMEOUT = 10.0
 LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "value-cache-tests"}
 
 pytestmark = pytest.mark.usefixtures("django_example_project")
+
+
+def _django_redis_cache() -> type:
+    from django.core.cache.backends.redis import RedisCache
+
+    return RedisCache
+
+
+def _django_locmem_cache() -> type:
+    from django.core.cache.backends.locmem import LocMemCache
+
+    return LocMemCache
 
 
 @pytest.fixture(autouse=True)
@@ -181,6 +197,187 @@ def test_DjangoValueCache_on_Djangos_redis_backend_degrades_when_the_server_is_g
             warned = warnings_of(caplog)
             assert len(warned) == 1 and len(batch.calls) == 4
             django_caches["shared"].close()
+
+
+class CountingRedisCache(_django_redis_cache()):  # type: ignore[misc]
+    """Django's own RedisCache, counting the get_many and set_many calls it is asked for."""
+
+    calls: list[str] = []
+
+    def get_many(self, keys, version=None):
+        CountingRedisCache.calls.append("get_many")
+        return super().get_many(keys, version=version)
+
+    def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
+        CountingRedisCache.calls.append("set_many")
+        return super().set_many(data, timeout=timeout, version=version)
+
+
+class HangingLocMemCache(_django_locmem_cache()):  # type: ignore[misc]
+    """A LocMemCache that, while ``hang`` is set, hangs for a while and then raises (a socket timeout)."""
+
+    hang = threading.Event()
+    calls: list[str] = []
+
+    def get_many(self, keys, version=None):
+        HangingLocMemCache.calls.append("get_many")
+        if HangingLocMemCache.hang.is_set():
+            threading.Event().wait(0.2)  # the client's timeout
+            raise TimeoutError("timed out")
+        return super().get_many(keys, version=version)
+
+    def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
+        HangingLocMemCache.calls.append("set_many")
+        if HangingLocMemCache.hang.is_set():
+            threading.Event().wait(0.2)
+            raise TimeoutError("timed out")
+        return super().set_many(data, timeout=timeout, version=version)
+
+
+def test_DjangoValueCache_on_RedisCache_at_a_dead_port_asks_it_once_per_cool_down(caplog):
+    from django.core.cache import caches as django_caches
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    dead = {"BACKEND": f"{__name__}.CountingRedisCache", "LOCATION": f"redis://127.0.0.1:{_free_port()}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1}}
+    clock = FakeClock()
+    CountingRedisCache.calls = []
+    with override_settings(CACHES={"default": LOCMEM, "shared": dead}):
+        vc = DjangoValueCache("shared", prefix="dead:", clock=clock)
+        batch = Batch()
+        for _ in range(5):
+            assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [
+                {"key": 1, "tuple": (1, 1)}, {"key": 2, "tuple": (2, 2)}]
+            clock.advance(0.5)
+        assert CountingRedisCache.calls == ["get_many"]  # one refused lookup, then skipped; no write tried
+        assert len(batch.calls) == 5 and vc.breaker is not None and vc.breaker.is_open
+        assert len(warnings_of(caplog)) == 1 and "dead:" in warnings_of(caplog)[0].getMessage()
+        clock.advance(3.0)
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        assert CountingRedisCache.calls == ["get_many", "get_many"]  # the probe (refused again)
+        django_caches["shared"].close()
+
+
+def test_DjangoValueCache_on_a_hanging_backend_pays_one_timeout_per_cool_down_then_probes(caplog):
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    hanging = {"BACKEND": f"{__name__}.HangingLocMemCache", "LOCATION": "hanging"}
+    clock = FakeClock()
+    HangingLocMemCache.calls = []
+    HangingLocMemCache.hang.set()
+    try:
+        with override_settings(CACHES={"default": LOCMEM, "shared": hanging}):
+            vc = DjangoValueCache("shared", prefix="hang:", cool_down=10, clock=clock)
+            batch = Batch()
+            for k in range(5):
+                assert load_all(DataLoader(batch, value_cache=vc), [k]) == [{"key": k, "tuple": (k, k)}]
+            assert HangingLocMemCache.calls == ["get_many"]
+            HangingLocMemCache.hang.clear()
+            clock.advance(10.0)
+            with caplog.at_level(logging.INFO, logger="dataloader_sync"):
+                load_all(DataLoader(batch, value_cache=vc), [7])  # the probe works; its write too
+            assert HangingLocMemCache.calls == ["get_many", "get_many", "set_many"]
+            assert vc.breaker is not None and not vc.breaker.is_open
+            assert vc.get_values([7]) == [{"key": 7, "tuple": (7, 7)}]
+            assert [r.levelno for r in caplog.records if "breaker" in r.getMessage()] == [logging.WARNING,
+                                                                                        logging.INFO]
+    finally:
+        HangingLocMemCache.hang.clear()
+
+
+def test_DjangoValueCache_callable_ttl_and_negative_ttl_on_RedisCache(redis_server):
+    from django.core.cache import caches as django_caches
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    shared = {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": redis_server.url,
+              "TIMEOUT": 123}
+    raw = raw_redis(redis_server)
+    try:
+        with override_settings(CACHES={"default": LOCMEM, "shared": shared}):
+            raw.flushall()
+            backend = django_caches["shared"]
+            vc = DjangoValueCache("shared", prefix="t:", ttl=lambda key, value: 1000 if key == "long" else None,
+                                  negative_ttl=7)
+            vc.set_values(["long", "default", "none"], ["v", "w", None])
+            ttl = {k: raw.ttl(backend.make_key(f't:"{k}"')) for k in ("long", "default", "none")}
+            assert 990 < ttl["long"] <= 1000 and 100 < ttl["default"] <= 123 and 0 < ttl["none"] <= 7, ttl
+            assert vc.get_values(["long", "default", "none"]) == ["v", "w", None]
+            backend.close()
+    finally:
+        raw.close()
+
+
+def test_DjangoValueCache_single_flight_32_threads_make_one_batch_call_per_key():
+    # On LocMemCache: Django's RedisCache makes a connection pool per thread that nothing closes.
+    import concurrent.futures as cf
+
+    from django.test import override_settings
+
+    from dataloader_sync.django import DjangoValueCache
+
+    with override_settings(CACHES={"default": LOCMEM, "shared": dict(LOCMEM, LOCATION="single-flight")}):
+        _single_flight_stampede(DjangoValueCache("shared", prefix="sf:", single_flight=True), cf)
+
+
+def _single_flight_stampede(vc: Any, cf: Any) -> None:
+    assert vc.flights is not None
+    n = 32
+    joined = threading.Condition()
+    counts = [0]
+    join = vc.flights.join
+
+    def counting_join(*args: Any) -> Any:
+        out = join(*args)
+        with joined:
+            counts[0] += 1
+            joined.notify_all()
+        return out
+
+    vc.flights.join = counting_join  # type: ignore[method-assign]
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        with joined:  # hold the flight until every request has joined it
+            assert joined.wait_for(lambda: counts[0] == n, TIMEOUT)
+        return [{"key": k} for k in keys]
+
+    start = threading.Barrier(n)
+
+    def request(_: int) -> Any:
+        loader = DataLoader(batch, value_cache=vc)
+        fut = loader.load("hot")
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return fut.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        assert list(pool.map(request, range(n))) == [{"key": "hot"}] * n
+    assert calls == [["hot"]]
+    assert vc.get_values(["hot"]) == [{"key": "hot"}]
+
+
+def test_DjangoValueCache_checks_the_cache_tier_arguments_at_once():
+    from dataloader_sync.django import DjangoValueCache
+
+    with pytest.raises(ValueError, match="cool_down must be >= 0"):
+        DjangoValueCache(prefix="p:", cool_down=-1)
+    with pytest.raises(TypeError, match="cool_down"):
+        DjangoValueCache(prefix="p:", cool_down="5")
+    with pytest.raises(ValueError, match="negative_ttl"):
+        DjangoValueCache(prefix="p:", negative_ttl=0)
+    with pytest.raises(TypeError, match="single_flight must be a bool"):
+        DjangoValueCache(prefix="p:", single_flight=1)
+    with pytest.raises(ValueError, match="single_flight_timeout"):
+        DjangoValueCache(prefix="p:", single_flight_timeout=0)
+    assert DjangoValueCache(prefix="p:", cool_down=0).breaker is None
+    assert DjangoValueCache(prefix="p:").breaker.cool_down == 5.0
 
 
 # -- the example project's optional setting ------------------------------------------------------

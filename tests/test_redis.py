@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import datetime
+import gc
 import json
 import logging
 import os
@@ -23,9 +24,10 @@ import pytest
 
 redis = pytest.importorskip("redis")
 
+from conftest import FakeClock  # noqa: E402
 from redis.backoff import NoBackoff  # noqa: E402
 from redis.retry import Retry  # noqa: E402
-from redis_server import RedisServer, redis_server, running_redis_server  # noqa: E402,F401
+from redis_server import RedisServer, redis_cluster, redis_server, running_redis_server  # noqa: E402,F401
 from value_cache_helpers import load_all, warnings_of  # noqa: E402
 
 from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
@@ -180,6 +182,65 @@ def test_RedisValueCache_expired_values_are_loaded_again(client):
     assert batch.calls == [["a"], ["a"]]
 
 
+def test_RedisValueCache_callable_ttl_and_negative_ttl(client, caplog):
+    seen: list[Any] = []
+
+    def ttl(key: Any, value: Any) -> Any:
+        seen.append((key, value))
+        return {"hot": 1000, "forever": None, "bad": -1}.get(key, 60)
+
+    vc = RedisValueCache(client, prefix="n:", ttl=ttl, negative_ttl=5)
+    assert vc.ttl is ttl
+    vc.set_values(["hot", "forever", "plain", "gone", "bad"], ["h", "f", "p", None, "b"])
+    assert 990_000 < client.pttl('n:"hot"') <= 1_000_000
+    assert client.pttl('n:"forever"') == -1  # None: no expiry
+    assert 0 < client.pttl('n:"plain"') <= 60_000
+    assert 0 < client.pttl('n:"gone"') <= 5_000  # a None value: negative_ttl, the callable is not asked
+    assert not client.exists('n:"bad"')  # a bad answer: not written, logged
+    assert ("gone", None) not in seen
+    assert vc.get_values(["gone"]) == [None]
+    warned = warnings_of(caplog)
+    assert len(warned) == 1 and "ttl must be" in warned[0].exc_text
+    assert vc.breaker is not None and not vc.breaker.is_open  # a bad ttl is no outage
+
+
+def test_RedisValueCache_negative_ttl_caches_None_results_of_a_mapped_loader(client):
+    vc = RedisValueCache(client, prefix="m:", ttl=3600, negative_ttl=2)
+    calls: list[list[int]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        return {k: f"row {k}" for k in keys if k % 2}  # a mapped loader: even keys have no row (None)
+
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == ["row 1", None]
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == ["row 1", None]
+    assert calls == [[1, 2]]
+    assert client.pttl("m:2") <= 2000 < client.pttl("m:1")
+
+
+def test_RedisValueCache_checks_the_cache_tier_arguments_at_once(client):
+    with pytest.raises(ValueError, match="cool_down must be >= 0"):
+        RedisValueCache(client, prefix="p:", cool_down=-1)
+    with pytest.raises(TypeError, match="cool_down"):
+        RedisValueCache(client, prefix="p:", cool_down=None)
+    for bad in (0, -2, float("nan")):
+        with pytest.raises(ValueError, match="negative_ttl"):
+            RedisValueCache(client, prefix="p:", negative_ttl=bad)
+    with pytest.raises(TypeError, match="negative_ttl"):
+        RedisValueCache(client, prefix="p:", negative_ttl="5")
+    with pytest.raises(TypeError, match="single_flight must be a bool"):
+        RedisValueCache(client, prefix="p:", single_flight="yes")
+    for bad in (0, -1, float("inf")):
+        with pytest.raises(ValueError, match="single_flight_timeout"):
+            RedisValueCache(client, prefix="p:", single_flight=True, single_flight_timeout=bad)
+    with pytest.raises(TypeError, match="ttl"):
+        RedisValueCache(client, prefix="p:", ttl=int)  # a class is not a ttl rule
+    with pytest.raises(TypeError, match="clock"):
+        RedisValueCache(client, prefix="p:", clock=5)
+    vc = RedisValueCache(client, prefix="p:", cool_down=datetime.timedelta(seconds=2))
+    assert vc.breaker is not None and vc.breaker.cool_down == 2.0 and vc.flights is None
+
+
 def test_RedisValueCache_tuple_keys_keep_viewers_apart(client):
     vc = RedisValueCache(client, prefix="v:")
     seen: list[Any] = []
@@ -287,51 +348,120 @@ def own_server() -> Iterator[RedisServer]:
         yield server
 
 
-def test_RedisValueCache_server_killed_loads_go_on_with_one_warning_and_resume_when_back(own_server, caplog):
+def test_RedisValueCache_server_killed_opens_the_breaker_once_and_a_probe_closes_it_when_back(own_server, caplog):
+    clock = FakeClock()
     c = make_client(own_server, timeout=1.0)
-    vc = RedisValueCache(c, prefix="k:")
+    vc = RedisValueCache(c, prefix="k:", cool_down=5.0, clock=clock)
     batch = Batch()
     try:
         assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
         own_server.kill()
+        mgets, pipelines = c.mgets, c.pipelines
         for _request in range(10):  # ten requests while Redis is down: each loads through the batch function
             assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
+            clock.advance(0.4)  # 4 s in all: within the cool-down
         assert len(batch.calls) == 11
+        assert (c.mgets, c.pipelines) == (mgets + 1, pipelines)  # one failed MGET; no write was tried
+        assert vc.breaker is not None and vc.breaker.is_open
         warned = warnings_of(caplog)
-        assert len(warned) == 1 and "ConnectionError" in warned[0].exc_text
+        assert len(warned) == 1 and "ConnectionError" in warned[0].exc_text and "breaker opened" in warned[0].message
 
         own_server.start()  # same port, empty (no persistence)
+        assert load_all(DataLoader(batch, value_cache=vc), [1]) == [Batch.value(1)]
+        assert c.mgets == mgets + 1  # still cooling down: Redis is not asked
+        clock.advance(1.0)
         with caplog.at_level(logging.INFO, logger="dataloader_sync"):
             assert load_all(DataLoader(batch, value_cache=vc), [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
-        assert any("works again" in r.getMessage() for r in caplog.records)
+        assert c.mgets == mgets + 2 and not vc.breaker.is_open  # the probe worked
+        closed = [r for r in caplog.records if r.levelno == logging.INFO and "breaker closed" in r.getMessage()]
+        assert len(closed) == 1
         resumed = DataLoader(batch, value_cache=vc)
         assert load_all(resumed, [1, 2, 3]) == [Batch.value(k) for k in (1, 2, 3)]
-        assert len(batch.calls) == 12  # the last request was served by Redis
+        assert len(batch.calls) == 13  # the last request was served by Redis
         assert resumed.statistics().value_cache_hit_count == 3
         assert len(warnings_of(caplog)) == 1
     finally:
         c.close()
 
 
-def test_RedisValueCache_server_that_stops_answering_delays_a_load_by_the_client_timeout_only(own_server, caplog):
+def test_RedisValueCache_failed_probe_keeps_the_breaker_open_for_another_cool_down(own_server, caplog):
+    clock = FakeClock()
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="p:", cool_down=2.0, clock=clock)
+    batch = Batch()
+    try:
+        own_server.kill()
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        clock.advance(2.0)
+        load_all(DataLoader(batch, value_cache=vc), [1])  # the probe: refused again
+        assert c.mgets == 2
+        clock.advance(1.9)
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        assert c.mgets == 2  # the cool-down restarted at the failed probe
+        clock.advance(0.1)
+        load_all(DataLoader(batch, value_cache=vc), [1])
+        assert c.mgets == 3
+        assert len(batch.calls) == 4 and len(warnings_of(caplog)) == 1  # failed probes are not warned again
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_cool_down_0_turns_the_breaker_off(own_server):
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="o:", cool_down=0)
+    assert vc.breaker is None
+    batch = Batch()
+    try:
+        own_server.kill()
+        for _ in range(3):
+            assert load_all(DataLoader(batch, value_cache=vc), [1]) == [Batch.value(1)]
+        assert (c.mgets, c.pipelines) == (3, 3)  # every request pays the client's failure (as before 0.3)
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_frozen_server_costs_one_timeout_per_cool_down_not_one_per_request(own_server, caplog):
+    clock = FakeClock()
     c = make_client(own_server, timeout=0.5)
-    vc = RedisValueCache(c, prefix="h:")
+    vc = RedisValueCache(c, prefix="h:", clock=clock)
     batch = Batch()
     try:
         load_all(DataLoader(batch, value_cache=vc), [1])  # connected
         assert own_server.proc is not None
         os.kill(own_server.proc.pid, signal.SIGSTOP)  # alive, listening, silent
         try:
-            loader = DataLoader(batch, value_cache=vc)
-            fut = loader.load(2)
-            loader.dispatch()  # the MGET times out (0.5 s), the batch function answers, the SET times out
-            assert fut.result(TIMEOUT) == Batch.value(2)
+            for k in range(2, 12):  # ten requests: the first MGET times out (0.5 s), then Redis is skipped
+                loader = DataLoader(batch, value_cache=vc)
+                fut = loader.load(k)
+                loader.dispatch()
+                assert fut.result(TIMEOUT) == Batch.value(k)
+            assert (c.mgets, c.pipelines) == (2, 1)  # no write was tried while it was open
         finally:
             os.kill(own_server.proc.pid, signal.SIGCONT)
-        assert batch.calls == [[1], [2]]
+        assert batch.calls == [[k] for k in range(1, 12)]
         assert len(warnings_of(caplog)) == 1 and "Timeout" in warnings_of(caplog)[0].exc_text
+        clock.advance(5.0)
+        load_all(DataLoader(batch, value_cache=vc), [20])  # thawed: the probe works, the write goes through
+        assert vc.breaker is not None and not vc.breaker.is_open
+        assert json.loads(c.get("h:20")) == Batch.value(20)
     finally:
         c.close()
+
+
+def test_RedisValueCache_breakers_are_live_and_named_after_the_prefix(client):
+    from dataloader_sync._breaker import live_breakers
+
+    vc = RedisValueCache(client, prefix="named:")
+    assert vc.breaker is not None and vc.breaker.name == "named:" and not vc.breaker.is_open
+    assert vc.breaker in live_breakers()
+    breaker = vc.breaker
+    del vc
+    gc.collect()
+    assert breaker in live_breakers()  # it is alive as long as someone holds it
+    name = breaker.name
+    del breaker
+    gc.collect()
+    assert name not in [b.name for b in live_breakers()]
 
 
 # -- threads and forks ----------------------------------------------------------------------------
@@ -398,3 +528,360 @@ def test_RedisValueCache_works_in_forked_children(redis_server, client):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"  # no child failed
     assert client.exists(*[f"fork:{100 + i}" for i in range(30)]) == 30
+
+
+# -- single flight ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("single_flight", [True, False])
+def test_RedisValueCache_single_flight_stampede_of_32_threads_makes_one_batch_call_per_key(client, single_flight):
+    vc = RedisValueCache(client, prefix="sf:", ttl=60, single_flight=single_flight)
+    n = 32
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+    arrived = threading.Barrier(n)
+    joined = threading.Condition()
+    if single_flight:
+        assert vc.flights is not None
+        join = vc.flights.join
+        counts = [0]
+
+        def counting_join(*args: Any) -> Any:
+            out = join(*args)
+            with joined:
+                counts[0] += 1
+                joined.notify_all()
+            return out
+
+        vc.flights.join = counting_join  # type: ignore[method-assign]
+
+    def batch(keys):
+        with lock:
+            calls.append(list(keys))
+        if single_flight:  # hold the flight until every request has joined it
+            with joined:
+                assert joined.wait_for(lambda: counts[0] == n, TIMEOUT)
+        else:  # hold until every request has called its batch function
+            arrived.wait(TIMEOUT)
+        return [Batch.value(k) for k in keys]
+
+    start = threading.Barrier(n)
+
+    def request(_: int) -> list[Any]:
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many(["popular", "other"])
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return many.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        assert list(pool.map(request, range(n))) == [[Batch.value("popular"), Batch.value("other")]] * n
+    per_key = sum("popular" in c for c in calls)
+    assert per_key == (1 if single_flight else n)
+    assert json.loads(client.get('sf:"popular"')) == Batch.value("popular")
+
+
+# -- Redis Cluster --------------------------------------------------------------------------------
+SENT: dict[int, int] = {}  # round trips (packed writes) per node port
+
+
+def count_round_trips(monkeypatch: Any) -> None:
+    original = redis.connection.Connection.send_packed_command
+
+    def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
+        SENT[self.port] = SENT.get(self.port, 0) + 1
+        original(self, command, check_health)
+
+    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", send_packed_command)
+
+
+def test_RedisValueCache_on_a_cluster_reads_and_writes_keys_of_many_slots_one_round_trip_per_node(
+        redis_cluster, monkeypatch):
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in redis_cluster.ports],
+                           socket_timeout=5)
+    count_round_trips(monkeypatch)
+    try:
+        vc = RedisValueCache(cluster, prefix="cl:book:", ttl=60)
+        keys = list(range(100))
+        slots = {cluster.keyslot(vc.redis_key(k)) for k in keys}
+        nodes = {cluster.get_node_from_key(vc.redis_key(k)).port for k in keys}
+        assert len(slots) > 90 and nodes == set(redis_cluster.ports)  # many slots, on every node
+        batch = Batch()
+        assert vc.get_values(keys) == [MISSING] * 100  # connects to every node (a connection's setup is not counted)
+        SENT.clear()
+        assert load_all(DataLoader(batch, value_cache=vc), keys) == [Batch.value(k) for k in keys]
+        assert batch.calls == [keys]
+        # One MGET round trip and one pipelined SET round trip per node.
+        assert SENT == dict.fromkeys(redis_cluster.ports, 2)
+        assert vc.breaker is not None and not vc.breaker.is_open  # no lookup failed
+
+        SENT.clear()
+        again = DataLoader(batch, value_cache=vc)
+        assert load_all(again, keys) == [Batch.value(k) for k in keys]
+        assert again.statistics().value_cache_hit_count == 100 and len(batch.calls) == 1
+        assert SENT == dict.fromkeys(redis_cluster.ports, 1)
+        for port in redis_cluster.ports:  # the values are spread over the nodes
+            node = redis.Redis(port=port)
+            try:
+                assert node.dbsize() > 0
+            finally:
+                node.close()
+    finally:
+        cluster.close()
+
+
+# -- the near cache -------------------------------------------------------------------------------
+@pytest.fixture
+def near(client) -> Iterator[Any]:
+    """A factory of RedisValueCaches with a near cache, closed after the test."""
+    made: list[RedisValueCache] = []
+
+    def make(**kwargs: Any) -> RedisValueCache:
+        vc = RedisValueCache(client, **{"prefix": "near:", "near_cache": 100, **kwargs})
+        made.append(vc)
+        assert vc.wait_near_cache_live(TIMEOUT)
+        return vc
+
+    try:
+        yield make
+    finally:
+        for vc in made:
+            vc.close()
+
+
+def test_RedisValueCache_near_cache_hits_cost_no_round_trip(near, client):
+    vc = near()
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]
+    mgets = client.mgets
+    again = DataLoader(batch, value_cache=vc)
+    assert load_all(again, [1, 2]) == [Batch.value(1), Batch.value(2)]  # from this process's writes
+    assert client.mgets == mgets and again.statistics().value_cache_hit_count == 2
+    client.set("near:3", json.dumps("from redis"))
+    assert vc.get_values([1, 3]) == [Batch.value(1), "from redis"]  # one MGET, of the near miss only
+    assert client.mgets == mgets + 1
+    client.set("near:3", json.dumps("changed behind its back"))  # no publish: the near entry stands
+    assert vc.get_values([3]) == ["from redis"] and client.mgets == mgets + 1
+
+
+def test_RedisValueCache_near_entries_live_near_ttl_and_the_lru_keeps_near_cache_entries(near, client):
+    clock = FakeClock()
+    vc = near(ttl=30, near_cache=2, clock=clock)
+    assert vc._near is not None and vc._near.ttl == 30  # min(ttl, 60)
+    vc.set_values([1, 2, 3], ["a", "b", "c"])
+    mgets = client.mgets
+    assert vc.get_values([2, 3]) == ["b", "c"] and client.mgets == mgets  # 1 was the least recently used
+    assert vc.get_values([1]) == ["a"] and client.mgets == mgets + 1
+    clock.advance(30)
+    assert vc.get_values([1]) == ["a"] and client.mgets == mgets + 2  # expired: read from Redis again
+    assert RedisValueCache(client, prefix="d:", near_cache=1)._near.ttl == 60  # type: ignore[union-attr]
+    assert RedisValueCache(client, prefix="d:", near_cache=1, ttl=120, near_ttl=5)._near.ttl == 5  # type: ignore[union-attr]
+
+
+def test_RedisValueCache_near_cache_arguments_are_checked_at_once(client):
+    for bad in (-1,):
+        with pytest.raises(ValueError, match="near_cache"):
+            RedisValueCache(client, prefix="p:", near_cache=bad)
+    for bad in (1.5, True, "10"):
+        with pytest.raises(TypeError, match="near_cache"):
+            RedisValueCache(client, prefix="p:", near_cache=bad)
+    for bad in (0, -1, float("nan")):
+        with pytest.raises(ValueError, match="near_ttl"):
+            RedisValueCache(client, prefix="p:", near_cache=10, near_ttl=bad)
+
+
+def test_RedisValueCache_close_ends_the_listener_thread_and_stops_using_the_near_cache(client):
+    vc = RedisValueCache(client, prefix="cl:", near_cache=10)
+    assert vc.wait_near_cache_live(TIMEOUT)
+    listeners = [t for t in threading.enumerate() if t.name == "dataloader-sync-near-dataloader_sync:invalidate:cl:"]
+    assert len(listeners) == 1 and listeners[0].daemon
+    vc.set_values([1], ["one"])
+    vc.close()
+    vc.close()  # idempotent
+    assert not listeners[0].is_alive()
+    mgets = client.mgets
+    assert vc.get_values([1]) == ["one"] and client.mgets == mgets + 1  # Redis, not the near cache
+
+
+NEAR_CHILD = textwrap.dedent("""
+    import json, sys, threading, time
+    import redis
+    from dataloader_sync import MISSING
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    vc = RedisValueCache(client, prefix="x:", near_cache=100)
+    assert vc.wait_near_cache_live(10)
+    calls = []
+    real_mget = client.mget
+    def mget(*a, **k):
+        calls.append(1)
+        return real_mget(*a, **k)
+    client.mget = mget
+    print(json.dumps(vc.get_values([1])), flush=True)  # fills the near cache
+    for line in sys.stdin:  # "<old json>": wait until key 1 no longer reads as it
+        old = json.loads(line)
+        before = len(calls)
+        assert vc.get_values([1]) == [old] and len(calls) == before, "not served by the near cache"
+        print("ready", flush=True)
+        t0 = time.monotonic()
+        while vc._near.get(["x:1"]) != [MISSING]:  # the near entry, until the listener evicts it
+            if time.monotonic() - t0 > 10:
+                break
+            threading.Event().wait(0.002)
+        seconds = time.monotonic() - t0
+        now = ["MISSING" if v is MISSING else v for v in vc.get_values([1])]
+        print(json.dumps({"seconds": seconds, "now": now}), flush=True)
+    vc.close()
+""")
+
+
+def test_RedisValueCache_invalidate_and_set_values_evict_other_processes_near_entries(client, redis_server):
+    client.set("x:1", json.dumps("v1"))
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-c", NEAR_CHILD, str(redis_server.port)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    writer = RedisValueCache(client, prefix="x:", near_cache=10)
+    try:
+        assert writer.wait_near_cache_live(TIMEOUT)
+        assert child.stdout is not None and child.stdin is not None
+        assert json.loads(child.stdout.readline()) == ["v1"]
+
+        child.stdin.write(json.dumps("v1") + "\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        writer.set_values([1], ["v2"])  # another process's write evicts the stale near entry
+        seen = json.loads(child.stdout.readline())
+        assert seen["now"] == ["v2"] and seen["seconds"] < 1.0, seen
+
+        child.stdin.write(json.dumps("v2") + "\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "ready"
+        writer.invalidate([1])  # "these keys changed": deleted in Redis, evicted everywhere
+        seen = json.loads(child.stdout.readline())
+        assert seen["now"] == ["MISSING"] and seen["seconds"] < 1.0, seen
+        assert not client.exists("x:1")
+        _, err = child.communicate(timeout=TIMEOUT)
+        assert child.returncode == 0, err
+    finally:
+        writer.close()
+        if child.poll() is None:
+            child.kill()
+        child.communicate()  # closes the pipes
+
+
+def test_RedisValueCache_near_cache_is_emptied_and_unused_while_pub_sub_is_down(own_server):
+    c = make_client(own_server, timeout=1.0)
+    vc = RedisValueCache(c, prefix="pd:", near_cache=10, cool_down=0)
+    try:
+        assert vc.wait_near_cache_live(TIMEOUT)
+        vc.set_values([1], ["one"])
+        assert vc._near is not None and len(vc._near) == 1
+        own_server.kill()
+        deadline = threading.Event()
+        for _ in range(500):  # the listener notices within one poll: a bounded wait for it
+            if not vc._near.live:
+                break
+            deadline.wait(0.01)
+        assert not vc._near.live and len(vc._near) == 0
+        with pytest.raises(redis.ConnectionError):
+            vc.get_values([1])  # not served from the near cache: it may have missed an invalidation
+        own_server.start()  # empty
+        assert vc.wait_near_cache_live(TIMEOUT)  # resubscribed (with back-off)
+        assert vc.get_values([1]) == [MISSING]
+    finally:
+        vc.close()
+        c.close()
+
+
+NEAR_FORKS = textwrap.dedent("""
+    import os, sys
+    import redis
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    vc = RedisValueCache(client, prefix="nf:", near_cache=10)
+    assert vc.wait_near_cache_live(10)
+    vc.set_values([1], ["parent"])
+    bad = 0
+    for i in range(10):
+        pid = os.fork()
+        if pid == 0:
+            try:  # the child starts empty, not live; its own listener makes it live
+                ok = len(vc._near) == 0 and not vc._near.live
+                ok = ok and vc.get_values([1]) == ["parent"] and vc.wait_near_cache_live(10)
+                vc.close()
+            except BaseException:
+                ok = False
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        bad += status != 0
+    assert vc.get_values([1]) == ["parent"] and vc._near.live
+    vc.close()
+    print(bad)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_RedisValueCache_near_cache_in_forked_children_starts_empty_with_a_listener_of_its_own(redis_server, client):
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", NEAR_FORKS, str(redis_server.port)],
+                         capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
+
+
+def test_RedisValueCache_near_cache_on_a_cluster_is_invalidated_through_cluster_pub_sub(redis_cluster):
+    from redis.cluster import ClusterNode, RedisCluster
+
+    cluster = RedisCluster(startup_nodes=[ClusterNode("127.0.0.1", p) for p in redis_cluster.ports],
+                           socket_timeout=5)
+    writer = RedisValueCache(cluster, prefix="cn:", near_cache=10)
+    reader = RedisValueCache(cluster, prefix="cn:", near_cache=10)  # another near cache: as another process's
+    try:
+        assert writer.wait_near_cache_live(TIMEOUT) and reader.wait_near_cache_live(TIMEOUT)
+        near = reader._near
+        assert near is not None
+        wait = threading.Event()
+
+        def until(condition: Any) -> None:
+            for _ in range(500):  # the listener acts within milliseconds: a bounded wait for it
+                if condition():
+                    return
+                wait.wait(0.01)
+
+        seen = near.generation
+        writer.set_values([1, 2], ["a", "b"])  # its message reaches the reader's listener (which evicts)
+        until(lambda: near.generation > seen)
+        assert near.generation > seen
+        assert reader.get_values([1, 2]) == ["a", "b"] and len(near) == 2
+        writer.invalidate([1])  # DEL per slot, then PUBLISH (a cluster pipeline refuses PUBLISH)
+        until(lambda: near.get(["cn:1"]) == [MISSING])
+        assert reader.get_values([1, 2]) == [MISSING, "b"]
+    finally:
+        writer.close()
+        reader.close()
+        cluster.close()
+
+
+def test_RedisValueCache_probe_of_an_open_breaker_asks_Redis_not_the_near_cache(own_server):
+    clock = FakeClock()
+    c = make_client(own_server, timeout=0.5)
+    vc = RedisValueCache(c, prefix="np:", near_cache=10, clock=clock)
+    try:
+        assert vc.wait_near_cache_live(TIMEOUT)
+        vc.set_values([1], ["one"])  # in the near cache
+        assert own_server.proc is not None
+        os.kill(own_server.proc.pid, signal.SIGSTOP)  # frozen: the listener cannot tell
+        try:
+            assert load_all(DataLoader(Batch(), value_cache=vc), [2]) == [Batch.value(2)]  # MGET times out
+            assert vc.breaker is not None and vc.breaker.is_open
+            clock.advance(5.0)
+            mgets = c.mgets
+            assert load_all(DataLoader(Batch(), value_cache=vc), [1]) == [Batch.value(1)]  # the probe times out
+            assert c.mgets == mgets + 1 and vc.breaker.is_open  # a near hit did not close it
+        finally:
+            os.kill(own_server.proc.pid, signal.SIGCONT)
+    finally:
+        vc.close()
+        c.close()

@@ -9,6 +9,9 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import os
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Sequence
 from typing import Any, Optional
@@ -301,8 +304,9 @@ def test_Statistics_without_a_value_cache_keep_their_value_cache_counts_at_zero(
 
 
 # -- a failing value cache -------------------------------------------------------------------
-def test_DataLoader_value_cache_that_raises_is_bypassed_and_warned_about_once(caplog):
+def test_DataLoader_value_cache_without_a_breaker_that_raises_is_bypassed_and_warned_about_once(caplog):
     vc = BrokenValueCache()
+    vc.breaker = None  # no breaker: every call is tried, failures are logged rate-limited
     batch = Recorder()
     for _ in range(20):  # twenty requests while the cache is down
         loader = DataLoader(batch, value_cache=vc)
@@ -456,3 +460,381 @@ def test_FailureLog_works_in_a_child_forked_while_its_lock_was_held():
                          timeout=120, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "0"
+
+
+# -- the breaker in front of a user's own cache ---------------------------------------------------
+def test_DataLoader_user_value_cache_gets_a_breaker_of_its_own(caplog):
+    from dataloader_sync._breaker import live_breakers
+
+    vc = BrokenValueCache()
+    batch = Recorder()
+    for _ in range(5):
+        assert dataloader_sync_load(DataLoader(batch, value_cache=vc), [1, 2]) == [10, 20]
+    breaker = _value_cache.breaker_of(vc)
+    assert breaker is not None and breaker.is_open and breaker.name == "BrokenValueCache"
+    assert breaker in live_breakers() and breaker.cool_down == _value_cache.DEFAULT_COOL_DOWN
+    assert len(batch.calls) == 5 and len(warnings_of(caplog)) == 1
+
+
+def test_DataLoader_user_value_cache_breaker_attribute_chooses_its_breaker():
+    from conftest import FakeClock
+
+    from dataloader_sync._breaker import Breaker
+
+    clock = FakeClock()
+
+    class Counting(BrokenValueCache):
+        tried = 0
+
+        def get_values(self, keys):
+            Counting.tried += 1
+            return super().get_values(keys)
+
+    vc = Counting()
+    vc.breaker = Breaker("mine", 2.0, clock=clock)
+    batch = Recorder()
+    for _ in range(3):
+        dataloader_sync_load(DataLoader(batch, value_cache=vc), [1])
+    assert Counting.tried == 1
+    vc.broken = False
+    clock.advance(2.0)
+    assert dataloader_sync_load(DataLoader(batch, value_cache=vc), [1]) == [10]
+    assert Counting.tried == 2 and not vc.breaker.is_open and vc.data == {1: 10}
+
+
+def dataloader_sync_load(loader: DataLoader, keys: list[Any]) -> list[Any]:
+    many = loader.load_many(keys)
+    loader.dispatch()
+    return many.result(TIMEOUT)
+
+
+# -- single flight ----------------------------------------------------------------------------------
+class CountingFlights:
+    """A SingleFlight that says how many keys joined flights (owners and waiters), for the tests to wait on."""
+
+    def __new__(cls, timeout: float = 10.0) -> Any:
+        from dataloader_sync._single_flight import SingleFlight
+
+        class Counting(SingleFlight):
+            def __init__(self) -> None:
+                super().__init__(timeout)
+                self.joined = 0
+                self.changed = threading.Condition()
+
+            def join(self, cache_keys, futures, indexes):
+                out = super().join(cache_keys, futures, indexes)
+                with self.changed:
+                    self.joined += len(indexes)
+                    self.changed.notify_all()
+                return out
+
+            def wait_for_joins(self, n: int) -> bool:
+                with self.changed:
+                    return self.changed.wait_for(lambda: self.joined >= n, TIMEOUT)
+
+        return Counting()
+
+
+def stampede(vc: Any, batch: Any, n_threads: int, keys: list[Any]) -> list[list[Any]]:
+    """*n_threads* requests at once, each a fresh loader loading *keys*; their values."""
+    start = threading.Barrier(n_threads)
+
+    def request(_: int) -> list[Any]:
+        loader = DataLoader(batch, value_cache=vc)
+        many = loader.load_many(keys)
+        start.wait(TIMEOUT)
+        loader.dispatch()
+        return many.result(TIMEOUT)
+
+    with cf.ThreadPoolExecutor(n_threads) as pool:
+        return list(pool.map(request, range(n_threads)))
+
+
+@pytest.mark.parametrize("single_flight", [True, False])
+def test_DataLoader_single_flight_32_threads_missing_one_key_make_one_batch_call(single_flight):
+    vc = DictValueCache()
+    flights = CountingFlights()
+    if single_flight:
+        vc.flights = flights  # type: ignore[attr-defined]
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+    all_in = threading.Barrier(32)
+
+    def batch(keys):
+        with lock:
+            calls.append(list(keys))
+        if single_flight:
+            assert flights.wait_for_joins(64)  # every other request is waiting for this flight (2 keys each)
+        else:
+            all_in.wait(TIMEOUT)  # every request calls its batch function: none finds the value written
+        return [f"row {k}" for k in keys]
+
+    values = stampede(vc, batch, 32, ["hot", "cold"])
+    assert values == [["row hot", "row cold"]] * 32
+    per_key = {k: sum(k in c for c in calls) for k in ("hot", "cold")}
+    if single_flight:
+        assert per_key == {"hot": 1, "cold": 1} and len(flights) == 0  # no flight left behind
+    else:
+        assert per_key == {"hot": 32, "cold": 32}  # the stampede single flight prevents
+
+
+def test_DataLoader_single_flight_failure_releases_the_waiters_to_load_themselves():
+    vc = DictValueCache()
+    flights = CountingFlights(600.0)  # a waiter that waited for the timeout would fail the test
+    vc.flights = flights  # type: ignore[attr-defined]
+    owner_in = threading.Event()
+    release = threading.Event()
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        if len(calls) == 1:
+            owner_in.set()
+            release.wait(TIMEOUT)
+            return [ValueError("db hiccup") for _ in keys]  # the owner's keys fail: never written
+        return [f"row {k}" for k in keys]
+
+    owner = DataLoader(batch, value_cache=vc)
+    owned = owner.load("k")
+    waiter = DataLoader(batch, value_cache=vc)
+    waited = waiter.load("k")
+    with cf.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(owner.dispatch)
+        assert owner_in.wait(TIMEOUT)
+        second = pool.submit(waiter.dispatch)
+        assert flights.wait_for_joins(2)  # the waiter is waiting for the owner's flight
+        release.set()
+        first.result(TIMEOUT)
+        assert second.result(TIMEOUT).result(TIMEOUT) == ["row k"]
+    with pytest.raises(ValueError, match="hiccup"):
+        owned.result(TIMEOUT)
+    assert waited.result(TIMEOUT) == "row k"  # loaded by the waiter's own batch function
+    assert calls == [["k"], ["k"]] and vc.data == {"k": "row k"}
+
+
+def test_DataLoader_single_flight_waiter_waits_at_most_the_timeout_then_loads_itself():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(0.2)  # type: ignore[attr-defined]
+    owner_in, release = threading.Event(), threading.Event()
+    calls: list[list[Any]] = []
+
+    def batch(keys):
+        calls.append(list(keys))
+        if len(calls) == 1:  # the owner hangs
+            owner_in.set()
+            release.wait(TIMEOUT)
+            return ["late " + k for k in keys]
+        return ["own " + k for k in keys]
+
+    owner = DataLoader(batch, value_cache=vc)
+    owned = owner.load("k")
+    with cf.ThreadPoolExecutor(1) as pool:
+        first = pool.submit(owner.dispatch)
+        try:
+            assert owner_in.wait(TIMEOUT)
+            waiter = DataLoader(batch, value_cache=vc)
+            waited = waiter.load("k")
+            waiter.dispatch()  # returns after the timeout, its key loaded by its own call
+            assert waited.result(0) == "own k"
+        finally:
+            release.set()
+        first.result(TIMEOUT)
+    assert owned.result(TIMEOUT) == "late k" and len(calls) == 2
+
+
+def test_DataLoader_single_flight_never_waits_for_a_flight_of_its_own_thread():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(600.0)  # waiting would outlast the test's timeout
+    calls: list[list[Any]] = []
+
+    def inner(keys):
+        calls.append(["inner", *keys])
+        return [f"inner {k}" for k in keys]
+
+    def outer(keys):
+        calls.append(["outer", *keys])
+        other = DataLoader(inner, value_cache=vc)  # same cache, same key, same thread, in the owner's flight
+        fut = other.load(keys[0])
+        other.dispatch()
+        return [fut.result(TIMEOUT)]
+
+    loader = DataLoader(outer, value_cache=vc)
+    fut = loader.load("k")
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == "inner k"
+    assert calls == [["outer", "k"], ["inner", "k"]]
+
+
+def test_DataLoader_single_flight_dispatch_future_holds_hits_owned_and_waited_keys_in_order():
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache({"hit": "cached"})
+    vc.flights = SingleFlight(10.0)  # type: ignore[attr-defined]
+    owner_in, release = threading.Event(), threading.Event()
+
+    def slow(keys):
+        owner_in.set()
+        release.wait(TIMEOUT)
+        return [f"slow {k}" for k in keys]
+
+    def fast(keys):
+        return [f"fast {k}" for k in keys]
+
+    owner = DataLoader(slow, value_cache=vc)
+    owner.load("w")
+    with cf.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(owner.dispatch)
+        assert owner_in.wait(TIMEOUT)
+        waiter = DataLoader(fast, value_cache=vc, max_batch_size=1)
+        many = waiter.load_many(["a", "w", "hit", "b"])
+        dispatched = pool.submit(lambda: waiter.dispatch().result(TIMEOUT))
+        with pytest.raises(cf.TimeoutError):
+            dispatched.result(0.05)  # "w" is in the air: the dispatch waits for it
+        release.set()
+        assert dispatched.result(TIMEOUT) == ["fast a", "slow w", "cached", "fast b"]
+        first.result(TIMEOUT)
+    assert many.result(TIMEOUT) == ["fast a", "slow w", "cached", "fast b"]
+    stats = waiter.statistics()
+    assert stats.batch_load_count == 2 and stats.value_cache_hit_count == 1
+
+
+def test_DataLoader_single_flight_two_requests_owning_what_the_other_waits_for_do_not_hold_each_other_up():
+    from dataloader_sync import Future
+    from dataloader_sync._single_flight import SingleFlight
+
+    vc = DictValueCache()
+    vc.flights = SingleFlight(600.0)  # waiting for each other would outlast the test's timeout
+    both_own = threading.Barrier(2)
+    calls: list[list[Any]] = []
+
+    def request(own: str, other: str) -> list[Any]:
+        pending: Future[list[Any]] = Future()  # settled by this thread once its dispatches returned,
+        # as a GraphQL execution settles a batch future on its own thread
+
+        def owner_batch(keys):
+            calls.append(list(keys))
+            return pending
+
+        def waiter_batch(keys):
+            calls.append(list(keys))
+            return [f"self {k}" for k in keys]
+
+        owner = DataLoader(owner_batch, value_cache=vc)
+        owned = owner.load(own)
+        owner.dispatch()  # owns its key's flight; the batch is still pending
+        both_own.wait(TIMEOUT)
+        waiter = DataLoader(waiter_batch, value_cache=vc)
+        waited = waiter.load(other)
+        waiter.dispatch()  # the other's flight: wait for it, or (second to come) load it
+        pending.set_result([f"owner {own}"])
+        return [owned.result(TIMEOUT), waited.result(TIMEOUT)]
+
+    with cf.ThreadPoolExecutor(2) as pool:
+        one = pool.submit(request, "x", "y")
+        two = pool.submit(request, "y", "x")
+        results = [one.result(TIMEOUT), two.result(TIMEOUT)]
+    assert sorted(r[0] for r in results) == ["owner x", "owner y"]
+    waited = sorted(r[1] for r in results)
+    assert waited in (["owner x", "self y"], ["owner y", "self x"], ["self x", "self y"]), waited
+
+
+SINGLE_FLIGHT_FORKS = textwrap.dedent("""
+    import os, threading
+    from dataloader_sync import MISSING, DataLoader, ValueCache
+    from dataloader_sync._single_flight import SingleFlight
+
+    class Dict(ValueCache):
+        def __init__(self): self.data = {}
+        def get_values(self, keys): return [self.data.get(k, MISSING) for k in keys]
+        def set_values(self, keys, values): self.data.update(zip(keys, values))
+        def delete(self, key): self.data.pop(key, None)
+        def clear(self): self.data.clear()
+
+    vc = Dict()
+    vc.flights = SingleFlight(600.0)
+    in_air, release = threading.Event(), threading.Event()
+    def slow(keys):
+        in_air.set()
+        release.wait(30)
+        return ["parent"] * len(keys)
+    owner = DataLoader(slow, value_cache=vc)
+    owner.load("k")
+    t = threading.Thread(target=owner.dispatch)
+    t.start()
+    in_air.wait(30)  # a flight of another thread is in the air at every fork
+    bad = 0
+    for i in range(20):
+        held, go = threading.Event(), threading.Event()
+        def hold():
+            with vc.flights._lock:
+                held.set()
+                go.wait(30)
+        h = threading.Thread(target=hold)
+        h.start()
+        held.wait(30)
+        pid = os.fork()
+        if pid == 0:
+            loader = DataLoader(lambda keys: ["child"] * len(keys), value_cache=vc)
+            fut = loader.load("k")
+            loader.dispatch()  # neither the held lock nor the parent's flight holds it up
+            os._exit(0 if fut.result(5) == "child" else 1)
+        go.set()
+        h.join()
+        _, status = os.waitpid(pid, 0)
+        bad += status != 0
+    release.set()
+    t.join()
+    print(bad)
+""")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_SingleFlight_in_a_child_forked_with_its_lock_held_and_a_flight_in_the_air():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", SINGLE_FLIGHT_FORKS], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "0"
+
+
+def test_DataLoader_single_flight_under_concurrent_graphene_executions_one_batch_call_per_key():
+    graphene = pytest.importorskip("graphene")
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    vc = DictValueCache()
+    flights = CountingFlights()
+    vc.flights = flights  # type: ignore[attr-defined]
+    n = 8
+    calls: list[list[Any]] = []
+    lock = threading.Lock()
+
+    def batch(ids):
+        with lock:
+            calls.append(list(ids))
+        assert flights.wait_for_joins(2 * n)  # every request has joined: the others wait for this call
+        return [f"title {i}" for i in ids]
+
+    class Query(graphene.ObjectType):
+        title = graphene.String(id=graphene.Int(required=True))
+
+        def resolve_title(root, info, id):
+            return info.context["title"].load(id).then(lambda t: t.upper())
+
+    schema = graphene.Schema(query=Query)
+    start = threading.Barrier(n)
+
+    def request(_: int) -> Any:
+        context = {"title": DataLoader(batch, value_cache=vc)}
+        start.wait(TIMEOUT)
+        return schema.execute("{ a: title(id: 1) b: title(id: 2) }", context_value=context,
+                              execution_context_class=DataLoaderExecutionContext)
+
+    with cf.ThreadPoolExecutor(n) as pool:
+        results = list(pool.map(request, range(n)))
+    assert all(not r.errors and r.data == {"a": "TITLE 1", "b": "TITLE 2"} for r in results), results
+    assert calls == [[1, 2]]

@@ -33,6 +33,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -94,9 +95,21 @@ class RedisProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _client(port: int) -> Any:
+def _client(port: int, hiredis: bool = False) -> Any:
+    """A redis-py client; its reply parser is redis-py's own unless *hiredis* (then hiredis', if installed)."""
     import redis
-    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=5, socket_connect_timeout=5)
+    options: dict[str, Any] = {"host": "127.0.0.1", "port": port, "socket_timeout": 5, "socket_connect_timeout": 5}
+    try:
+        from redis._parsers import _HiredisParser, _RESP2Parser  # redis-py >= 5
+        options["parser_class"] = _HiredisParser if hiredis else _RESP2Parser
+    except ImportError:
+        pass
+    return redis.Redis(connection_pool=redis.ConnectionPool(**options))
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(module) is not None
 
 
 # -- per key -----------------------------------------------------------------------------------------
@@ -124,8 +137,29 @@ def _best(run: Any) -> float:
     return min(run() for _ in range(REPEAT))
 
 
+def _interleaved(cases: list[tuple[str, Any, str]]) -> list[tuple[str, float, float, str]]:
+    """Each case's best of REPEAT runs, in wall and in CPU time, the cases run in turn within each repetition
+    (the machine's load then weighs on all of them alike: compare ratios, not absolute figures).  CPU time is
+    this process's only (not the redis-server's): what the library adds on top of a client shows best there."""
+    best = [float("inf")] * len(cases)
+    best_cpu = [float("inf")] * len(cases)
+    for _ in range(REPEAT):
+        for i, (_, run, _) in enumerate(cases):
+            gc.collect()
+            cpu0 = time.process_time()
+            wall = run()
+            best_cpu[i] = min(best_cpu[i], (time.process_time() - cpu0) / run.keys)
+            best[i] = min(best[i], wall)
+    return [(case, seconds, cpu, note) for (case, _, note), seconds, cpu in zip(cases, best, best_cpu)]
+
+
 def _requests(batch: Any, value_cache: Any, rounds: int, before_each: Any = None) -> float:
-    """Seconds per key: *rounds* fresh loaders, each load_many(100) + dispatch + result."""
+    """Seconds per key: *rounds* fresh loaders, each load_many(100) + dispatch + result (best of REPEAT)."""
+    return _best(_requests_run(batch, value_cache, rounds, before_each))
+
+
+def _requests_run(batch: Any, value_cache: Any, rounds: int, before_each: Any = None) -> Any:
+    """One run of ``_requests``: a function returning seconds per key."""
     def run() -> float:
         total = 0.0
         for r in range(rounds):
@@ -140,7 +174,23 @@ def _requests(batch: Any, value_cache: Any, rounds: int, before_each: Any = None
             total += time.perf_counter() - t0
             assert len(values) == KEYS and values[0]["id"] == keys[0], values[0]
         return total / (rounds * KEYS)
-    return _best(run)
+    run.keys = rounds * KEYS  # type: ignore[attr-defined]  # for CPU time per key
+    return run
+
+
+def _bare_run(fetch: Any, rounds: int) -> Any:
+    """What the client alone does for one request of 100 keys (*fetch(keys)*), seconds per key."""
+    def run() -> float:
+        total = 0.0
+        for r in range(rounds):
+            keys = list(range((r % 50) * KEYS, (r % 50 + 1) * KEYS))
+            t0 = time.perf_counter()
+            values = fetch(keys)
+            total += time.perf_counter() - t0
+            assert len(values) == KEYS and values[0]["id"] == keys[0], values[0]
+        return total / (rounds * KEYS)
+    run.keys = rounds * KEYS  # type: ignore[attr-defined]  # for CPU time per key
+    return run
 
 
 def _cached(batch: Any, rounds: int) -> tuple[float, float]:
@@ -193,10 +243,17 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
     client = _client(server.port)
     rows: list[dict[str, Any]] = []
 
-    def add(case: str, seconds: float, note: str = "") -> None:
-        rows.append({"case": case, "ns_per_key": seconds * 1e9, "note": note})
-        print(f"  {case:<44} {seconds * 1e9:>10,.0f} ns/key  {note}", flush=True)
+    def add(case: str, seconds: float, note: str = "", cpu: Optional[float] = None) -> None:
+        row = {"case": case, "ns_per_key": seconds * 1e9, "note": note}
+        cpu_text = ""
+        if cpu is not None:
+            row["cpu_ns_per_key"] = cpu * 1e9
+            cpu_text = f"{cpu * 1e9:>8,.0f} CPU"
+        rows.append(row)
+        print(f"  {case:<52} {seconds * 1e9:>8,.0f} ns/key {cpu_text:>12}  {note}", flush=True)
 
+    fast = _client(server.port, hiredis=True) if _has("hiredis") else None
+    near_vc = None
     try:
         client.flushall()
         one, many = _cached(books.batch, rounds * 10)
@@ -208,7 +265,39 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
         redis_vc = RedisValueCache(client, prefix="bench:book:", ttl=3600)
         _requests(books.batch, redis_vc, warm)  # warm: every key the rounds load is in Redis
         calls = books.calls
-        add("value-cache hit: RedisValueCache", _requests(books.batch, redis_vc, rounds), "1 MGET / 100 keys, JSON")
+
+        def bare(keys: list[int]) -> list[Any]:  # the client's own work for the same request
+            return [json.loads(d) for d in client.mget(["bench:book:" + str(k) for k in keys])]
+
+        near_vc = RedisValueCache(client, prefix="bench:book:", ttl=3600, near_cache=50 * KEYS)
+        near_vc.wait_near_cache_live(10)
+        cases: list[tuple[str, Any, str]] = [
+            ("bare client: MGET + json.loads", _bare_run(bare, rounds), "redis-py, no DataLoader"),
+            ("RedisValueCache.get_values alone", _bare_run(redis_vc.get_values, rounds),
+             "the cache's own layer, no DataLoader"),
+            ("value-cache hit: RedisValueCache", _requests_run(books.batch, redis_vc, rounds),
+             "1 MGET / 100 keys, JSON"),
+            ("near-cache hit: RedisValueCache", _requests_run(books.batch, near_vc, rounds),
+             f"near_cache={50 * KEYS}, no round trip"),
+        ]
+        if fast is not None:
+            fast_vc = RedisValueCache(fast, prefix="bench:book:", ttl=3600)
+
+            def bare_fast(keys: list[int]) -> list[Any]:
+                return [json.loads(d) for d in fast.mget(["bench:book:" + str(k) for k in keys])]
+
+            cases += [("bare client + hiredis: MGET + json.loads", _bare_run(bare_fast, rounds), "hiredis parser"),
+                      ("value-cache hit: RedisValueCache + hiredis", _requests_run(books.batch, fast_vc, rounds),
+                       "hiredis parser")]
+            if _has("orjson"):
+                import orjson
+                orjson_vc = RedisValueCache(fast, prefix="bench:book:", ttl=3600, dumps=orjson.dumps,
+                                            loads=orjson.loads)
+                cases.append(("value-cache hit: RedisValueCache + hiredis + orjson",
+                              _requests_run(books.batch, orjson_vc, rounds), "dumps=orjson.dumps, loads=orjson.loads"))
+        _requests_run(books.batch, near_vc, warm)()  # fills the near cache
+        for case, seconds, cpu, note in _interleaved(cases):
+            add(case, seconds, note, cpu)
         assert books.calls == calls, "a hit called the batch function"
         add("value-cache miss: RedisValueCache", _requests(books.batch, redis_vc, rounds, client.flushall),
             "MGET + SELECT + pipelined SET PX")
@@ -217,22 +306,67 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
             print("  DjangoValueCache: skipped (Django is not installed)")
         else:
             from dataloader_sync.django import DjangoValueCache
+            django_cases: list[tuple[str, Any, str]] = []
             for alias, note in (("redis", "Django RedisCache, pickle"), ("default", "LocMemCache, pickle")):
                 vc = DjangoValueCache(alias, prefix="bench:book:", ttl=3600)
                 _requests(books.batch, vc, warm)
-                calls = books.calls
-                add(f"value-cache hit: DjangoValueCache ({alias})", _requests(books.batch, vc, rounds), note)
-                assert books.calls == calls, f"a hit of {alias} called the batch function"
+                backend = caches[alias]
+
+                def bare_django(keys: list[int], vc: Any = vc, backend: Any = backend) -> list[Any]:
+                    names = ["bench:book:" + str(k) for k in keys]
+                    found = backend.get_many(names)
+                    return [found[n] for n in names]
+
+                django_cases += [(f"bare Django get_many ({alias})", _bare_run(bare_django, rounds), note),
+                                 (f"DjangoValueCache.get_values alone ({alias})", _bare_run(vc.get_values, rounds),
+                                  "the cache's own layer, no DataLoader"),
+                                 (f"value-cache hit: DjangoValueCache ({alias})",
+                                  _requests_run(books.batch, vc, rounds), note)]
+            calls = books.calls
+            for case, seconds, cpu, note in _interleaved(django_cases):
+                add(case, seconds, note, cpu)
+            assert books.calls == calls, "a Django hit called the batch function"
     finally:
+        if near_vc is not None:
+            near_vc.close()
         client.close()
+        if fast is not None:
+            fast.close()
         books.db.close()
         shutil.rmtree(tmp, ignore_errors=True)
     base = {r["case"]: r["ns_per_key"] for r in rows}
+    cpu = {r["case"]: r["cpu_ns_per_key"] for r in rows if "cpu_ns_per_key" in r}
     hit = base["per-request cache hit: load()"]
     sqlite_ns = base["batch fn on SQLite (no value cache)"]
-    print(f"  ratios: RedisValueCache hit = {base['value-cache hit: RedisValueCache'] / hit:.1f}x a per-request "
-          f"cache hit, {base['value-cache hit: RedisValueCache'] / sqlite_ns:.2f}x the SQLite batch function",
+
+    def ratio(case: str, against: str) -> str:
+        return f"{base[case] / base[against]:.2f}x wall, {cpu[case] / cpu[against]:.2f}x CPU"
+
+    redis_hit = "value-cache hit: RedisValueCache"
+    print(f"  ratios: RedisValueCache hit = {ratio(redis_hit, 'bare client: MGET + json.loads')} the bare client; "
+          f"{base[redis_hit] / sqlite_ns:.2f}x the SQLite batch function", flush=True)
+    print(f"          RedisValueCache.get_values alone = "
+          f"{ratio('RedisValueCache.get_values alone', 'bare client: MGET + json.loads')} the bare client "
+          "(the rest of a hit is the loader's: load_many's futures, the dispatch)", flush=True)
+    near_ns = base["near-cache hit: RedisValueCache"]
+    print(f"          near-cache hit = {near_ns / hit:.1f}x a per-request load() hit, "
+          f"{near_ns / base['per-request cache hit: load_many(100)']:.1f}x a per-request load_many(100) hit",
           flush=True)
+    fast_hit = "value-cache hit: RedisValueCache + hiredis"
+    if fast_hit in base:
+        print(f"          hiredis: {ratio(fast_hit, redis_hit)} the plain hit; "
+              f"{ratio(fast_hit, 'bare client + hiredis: MGET + json.loads')} its bare client", flush=True)
+    if "value-cache hit: RedisValueCache + hiredis + orjson" in base:
+        print("          hiredis + orjson: "
+              f"{ratio('value-cache hit: RedisValueCache + hiredis + orjson', 'value-cache hit: RedisValueCache')}"
+              " the plain hit", flush=True)
+    for alias in ("redis", "default"):
+        if f"bare Django get_many ({alias})" in base:
+            print(f"          DjangoValueCache ({alias}) hit = "
+                  f"{ratio(f'value-cache hit: DjangoValueCache ({alias})', f'bare Django get_many ({alias})')}"
+                  " Django's own get_many; get_values alone "
+                  f"{ratio(f'DjangoValueCache.get_values alone ({alias})', f'bare Django get_many ({alias})')}",
+                  flush=True)
     return rows
 
 
@@ -343,6 +477,115 @@ def shape(args: argparse.Namespace, server: RedisProcess) -> list[dict[str, Any]
     return out
 
 
+# -- an outage: added latency per request, with and without the breaker -----------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _docs_client(port: int) -> Any:
+    """The client docs/value-cache.rst recommends: 0.25 s timeouts, one retry with a short back-off."""
+    import redis
+    from redis.backoff import ExponentialBackoff
+    from redis.retry import Retry
+    return redis.Redis(host="127.0.0.1", port=port, socket_timeout=0.25, socket_connect_timeout=0.25,
+                       retry=Retry(ExponentialBackoff(cap=0.05), 1))
+
+
+def outage(quick: bool) -> list[dict[str, Any]]:
+    """Seconds a request (a fresh loader, 10 keys, an instant batch function) takes beyond the same request
+    without a value cache, during an outage: the server gone (refused) and frozen (SIGSTOP)."""
+    from dataloader_sync.redis import RedisValueCache
+
+    n = 3 if quick else 10
+    keys = list(range(10))
+
+    def batch(ks: list[int]) -> list[Any]:
+        return [{"id": k} for k in ks]
+
+    def per_request(value_cache: Any) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            loader = DataLoader(batch, value_cache=value_cache)
+            many = loader.load_many(keys)
+            loader.dispatch()
+            many.result(60)
+        return (time.perf_counter() - t0) / n
+
+    base = min(per_request(None) for _ in range(3))
+    rows: list[dict[str, Any]] = []
+    frozen = RedisProcess()
+    try:
+        import logging
+        logging.getLogger("dataloader_sync").setLevel(logging.ERROR)  # the breaker's one warning per case
+        for scenario, port in (("refused (server gone)", _free_port()), ("frozen (SIGSTOP)", frozen.port)):
+            for breaker in (False, True):
+                client = _docs_client(port)
+                try:
+                    if scenario.startswith("frozen"):
+                        client.ping()  # connected before the freeze, as a running service is
+                        os.kill(frozen.proc.pid, signal.SIGSTOP)
+                    vc = RedisValueCache(client, prefix="bench:outage:", cool_down=5.0 if breaker else 0)
+                    seconds = per_request(vc)
+                finally:
+                    if scenario.startswith("frozen"):
+                        os.kill(frozen.proc.pid, signal.SIGCONT)
+                    client.close()
+                rows.append({"case": scenario, "breaker": breaker, "requests": n,
+                             "added_ms_per_request": (seconds - base) * 1e3})
+                print(f"  {scenario:<24} breaker {'on ' if breaker else 'off'}  {n:>3} requests  "
+                      f"+{(seconds - base) * 1e3:>9,.1f} ms per request", flush=True)
+    finally:
+        logging.getLogger("dataloader_sync").setLevel(logging.NOTSET)
+        frozen.stop()
+    return rows
+
+
+# -- a stampede: batch calls per key under 32 threads, with and without single flight -----------------
+def stampede(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
+    """32 request threads miss the same keys at once (a popular key expired): batch calls per key."""
+    from dataloader_sync.redis import RedisValueCache
+
+    threads, rounds = 32, (2 if quick else 5)
+    keys = ["popular", "also", "and"]
+    client = _client(server.port)
+    rows: list[dict[str, Any]] = []
+    try:
+        for single_flight in (False, True):
+            vc = RedisValueCache(client, prefix="bench:stampede:", ttl=60, single_flight=single_flight)
+            calls: list[list[Any]] = []
+            lock = threading.Lock()
+
+            def batch(ks: list[Any], calls: list[list[Any]] = calls, lock: Any = lock) -> list[Any]:
+                with lock:
+                    calls.append(list(ks))
+                threading.Event().wait(0.02)  # the query behind the key: 20 ms
+                return [{"id": k} for k in ks]
+
+            for _ in range(rounds):
+                vc.invalidate(keys)  # the keys expired
+                start = threading.Barrier(threads)
+
+                def request(_: int, vc: Any = vc, batch: Any = batch, start: Any = start) -> Any:
+                    loader = DataLoader(batch, value_cache=vc)
+                    many = loader.load_many(keys)
+                    start.wait(30)
+                    loader.dispatch()
+                    return many.result(60)
+
+                with cf.ThreadPoolExecutor(threads) as pool:
+                    list(pool.map(request, range(threads)))
+            per_key = sum(len(c) for c in calls) / (len(keys) * rounds)
+            rows.append({"single_flight": single_flight, "threads": threads, "rounds": rounds,
+                         "batch_calls_per_key": per_key})
+            print(f"  single_flight={'True ' if single_flight else 'False'}  {threads} threads  "
+                  f"{per_key:>6.2f} batch calls per key (mean of {rounds} stampedes)", flush=True)
+    finally:
+        client.close()
+    return rows
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Both sections with a redis-server of our own; the figures as a dict."""
     server = RedisProcess()
@@ -350,10 +593,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"value cache, per key (batches of {KEYS}; best of {REPEAT}; redis-server on 127.0.0.1:{server.port})",
               flush=True)
         keys = per_key(args.quick, server)
+        print("\nvalue cache, an outage: added latency per request (client as docs/value-cache.rst recommends: "
+              "0.25 s timeouts, 1 retry)", flush=True)
+        outage_rows = outage(args.quick)
+        print("\nvalue cache, a stampede (batch calls per key, 20 ms batch function)", flush=True)
+        stampede_rows = stampede(args.quick, server)
         print(f"\nvalue cache, the Bench shape across two processes (requests={args.requests} "
               f"concurrency={args.concurrency} items={args.items} depth={args.depth} io-ms={args.io_ms:g})",
               flush=True)
-        return {"per_key": keys, "shape": shape(args, server)}
+        return {"per_key": keys, "outage": outage_rows, "stampede": stampede_rows, "shape": shape(args, server)}
     finally:
         server.stop()
 

@@ -16,24 +16,45 @@ Guarantees:
   code in the workers that read it; nothing here changes that.
 - The alias is resolved on every call (``caches[alias]``), as Django does per
   thread, so one instance serves every thread and request.
+- A backend that raises (or times out) opens the cache's breaker
+  (``cool_down``, as ``RedisValueCache``): every loader of the process skips
+  it for that long, then one call probes.
+- With a callable ``ttl`` or a ``negative_ttl``, ``set_values`` makes one
+  ``set_many`` per distinct timeout among its values (Django's API takes one
+  timeout per call).
 """
 from __future__ import annotations
 
 import hashlib
 import math
+import re
+import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Callable, Optional
 from urllib.parse import quote
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 
+from .._cache_tier import (
+    DEFAULT_COOL_DOWN,
+    check_negative_ttl,
+    check_prefix,
+    check_ttl_rule,
+    make_breaker,
+    make_single_flight,
+    ttl_of,
+)
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, ValueCache, check_prefix, check_ttl
+from .._value_cache import MISSING, ValueCache, _FailureLog
+
+_BAD_TTL = _FailureLog()  # values the ttl callable could not give a ttl, per cache
 
 __all__ = ["DjangoValueCache"]
 
 _SAFE = "!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"  # printable ASCII kept as is (not %, #, space)
 _MAX_KEY = 200  # memcached's limit is 250 with Django's KEY_PREFIX and version
+# A character quote() would change: outside printable ASCII (space included), or % or #.
+_NEEDS_QUOTING = re.compile(r"[^!-~]|[%#]").search
 
 
 class DjangoValueCache(ValueCache[Any, Any]):
@@ -51,14 +72,27 @@ class DjangoValueCache(ValueCache[Any, Any]):
         ttl: seconds (or a ``timedelta``) a written value lives, rounded up
             to whole seconds as Django's backends keep them; None: the
             backend's ``TIMEOUT`` setting (Django's convention; 300 s unless
-            configured).
+            configured); or a callable ``(key, value) -> seconds | None``
+            (None: the backend's ``TIMEOUT``).
+        negative_ttl: seconds a ``None`` value lives instead of ``ttl``;
+            None: ``None`` follows ``ttl``.
+        cool_down: seconds the cache is skipped by every loader of the
+            process after a failed call (default 5); 0 turns the breaker off.
+            The breaker is named after the prefix.
+        single_flight: when True, concurrent misses of one key in this
+            process make one batch-function call (see ``RedisValueCache``).
+        single_flight_timeout: the longest a loader waits for another's
+            flight (default 10 s).
+        clock: a monotonic clock (the breaker's; injected by tests).
 
     Raises:
         TypeError, ValueError: at once, for an argument of the wrong kind, or
             an alias missing from ``CACHES`` when settings are configured.
     """
 
-    def __init__(self, cache: Any = "default", *, prefix: str, ttl: Any = None) -> None:
+    def __init__(self, cache: Any = "default", *, prefix: str, ttl: Any = None, negative_ttl: Any = None,
+                 cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
+                 single_flight_timeout: Any = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
         if isinstance(cache, str):
             from django.conf import settings
 
@@ -66,10 +100,17 @@ class DjangoValueCache(ValueCache[Any, Any]):
                 raise ValueError(f"cache {cache!r} is not in settings.CACHES")
         elif not all(callable(getattr(cache, m, None)) for m in ("get_many", "set_many", "delete")):
             raise TypeError("cache must be an alias of settings.CACHES or a Django cache backend")
+        if not callable(clock):
+            raise TypeError("clock must be callable")
         self._cache = cache
         self._prefix = check_prefix(prefix)
-        seconds = check_ttl(ttl)
-        self._timeout: Any = DEFAULT_TIMEOUT if seconds is None else max(1, math.ceil(seconds))
+        self._ttl = check_ttl_rule(ttl)
+        self._timeout: Any = (DEFAULT_TIMEOUT if self._ttl is None or callable(self._ttl)
+                              else _whole_seconds(self._ttl))
+        negative = check_negative_ttl(negative_ttl)
+        self._negative_timeout: Any = None if negative is None else _whole_seconds(negative)
+        self.breaker = make_breaker(self._prefix, cool_down, clock)
+        self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
 
     @property
     def prefix(self) -> str:
@@ -94,7 +135,11 @@ class DjangoValueCache(ValueCache[Any, Any]):
         Raises:
             TypeError: a key type that has no stable name (see ``RedisValueCache``).
         """
-        name = self._prefix + quote(encode_key(key), safe=_SAFE)
+        if type(key) is int:  # the common key: digits only, nothing to quote (the hit path's fast lane)
+            name = self._prefix + int.__repr__(key)
+        else:
+            encoded = encode_key(key)
+            name = self._prefix + (quote(encoded, safe=_SAFE) if _NEEDS_QUOTING(encoded) else encoded)
         if len(name) > _MAX_KEY:
             name = self._prefix + "#" + hashlib.sha256(name.encode("utf-8")).hexdigest()
         return name
@@ -108,13 +153,46 @@ class DjangoValueCache(ValueCache[Any, Any]):
         return [found.get(name, MISSING) for name in names]
 
     def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
-        """One ``set_many`` with the ttl."""
-        if keys:
+        """One ``set_many`` with the ttl (one per distinct timeout with a ttl callable or ``negative_ttl``)."""
+        if not keys:
+            return
+        if not callable(self._ttl) and self._negative_timeout is None:
             self.backend().set_many({self.cache_key(k): v for k, v in zip(keys, values)}, timeout=self._timeout)
+            return
+        by_timeout: dict[Any, dict[str, Any]] = {}
+        failed: Optional[Exception] = None
+        for key, value in zip(keys, values):
+            try:
+                timeout = self._timeout_of(key, value)
+            except Exception as exc:
+                failed = failed or exc
+                continue
+            by_timeout.setdefault(timeout, {})[self.cache_key(key)] = value
+        backend = self.backend()
+        for timeout, mapping in by_timeout.items():
+            backend.set_many(mapping, timeout=timeout)
+        if failed is not None:  # not raised: a bad ttl answer is no outage (it must not open the breaker)
+            _BAD_TTL.failed(self, "set_values (the ttl callable failed; those values were not written)", failed)
+
+    def _timeout_of(self, key: Any, value: Any) -> Any:
+        if value is None and self._negative_timeout is not None:
+            return self._negative_timeout
+        if not callable(self._ttl):
+            return self._timeout
+        ttl = ttl_of(self._ttl, key, value)
+        return DEFAULT_TIMEOUT if ttl is None else _whole_seconds(ttl)
 
     def delete(self, key: Any) -> None:
         """Delete the value of *key* for every process."""
         self.backend().delete(self.cache_key(key))
+
+    def invalidate(self, keys: Sequence[Any]) -> None:
+        """Delete the values of *keys* for every process: one ``delete_many`` (as ``RedisValueCache.invalidate``).
+
+        Not guarded by the breaker: it raises what the backend raises.
+        """
+        if keys:
+            self.backend().delete_many([self.cache_key(k) for k in keys])
 
     def clear(self) -> None:
         """Not supported: Django's cache API cannot delete by prefix.
@@ -130,3 +208,7 @@ class DjangoValueCache(ValueCache[Any, Any]):
             "Django's cache API cannot delete by prefix: change the prefix, or give the value caches "
             "a CACHES alias of their own and call caches[alias].clear()"
         )
+
+
+def _whole_seconds(ttl: float) -> int:
+    return max(1, math.ceil(ttl))

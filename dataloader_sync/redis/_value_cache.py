@@ -13,22 +13,44 @@ Guarantees:
   is a miss (logged, rate-limited); a value ``dumps`` cannot write is not
   stored, the others of the batch are, and ``set_values`` then raises so the
   loader logs it.
-- Redis errors propagate to the loader, which logs them (rate-limited) and
-  loads from the batch function: how long a call may take is the client's
-  ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings.
+- Redis errors propagate to the loader, which loads from the batch function
+  and opens the cache's breaker (``cool_down``): for that long no loader of
+  the process calls Redis through this cache, then one call probes.  How
+  long one failing call takes is the client's
+  ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings; the
+  breaker makes an outage cost that once per cool-down, not per request.
+- A ``redis.cluster.RedisCluster`` client is read with ``mget_nonatomic``
+  (one ``MGET`` per slot, pipelined: one round trip per node) and written
+  with its pipeline (the ``SET`` commands grouped by node: one round trip per
+  node).
 """
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, Optional
 
+from .._cache_tier import (
+    DEFAULT_COOL_DOWN,
+    check_negative_ttl,
+    check_prefix,
+    check_ttl_rule,
+    make_breaker,
+    make_single_flight,
+    ttl_of,
+)
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, ValueCache, _FailureLog, check_prefix, check_ttl
+from .._time import seconds
+from .._value_cache import MISSING, ValueCache, _FailureLog
+from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
 
+NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
+
 _UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
+_UNWRITABLE = _FailureLog()  # values dumps() or the ttl callable could not handle, per cache
 
 
 def _json_dumps(value: Any) -> str:
@@ -60,48 +82,103 @@ class RedisValueCache(ValueCache[Any, Any]):
             ``retry`` budget (redis-py's default retries a refused
             connection for seconds).
         prefix: put before every key, e.g. ``"myapp:book:"``; ``clear()``
-            deletes every key that starts with it.  For Redis Cluster put a
-            hash tag in it (``"{myapp:book}:"``) so one ``MGET`` stays in one
-            slot.
+            deletes every key that starts with it.  It also names the
+            cache's breaker (logs, the ``breaker_open`` gauge).
         ttl: seconds (or a ``timedelta``) each written value lives, with
-            millisecond precision (``PX``); None: no expiry.
+            millisecond precision (``PX``); None: no expiry; or a callable
+            ``(key, value) -> seconds | None`` asked for each value written
+            (a bad answer leaves that value unwritten, logged).
+        negative_ttl: seconds a ``None`` value lives instead of ``ttl``
+            (e.g. a short 30 for "no such row"); None: ``None`` follows ``ttl``.
         dumps: ``value -> str | bytes`` (default: JSON); give ``loads`` too.
         loads: ``str | bytes -> value``, given what the client returns
             (bytes unless the client has ``decode_responses=True``).
+        cool_down: seconds the cache is skipped by every loader of the
+            process after a failed call (default 5); 0 turns the breaker off.
+        single_flight: when True, concurrent misses of one key in this
+            process make one batch-function call; the other loaders wait for
+            its outcome (at most ``single_flight_timeout`` seconds, default 10).
+        single_flight_timeout: the longest a loader waits for another's
+            flight before it loads the key itself.
+        near_cache: the size of a process-local LRU in front of Redis (0:
+            none).  Its entries live at most ``near_ttl`` seconds; a listener
+            thread evicts what ``invalidate()`` and other processes'
+            ``set_values`` change (see ``close()``).
+        near_ttl: seconds a near entry lives (default: the smaller of a
+            numeric ``ttl`` and 60).
+        clock: a monotonic clock (the breaker's and the near cache's; injected by tests).
 
     Raises:
         TypeError, ValueError: at once, for an argument of the wrong kind.
     """
 
-    def __init__(self, client: Any, *, prefix: str, ttl: Any = None,
+    def __init__(self, client: Any, *, prefix: str, ttl: Any = None, negative_ttl: Any = None,
                  dumps: Optional[Callable[[Any], Any]] = None,
-                 loads: Optional[Callable[[Any], Any]] = None) -> None:
+                 loads: Optional[Callable[[Any], Any]] = None,
+                 cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
+                 single_flight_timeout: Any = 10.0, near_cache: int = 0, near_ttl: Any = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if not all(callable(getattr(client, m, None)) for m in ("mget", "pipeline", "delete", "scan_iter")):
             raise TypeError("client must be a redis.Redis (mget, pipeline, delete, scan_iter)")
         self._prefix = check_prefix(prefix)
-        ttl_seconds = check_ttl(ttl)
-        self._px = None if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
+        self._ttl = check_ttl_rule(ttl)
+        self._px = None if self._ttl is None or callable(self._ttl) else max(1, round(self._ttl * 1000))
+        negative = check_negative_ttl(negative_ttl)
+        self._negative_px = None if negative is None else max(1, round(negative * 1000))
         if (dumps is None) != (loads is None):
             raise ValueError("give both dumps and loads, or neither")
         if dumps is not None and not callable(dumps):
             raise TypeError("dumps must be callable")
         if loads is not None and not callable(loads):
             raise TypeError("loads must be callable")
+        if not callable(clock):
+            raise TypeError("clock must be callable")
         self._client = client
         self._dumps: Callable[[Any], Any] = dumps or _json_dumps
         self._loads: Callable[[Any], Any] = loads or json.loads
+        # A cluster client: one MGET per slot, pipelined per node (a plain MGET must stay in one slot).
+        self._cluster = callable(getattr(client, "mget_nonatomic", None))
+        self._mget: Callable[[list[str]], Any] = client.mget_nonatomic if self._cluster else client.mget
+        self.breaker = make_breaker(self._prefix, cool_down, clock)
+        self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
+        if isinstance(near_cache, bool) or not isinstance(near_cache, int):
+            raise TypeError("near_cache must be an int (0: no near cache)")
+        if near_cache < 0:
+            raise ValueError("near_cache must be >= 0")
+        if near_ttl is None:
+            near_seconds = NEAR_TTL if self._ttl is None or callable(self._ttl) else min(self._ttl, NEAR_TTL)
+        else:
+            near_seconds = seconds("near_ttl", near_ttl, positive=True)
+        self._channel = "dataloader_sync:invalidate:" + self._prefix
+        self._near: Optional[NearCache] = (
+            NearCache(client, self._channel, near_cache, near_seconds, clock) if near_cache else None)
 
     @property
     def prefix(self) -> str:
         return self._prefix
 
     @property
-    def ttl(self) -> Optional[float]:
-        """Seconds each written value lives (None: no expiry)."""
+    def ttl(self) -> Any:
+        """Seconds each written value lives (None: no expiry), or the ttl callable."""
+        if callable(self._ttl):
+            return self._ttl
         return None if self._px is None else self._px / 1000.0
 
     def __repr__(self) -> str:
         return f"RedisValueCache(prefix={self._prefix!r}, ttl={self.ttl!r})"
+
+    def _px_of(self, key: Any, value: Any) -> Optional[int]:
+        """The ``PX`` of one write (None: no expiry).
+
+        Raises:
+            Exception: the ttl callable raised or returned a bad ttl.
+        """
+        if value is None and self._negative_px is not None:
+            return self._negative_px
+        if not callable(self._ttl):
+            return self._px
+        ttl = ttl_of(self._ttl, key, value)
+        return None if ttl is None else max(1, round(ttl * 1000))
 
     def redis_key(self, key: Any) -> str:
         """The Redis key of a cache key.
@@ -112,17 +189,47 @@ class RedisValueCache(ValueCache[Any, Any]):
         return self._prefix + encode_key(key)
 
     def get_values(self, keys: Sequence[Any]) -> list[Any]:
-        """One ``MGET``: the value of each key, or ``MISSING``."""
+        """One ``MGET`` (of the near cache's misses, with one): the value of each key, or ``MISSING``."""
         if not keys:
             return []
+        prefix = self._prefix
+        names = [prefix + encode_key(k) for k in keys]
+        near = self._near
+        breaker = self.breaker
+        if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
+            return self._decode(self._mget(names))
+        found = near.get(names)
+        misses = [i for i, value in enumerate(found) if value is MISSING]
+        if not misses:
+            return found
+        generation = near.generation
+        if len(misses) == len(names):
+            found = self._decode(self._mget(names))
+            near.put([n for n, v in zip(names, found) if v is not MISSING],
+                     [v for v in found if v is not MISSING], generation)
+            return found
+        loaded = self._decode(self._mget([names[i] for i in misses]))
+        for i, value in zip(misses, loaded):
+            found[i] = value
+        near.put([names[i] for i, v in zip(misses, loaded) if v is not MISSING],
+                 [v for v in loaded if v is not MISSING], generation)
+        return found
+
+    def _decode(self, datas: Sequence[Any]) -> list[Any]:
+        """The values of an MGET's answer (a value ``loads`` cannot read is a miss, logged)."""
+        loads = self._loads
+        try:  # the common case: every value readable, at the cost of one loop
+            return [MISSING if data is None else loads(data) for data in datas]
+        except Exception:
+            pass
         found: list[Any] = []
         unreadable: Optional[Exception] = None
-        for data in self._client.mget([self.redis_key(k) for k in keys]):
+        for data in datas:
             if data is None:
                 found.append(MISSING)
                 continue
             try:
-                found.append(self._loads(data))
+                found.append(loads(data))
             except Exception as exc:  # a value written by someone else, or by an older version
                 found.append(MISSING)
                 unreadable = unreadable or exc
@@ -131,39 +238,126 @@ class RedisValueCache(ValueCache[Any, Any]):
         return found
 
     def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
-        """One pipelined round trip of ``SET key value [PX ttl]``.
+        """One pipelined round trip of ``SET key value [PX ttl]`` (per node, on a cluster).
+
+        A value that ``dumps`` (or the ttl callable) cannot handle is not
+        written and is logged (rate-limited); the others are written.
 
         Raises:
-            ValueError: some values could not be serialized (the others were
-                written).
             redis.RedisError: from the client.
         """
         pipe = self._client.pipeline(transaction=False)
         failed: list[Any] = []
+        near = self._near
+        names: list[str] = []
+        written: list[Any] = []
+        prefix = self._prefix
         for key, value in zip(keys, values):
             try:
                 data = self._dumps(value)
+                px = self._px_of(key, value)
             except Exception as exc:
                 failed.append((key, exc))
                 continue
-            pipe.set(self.redis_key(key), data, px=self._px)
+            name = prefix + encode_key(key)
+            pipe.set(name, data, px=px)
+            if near is not None:
+                names.append(name)
+                written.append(value)
         if len(pipe):
-            pipe.execute()
+            if near is not None:  # the other processes' near entries of these keys are stale now
+                generation = near.generation
+                self._publish(pipe, near.message(names))
+            else:
+                pipe.execute()
+            if near is not None:
+                near.put(names, written, generation)
         if failed:
             first_key, first_error = failed[0]
-            raise ValueError(
-                f"{len(failed)} of {len(keys)} values could not be serialized and were not written "
-                f"(the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})"
-            ) from first_error
+            error = ValueError(
+                f"{len(failed)} of {len(keys)} values could not be serialized (or given a ttl) and were not "
+                f"written (the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})")
+            error.__cause__ = first_error
+            # Not raised: a value the codec cannot write is no outage, it must not open the breaker.
+            _UNWRITABLE.failed(self, "set_values", error)
 
     def delete(self, key: Any) -> None:
-        """Delete the value of *key* for every process."""
-        self._client.delete(self.redis_key(key))
+        """Delete the value of *key* for every process (and from every near cache)."""
+        self.invalidate([key])
+
+    def invalidate(self, keys: Sequence[Any]) -> None:
+        """Delete *keys* in Redis and evict them from this and every other process's near cache.
+
+        One round trip: ``DEL`` of the keys and a ``PUBLISH`` on the cache's
+        channel (``dataloader_sync:invalidate:<prefix>``), whose listeners
+        evict them within milliseconds on one host.  Call it after a write to
+        the rows behind the keys (a mutation): every process then loads them
+        again.  Not guarded by the breaker: it raises what the client raises.
+
+        Raises:
+            TypeError: a key type that has no stable name.
+            redis.RedisError: from the client.
+        """
+        names = [self.redis_key(k) for k in keys]
+        if not names:
+            return
+        near = self._near
+        if near is not None:
+            near.evict(names)
+        pipe = self._client.pipeline(transaction=False)
+        if self._cluster:  # one DEL per key (their slots differ)
+            for name in names:
+                pipe.delete(name)
+        else:
+            pipe.delete(*names)
+        self._publish(pipe, json.dumps({"s": "" if near is None else near.sender, "k": names},
+                                       separators=(",", ":")))
+        if near is not None:  # again: a lookup of ours that read Redis before the DEL must not keep its value
+            near.evict(names)
+
+    def _publish(self, pipe: Any, message: str) -> None:
+        """Run *pipe* with a ``PUBLISH`` of *message* on the cache's channel: in the same round trip, or
+        (a cluster pipeline refuses ``PUBLISH``) right after it."""
+        if self._cluster:
+            pipe.execute()
+            self._client.publish(self._channel, message)
+        else:
+            pipe.publish(self._channel, message)
+            pipe.execute()
 
     def clear(self) -> None:
-        """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic)."""
+        """Delete every key that starts with the prefix (``SCAN`` + ``UNLINK``, not atomic), and every near entry."""
         for chunk in _chunks(self._client.scan_iter(match=_glob_escape(self._prefix) + "*", count=1000), 1000):
             self._client.unlink(*chunk)
+        near = self._near
+        if near is not None:
+            near.evict(None)
+        self._client.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": None}))
+
+    def wait_near_cache_live(self, timeout: float = 5.0) -> bool:
+        """Start the near cache's listener (else started by the first lookup) and wait until it listens.
+
+        Until then lookups go to Redis (an invalidation could be missed).
+
+        Returns:
+            True once it listens; False after *timeout* seconds, or without a near cache.
+        """
+        return self._near is not None and self._near.wait_live(timeout)
+
+    def close(self) -> None:
+        """Stop the near cache's listener thread (idempotent); the near cache is not used after it.
+
+        The client is the caller's: it is not closed.  A cache without a near
+        cache has nothing to close.
+        """
+        if self._near is not None:
+            self._near.close()
+
+    def __enter__(self) -> RedisValueCache:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:

@@ -6,7 +6,7 @@ from typing import Any
 
 from typing_extensions import assert_type
 
-from dataloader_sync import MISSING, DataLoader, Future, Statistics, ValueCache
+from dataloader_sync import MISSING, Breaker, DataLoader, Future, Statistics, ValueCache
 
 
 class Book:
@@ -38,6 +38,11 @@ shared = DictValueCache()
 books = DataLoader(load_books, value_cache=shared)
 assert_type(books.load(1), "Future[Book]")
 fut: Future[Book] = books.load(2)
+
+shared.breaker = Breaker("books", cool_down=2.0)  # the breaker in front of a cache of one's own
+shared.breaker = None  # or none
+assert_type(Breaker("b").is_open, bool)
+assert_type(Breaker("b").name, str)
 
 
 
