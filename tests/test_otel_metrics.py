@@ -6,12 +6,12 @@ import concurrent.futures as cf
 import inspect
 import sys
 import threading
-import types
 import weakref
 from importlib import metadata
 from typing import Any
 
 import pytest
+from conftest import FakeClock
 
 pytest.importorskip("opentelemetry.sdk.metrics")
 
@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from dataloader_sync import (
     MISSING,
+    Breaker,
     ChainedInstrumentation,
     DataLoader,
     DataLoaderRegistry,
@@ -273,22 +274,36 @@ def test_OpenTelemetryMetrics_a_failing_value_cache_counts_misses(reader, metric
 
 
 # -- the breaker gauge -----------------------------------------------------------------------------
-def test_OpenTelemetryMetrics_breaker_gauge_has_no_values_without_breakers(reader, metrics, monkeypatch):
-    monkeypatch.setitem(sys.modules, "dataloader_sync._breaker", None)  # as if the module did not exist
-    assert points(reader, "dataloader.value_cache.breaker_open") == {}
-
-
-def test_OpenTelemetryMetrics_breaker_gauge_reports_live_breakers_once_per_meter(provider, reader, monkeypatch):
-    # A stand-in for the breaker module's interface: live_breakers() -> objects with name and is_open.
-    module = types.ModuleType("dataloader_sync._breaker")
-    module.live_breakers = lambda: [types.SimpleNamespace(name="redis:books", is_open=True),  # type: ignore[attr-defined]
-                                    types.SimpleNamespace(name="django:default", is_open=False)]
-    monkeypatch.setitem(sys.modules, "dataloader_sync._breaker", module)
+def test_OpenTelemetryMetrics_breaker_gauge_reports_live_breakers_once_per_meter(provider, reader):
+    clock = FakeClock()
+    books, users = Breaker("redis:books", clock=clock), Breaker("django:users", clock=clock)
+    books.failed(ConnectionError("refused"))
     OpenTelemetryMetrics(meter_provider=provider)
     OpenTelemetryMetrics(meter_provider=provider)  # a second one on the same meter: one gauge
-    found = {dict(attrs)["dataloader.value_cache.name"]: p.value
+
+    def found():
+        return {dict(attrs)["dataloader.value_cache.name"]: p.value
+                for attrs, p in points(reader, "dataloader.value_cache.breaker_open").items()
+                if dict(attrs)["dataloader.value_cache.name"] in ("redis:books", "django:users")}
+
+    assert found() == {"redis:books": 1, "django:users": 0}
+    clock.advance(5.0)
+    assert books.allow()  # the probe
+    books.succeeded()
+    assert found() == {"redis:books": 0, "django:users": 0}
+    del users
+
+
+def test_OpenTelemetryMetrics_breaker_gauge_opens_with_a_failing_value_cache(provider, reader, caplog):
+    cache = DictCache()
+    cache.breaker = Breaker("dict-cache", clock=FakeClock())  # the breaker a value cache may choose
+    cache.broken = True
+    loader = DataLoader(echo, name="users", value_cache=cache)
+    OpenTelemetryMetrics(meter_provider=provider)
+    assert loader.load_many([1, 2]).result(timeout=TIMEOUT) == [1, 2]  # the cache failed: from echo
+    gauge = {dict(attrs)["dataloader.value_cache.name"]: p.value
              for attrs, p in points(reader, "dataloader.value_cache.breaker_open").items()}
-    assert found == {"redis:books": 1, "django:default": 0}
+    assert gauge.get("dict-cache") == 1
 
 
 # -- executors -------------------------------------------------------------------------------------

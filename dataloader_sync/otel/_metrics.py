@@ -26,18 +26,18 @@ Guarantees:
 """
 from __future__ import annotations
 
-import importlib
 import threading
 import time
 import weakref
 from collections.abc import Iterable, Sequence
 from importlib import metadata
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Histogram, Meter, MeterProvider, Observation
 
 from .._batch import BatchLoaderEnvironment
+from .._breaker import live_breakers
 from .._dataloader import DataLoader
 from .._instrumentation import DataLoaderInstrumentation, DataLoaderInstrumentationContext
 from ._spans import _error_type, _loader_name
@@ -86,33 +86,10 @@ _breaker_meters: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionar
 _breaker_meters_lock = threading.Lock()  # guards _breaker_meters
 
 
-class Breaker(Protocol):
-    """What the gauge reads of each value-cache breaker (``dataloader_sync._breaker``)."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def is_open(self) -> bool: ...
-
-
 def breaker_observations(options: Optional[CallbackOptions] = None) -> Iterable[Observation]:
-    """The gauge callback: 1 or 0 for each breaker of ``dataloader_sync._breaker.live_breakers()``.
-
-    The module is imported here, on each collection, so that this works
-    with and without it: where it does not exist (a version without
-    breakers), there are no values.  It must provide ``live_breakers()``,
-    an iterable of objects with ``name: str`` and ``is_open: bool``.
-    """
-    try:
-        module = importlib.import_module("dataloader_sync._breaker")
-    except ModuleNotFoundError as exc:
-        if exc.name != "dataloader_sync._breaker":
-            raise
-        return []
-    breakers: Iterable[Breaker] = module.live_breakers()
+    """The gauge callback: 1 or 0 for each live value-cache breaker (`dataloader_sync.live_breakers`)."""
     return [Observation(1 if breaker.is_open else 0, {"dataloader.value_cache.name": breaker.name})
-            for breaker in breakers]
+            for breaker in live_breakers()]
 
 
 def _register_breaker_gauge(meter: Meter) -> None:
