@@ -10,6 +10,7 @@ from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
 from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult
 from ._breaker import Breaker as Breaker
+from ._breaker import live_breakers as live_breakers
 from ._dataloader import DataLoader as DataLoader
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
@@ -82,6 +83,7 @@ __all__ = [
     "failed_future",
     "gather",
     "get_default_scheduled_executor",
+    "live_breakers",
     "refreshed_every",
     "tune_gc",
 ]

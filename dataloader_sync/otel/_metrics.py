@@ -37,7 +37,7 @@ from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Histogram, Meter, MeterProvider, Observation
 
 from .._batch import BatchLoaderEnvironment
-from .._breaker import live_breakers
+from .._breaker import live_breakers  # the core's, also dataloader_sync.live_breakers
 from .._dataloader import DataLoader
 from .._instrumentation import DataLoaderInstrumentation, DataLoaderInstrumentationContext
 from ._spans import _error_type, _loader_name
