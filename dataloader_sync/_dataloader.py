@@ -43,8 +43,8 @@ from typing import (
     overload,
 )
 
+from . import _fork, _loader_fork, _value_cache
 from . import _instrumentation as _instr
-from . import _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -330,6 +330,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # swapped out: blocking on a future whose ticket is still current
         # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
         self._ticket = Ticket(weakref.ref(self))
+        _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
         self._last_dispatch = clock()
         self._load_count = 0
         self._load_error_count = 0
@@ -393,6 +394,14 @@ class DataLoader(_BatchCall, Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
+
+    def _after_fork_in_child(self) -> None:
+        # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
+        _loader_fork.repair_in_child(self)
+
+    def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
+        # A child's thread blocks on a key a parent dispatched (see _loader_fork).
+        return _loader_fork.abandon(self, fut)
 
     # -- registries (see _registry) --------------------------------------------------
     def _watch(self, queued_ref: Any, name: str) -> None:
@@ -681,6 +690,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 return None
             self._queue = _Queue(self._cache_key_fn is not None)
             self._told = None  # the next load tells its scope again
+            self._ticket.taken_in = _fork.generation
             self._ticket = Ticket(self._ticket.loader)
         return queue
 

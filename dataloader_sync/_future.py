@@ -391,6 +391,31 @@ class Future(cf.Future[T], Generic[T]):
             self._invoke_callbacks()
         return True
 
+    # -- fork --------------------------------------------------------------------
+    def _abandon_in_child(self) -> bool:
+        """In a forked child: cancel this future, whose work does not exist there, running nothing.
+
+        For the future of an executor's task that was queued or running at
+        the fork (its loader futures' locks are their loader's business: see
+        ``DataLoader._after_fork_in_child``).  Its lock may have been held by
+        a parent thread at the fork, and the waiters of the parent's threads
+        do not exist here: both are rebuilt.  The done-callbacks do not run
+        here (they are user code, or a loader's, which takes the loader's
+        lock): the caller hands them to ``_fork.soon``.
+
+        Returns:
+            True if done-callbacks wait to be run (``_invoke_callbacks``).
+        """
+        assert self._shared is None, "a loader's future is repaired by its loader"
+        self._lock = _Lock()
+        self._cond = None
+        self._w = None
+        if self._state not in (PENDING, RUNNING):
+            return False
+        self._state = CANCELLED_AND_NOTIFIED
+        self._follow = self._demand = None
+        return self._done_callbacks is not None
+
     # -- chaining --------------------------------------------------------------
     @overload
     def then(self, fn: Callable[[T], cf.Future[U]]) -> Future[U]: ...

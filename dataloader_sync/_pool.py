@@ -24,7 +24,8 @@ Guarantees:
   code does not hold up exit.  ``shutdown(wait=True)`` joins them.
 - Fork-aware (see ``_fork``): in a child, the pool has no threads; tasks
   queued or running at the fork belong to the parent, and the child cancels
-  the futures it holds of them, so none hangs.  The standard library's global
+  the futures it holds of them, so none hangs; their done-callbacks run
+  after the fork, on the repair thread, never inside ``os.fork()``.  The standard library's global
   shutdown lock is never taken.
 - Thread-safe.  No user code runs under the pool's lock.
 """
@@ -36,7 +37,6 @@ import itertools
 import logging
 import threading
 import time
-from concurrent.futures._base import CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -359,27 +359,13 @@ class ElasticPool(cf.Executor):
     def _after_fork_in_child(self) -> None:
         # Only the forking thread exists here: no worker, no monitor.  The
         # tasks queued or running belong to the parent; futures the child
-        # holds of them are cancelled, so that none hangs.
+        # holds of them are cancelled, so that none hangs (their callbacks
+        # run after the hooks: see Future._abandon_in_child).
         abandoned = [task[3] for task in self._queue]
         abandoned += [w.task[3] for w in self._busy if w.task is not None]  # running
         shutdown = self._shutdown
         self._init_state()
         self._shutdown = shutdown
         for future in abandoned:
-            if future is not None:
-                abandon_in_child(future)
-
-
-def abandon_in_child(future: Future[Any]) -> None:
-    """Cancel, in a forked child, a Future whose task does not exist there.
-
-    Its lock may have been held by a thread of the parent at the fork, and
-    waiters of the parent's other threads do not exist: both are rebuilt.
-    Done-callbacks run (so a ``then`` chain or a gather hears of it).
-    """
-    future._lock = threading.Lock()
-    future._cond = None
-    future._w = None
-    if future._state in (PENDING, RUNNING):
-        future._state = CANCELLED_AND_NOTIFIED
-        future._invoke_callbacks()
+            if future is not None and future._abandon_in_child():
+                _fork.soon(future._invoke_callbacks)
