@@ -83,8 +83,8 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
                 return False
             taken_in = ticket.taken_in
             if taken_in is not None and taken_in != _fork.generation:
-                return loader._abandoned_at_fork(node)
-            return loader._dispatch_for(ticket)
+                return bool(loader._abandoned_at_fork(node))
+            return bool(loader._dispatch_for(ticket))
         if getattr(node, "_follow", None) is None:
             return False  # a future nothing can drive (an executor's): just wait
         follow = node._follow if blocker is None else _watch(node, blocker, stages)

@@ -33,7 +33,9 @@ Guarantees:
   of the user's that a parent thread held) blocks that thread only.
 - ``watch``ed objects (loaders: a process may make thousands, one per request
   and kind) cost one list append to track, nothing around the fork; their
-  ``_after_fork_in_child`` runs after every ``track``ed object's, and must
+  ``_after_fork_in_child`` runs before every ``track``ed object's (they start
+  no thread, and must be repaired before any thread of the child may use
+  them), and must
   not wait on their own locks (a parent thread may have held one: they test
   it without blocking).
 - Objects are tracked through weak references: tracking keeps nothing alive.
@@ -91,7 +93,7 @@ def track(obj: Any) -> None:
 def watch(ref: weakref.ref[Any]) -> None:
     """Repair the object *ref* refers to in every forked child (no hooks around the fork).
 
-    The object has ``_after_fork_in_child()``, run after every ``track``ed
+    The object has ``_after_fork_in_child()``, run before every ``track``ed
     object's.  *ref* is a weak reference the caller keeps anyway (a loader's
     ticket holds one): watching costs one append.
     """
@@ -151,7 +153,11 @@ def _after_fork_in_child() -> None:
     _registry_lock = threading.Lock()
     _watched_lock = threading.Lock()
     watched = [obj for obj in (ref() for ref in _watched) if obj is not None]
-    for obj in _alive() + watched:
+    # Watched objects first: their repair starts no thread, and a thread that
+    # a tracked object's repair starts (a timer, then its pool's workers) may
+    # use one at once -- and may even have the identity of the parent's thread
+    # that held its re-entrant lock, and so seem to own it.
+    for obj in watched + _alive():
         try:
             obj._after_fork_in_child()
         except Exception:  # one broken object must not leave the others broken

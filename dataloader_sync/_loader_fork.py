@@ -38,15 +38,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 from collections.abc import Hashable, MutableMapping
-from concurrent.futures._base import PENDING, RUNNING
 from typing import Any, Optional, Protocol
 
 from . import _fork
-from ._batch import _Queue, _DispatchSink
+from ._batch import _DispatchSink, _Queue
 from ._demand import Ticket
 from ._future import Future
 
-__all__ = ["repair_in_child"]
+__all__ = ["abandon", "repair_in_child"]
 
 
 class _ForkedLoader(Protocol):
