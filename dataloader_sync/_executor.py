@@ -189,7 +189,9 @@ class ScheduledExecutor(cf.Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Cancel every task waiting for its time and every periodic task; stop the timer.
 
-        Then shut down an owned executor with the same arguments.  Idempotent.
+        Then shut down an owned executor with the same arguments.  Idempotent;
+        as with ``ThreadPoolExecutor``, a ``shutdown(wait=True)`` after a
+        ``shutdown(wait=False)`` waits for the owned executor's tasks.
         """
         self._timer.stop(wait, cancel_futures)
 

@@ -370,7 +370,9 @@ class _Timer:
             entry.future._notify_cancelled()
         if thread is not None and wait and thread is not threading.current_thread():
             thread.join()
-        if first and self.owned:
+        if self.owned and (first or wait or cancel_futures):
+            # Every call, not the first only: a shutdown(wait=True) after a
+            # shutdown(wait=False) waits for the pool, as ThreadPoolExecutor's does.
             self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
 
     # -- fork --------------------------------------------------------------------------
