@@ -667,6 +667,39 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 pass
         return self
 
+    def _forget_cancelled(self, fut: Future[Any], ticket: Ticket) -> None:
+        """A load's future was cancelled: take its key out of the queue (if still there) and the cache.
+
+        The batch and the other keys go on as before.  Linear in the queue
+        (or, for a key already dispatched, in the cache): cancelling is rare,
+        and a cached or queued ``load()`` pays nothing for it.
+        """
+        with self._lock:
+            ck: Any = None
+            found = False
+            if ticket is self._ticket:  # still queued
+                queue = self._queue
+                for i, queued in enumerate(queue.futures):
+                    if queued is fut:
+                        ck, found = queue.cached_under()[i], True
+                        queue.drop(i)
+                        break
+            if not self._cache_enabled:
+                return
+            cache = self._cache
+            try:
+                if not found:  # dispatched already: find it in the cache
+                    found_cks = [k for k, cached in cache.items() if cached is fut]
+                    ck, found = (found_cks[0], True) if found_cks else (None, False)
+                if found and cache.get(ck) is fut:
+                    del cache[ck]
+            except Exception as exc:  # a failing cache_map: the entry stays
+                evict_error: Optional[Exception] = exc
+            else:
+                evict_error = None
+        if evict_error is not None:
+            self._cache_failed("delete", evict_error)
+
     def clear_all(self) -> DataLoader[K, V]:
         """Forget every cached value."""
         with self._lock:
