@@ -345,7 +345,13 @@ class DataLoader(_BatchCall, Generic[K, V]):
         self._registries: tuple[tuple[Any, str], ...] = ()
         # The dispatch scope told about the current queue (reset when the
         # queue is taken), so a scope hears of a loader once per batch, not
-        # once per load.
+        # once per load; or _MIXED once the queue holds keys loaded outside
+        # any scope beside keys of a scope (either order): a ticker leaves a
+        # queue told to an execution that dispatches itself to it (one batch
+        # per level), but must not leave an outside key waiting for that
+        # execution (it may be busy in a slow resolver, or waiting for that
+        # very key).  _MIXED stays until the queue is taken; the scopes that
+        # load meanwhile are still told.
         self._told: Any = None
         self._value_cache_hit_count = 0
         self._value_cache_miss_count = 0
@@ -498,9 +504,15 @@ class DataLoader(_BatchCall, Generic[K, V]):
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
-                tell = scope is not None and self._told is not scope
-                if tell:
-                    self._told = scope
+                told = self._told
+                tell = mixed = False
+                if told is not scope:  # see _told: a new queue, another execution's, or a mix
+                    if first or (scope is not None and told is not None and told is not _MIXED):
+                        self._told = scope
+                    elif told is not _MIXED:
+                        self._told = _MIXED
+                        mixed = True
+                    tell = scope is not None
         finally:
             lock.release()
         if cache_error is not None:
@@ -508,7 +520,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
             return fut
-        if first and self._registries:
+        if (first or mixed) and self._registries:
             self._report_queued(scope)
         if tell:
             scope.loader_queued(self)
@@ -564,7 +576,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         new = _Queue(self._cache_key_fn is not None)
         cache_errors: list[tuple[str, Exception]] = []
         scope = current_scope()
-        first = tell = False
+        first = tell = mixed = False
         with self._lock:
             cache = self._cache if self._cache_enabled else None
             ticket = self._ticket if self._batch else None
@@ -597,16 +609,21 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 if self._batch and new:
                     first = not self._queue
                     self._queue.extend(new)
-                    tell = scope is not None and self._told is not scope
-                    if tell:
-                        self._told = scope
+                    told = self._told
+                    if told is not scope:  # as in load()
+                        if first or (scope is not None and told is not None and told is not _MIXED):
+                            self._told = scope
+                        elif told is not _MIXED:
+                            self._told = _MIXED
+                            mixed = True
+                        tell = scope is not None
         for kind, error in cache_errors:
             self._cache_failed(kind, error)
         if new:
             if not self._batch:
                 self._call_each(new)
             else:
-                if first and self._registries:
+                if (first or mixed) and self._registries:
                     self._report_queued(scope)
                 if tell:
                     scope.loader_queued(self)
@@ -823,6 +840,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
         while len(self._queue):
             values.extend(self.dispatch().result())
         return values
+
+
+# The _told of a queue that holds keys loaded outside any scope beside a
+# scope's (see DataLoader.__init__): no dispatches_itself, so ticks dispatch it.
+_MIXED: Any = object()
 
 
 def _unhashable(ck: Any) -> TypeError:
