@@ -59,6 +59,7 @@ from ._future import Future, _copy_outcome, completed_future, failed_future, loa
 from ._gather import gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
+from ._time import check_clock
 from ._types import (
     EnvBatchFn,
     EnvFutureBatchFn,
@@ -300,8 +301,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
         ):
             raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
-        if not callable(clock):
-            raise TypeError("clock must be callable")
+        first_reading = check_clock("clock", clock)
         self._value_cache = _value_cache.check_value_cache(value_cache)
         if value_cache is not None and not cache:
             raise ValueError("value_cache needs cache=True")
@@ -331,7 +331,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
         self._ticket = Ticket(weakref.ref(self))
         _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
-        self._last_dispatch = clock()
+        self._last_dispatch = first_reading
         self._load_count = 0
         self._load_error_count = 0
         self._batch_invoke_count = 0

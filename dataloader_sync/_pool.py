@@ -42,6 +42,7 @@ from typing import Any, Callable, Optional
 
 from . import _fork
 from ._future import Future
+from ._time import seconds, wait_timeout
 
 __all__ = ["ElasticPool", "PoolStatistics"]
 
@@ -104,6 +105,8 @@ class ElasticPool(cf.Executor):
 
     Args:
         workers: threads that may run fresh tasks at once (the capacity).
+            Every argument is checked at once (``TypeError``/``ValueError``
+            naming it).
         name: prefix of thread names (``<name>-worker-<n>``, ``<name>-monitor``).
         max_threads: bound on threads, stuck ones included (default
             ``max(64, 2 * workers)``).
@@ -114,12 +117,21 @@ class ElasticPool(cf.Executor):
 
     def __init__(self, workers: int, *, name: str, max_threads: Optional[int] = None,
                  stuck_after: float = 0.1, idle_timeout: float = 30.0) -> None:
+        for arg, value in (("workers", workers), ("max_threads", max_threads)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{arg} must be an int")
+        if workers <= 0:
+            raise ValueError("workers must be > 0")
+        if not isinstance(name, str):
+            raise TypeError("name must be a str")
         self.workers = workers
         self.max_threads = max(64, 2 * workers) if max_threads is None else max_threads
         if self.max_threads < workers:
             raise ValueError("max_threads must be >= workers")
-        self.stuck_after = stuck_after
-        self.idle_timeout = idle_timeout
+        self.stuck_after = seconds("stuck_after", stuck_after)
+        if self.stuck_after < 0:
+            raise ValueError("stuck_after must be >= 0")
+        self.idle_timeout = wait_timeout(seconds("idle_timeout", idle_timeout, positive=True))
         self.name = name
         self._numbers = itertools.count(1)
         self._init_state()
