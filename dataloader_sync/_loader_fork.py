@@ -31,6 +31,8 @@ Guarantees:
   ``_demand``) records the process generation (``_fork.generation``) in
   which its loader took the queue; a pending future whose ticket was taken
   in another generation was dispatched by a parent.
+- Not covered: a ``then`` future whose callback was running on a parent
+  thread at the fork (its source is done; nothing in the child completes it).
 - Nothing here touches the cached values inside ``os.fork()`` (no
   copy-on-write of the cache's pages in every child).
 """
