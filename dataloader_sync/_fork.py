@@ -17,7 +17,8 @@ Guarantees:
   calls ``os.fork()``, while it holds one of these locks; and no tracked lock
   is ever taken while another is held, so their order does not matter.
 - In the child, ``_after_fork_in_child`` rebuilds locks and forgets threads,
-  in the order the objects were tracked.  It runs from our own
+  in the order the objects were tracked (after the ``watch``ed ones, see
+  below).  It runs from our own
   ``os.register_at_fork`` hook, registered when this module is first
   imported; ``concurrent.futures.thread`` is imported first, so that its own
   hook (which repairs the standard library's global shutdown lock) runs
@@ -27,7 +28,7 @@ Guarantees:
   callback, no batch function, no ``cache_map`` method) and never wait on a
   lock: the child always gets out of ``os.fork()``.  What has to run for work
   the fork abandoned (the done-callbacks of a cancelled future, failing the
-  keys a loader had in flight) is handed to ``soon`` and runs after the
+  keys of a loader's torn queue) is handed to ``soon`` and runs after the
   hooks, on one thread of the child's own (``dataloader-sync-fork-repair``),
   in the order it was handed over: a callback that blocks there (on a lock
   of the user's that a parent thread held) blocks that thread only.
@@ -35,9 +36,8 @@ Guarantees:
   and kind) cost one list append to track, nothing around the fork; their
   ``_after_fork_in_child`` runs before every ``track``ed object's (they start
   no thread, and must be repaired before any thread of the child may use
-  them), and must
-  not wait on their own locks (a parent thread may have held one: they test
-  it without blocking).
+  them), and must not wait on their own locks (a parent thread may have
+  held one: they test it without blocking).
 - Objects are tracked through weak references: tracking keeps nothing alive.
 """
 from __future__ import annotations
