@@ -28,7 +28,7 @@ class _Queue:
     loader and its batch call read ``keys``, ``futures``, ``cache_keys``,
     ``contexts`` and ``instr_context`` directly (``cached_under()`` and
     ``context_list()`` fill in an absent column).  Rows are written only by
-    ``add``/``extend``/``slice``/``take``, with one exception:
+    ``add``/``extend``/``drop``/``slice``/``take``, with one exception:
     ``DataLoader.load`` appends to ``keys`` and ``futures`` itself when
     ``cache_keys`` and ``contexts`` are None, which is exactly what ``add``
     does then (a method call there is a measurable share of every queued
@@ -67,6 +67,15 @@ class _Queue:
             if self.contexts is None:
                 self.contexts = [None] * n
             self.contexts.extend(other.context_list())
+
+    def drop(self, index: int) -> None:
+        """Remove the load at *index* (a cancelled one); linear in the queue's length."""
+        del self.keys[index]
+        del self.futures[index]
+        if self.cache_keys is not None:
+            del self.cache_keys[index]
+        if self.contexts is not None:
+            del self.contexts[index]
 
     def slice(self, start: int, stop: int) -> _Queue:
         part = _Queue(False)

@@ -43,8 +43,8 @@ from typing import (
     overload,
 )
 
+from . import _fork, _loader_fork, _value_cache
 from . import _instrumentation as _instr
-from . import _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -59,6 +59,7 @@ from ._future import Future, _copy_outcome, completed_future, failed_future, loa
 from ._gather import gather
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
+from ._time import check_clock
 from ._types import (
     EnvBatchFn,
     EnvFutureBatchFn,
@@ -300,8 +301,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
         ):
             raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
-        if not callable(clock):
-            raise TypeError("clock must be callable")
+        first_reading = check_clock("clock", clock)
         self._value_cache = _value_cache.check_value_cache(value_cache)
         if value_cache is not None and not cache:
             raise ValueError("value_cache needs cache=True")
@@ -330,7 +330,8 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # swapped out: blocking on a future whose ticket is still current
         # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
         self._ticket = Ticket(weakref.ref(self))
-        self._last_dispatch = clock()
+        _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
+        self._last_dispatch = first_reading
         self._load_count = 0
         self._load_error_count = 0
         self._batch_invoke_count = 0
@@ -344,7 +345,13 @@ class DataLoader(_BatchCall, Generic[K, V]):
         self._registries: tuple[tuple[Any, str], ...] = ()
         # The dispatch scope told about the current queue (reset when the
         # queue is taken), so a scope hears of a loader once per batch, not
-        # once per load.
+        # once per load; or _MIXED once the queue holds keys loaded outside
+        # any scope beside keys of a scope (either order): a ticker leaves a
+        # queue told to an execution that dispatches itself to it (one batch
+        # per level), but must not leave an outside key waiting for that
+        # execution (it may be busy in a slow resolver, or waiting for that
+        # very key).  _MIXED stays until the queue is taken; the scopes that
+        # load meanwhile are still told.
         self._told: Any = None
         self._value_cache_hit_count = 0
         self._value_cache_miss_count = 0
@@ -393,6 +400,14 @@ class DataLoader(_BatchCall, Generic[K, V]):
 
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
+
+    def _after_fork_in_child(self) -> None:
+        # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
+        _loader_fork.repair_in_child(self)
+
+    def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
+        # A child's thread blocks on a key a parent dispatched (see _loader_fork).
+        return _loader_fork.abandon(self, fut)
 
     # -- registries (see _registry) --------------------------------------------------
     def _watch(self, queued_ref: Any, name: str) -> None:
@@ -489,9 +504,15 @@ class DataLoader(_BatchCall, Generic[K, V]):
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
-                tell = scope is not None and self._told is not scope
-                if tell:
-                    self._told = scope
+                told = self._told
+                tell = mixed = False
+                if told is not scope:  # see _told: a new queue, another execution's, or a mix
+                    if first or (scope is not None and told is not None and told is not _MIXED):
+                        self._told = scope
+                    elif told is not _MIXED:
+                        self._told = _MIXED
+                        mixed = True
+                    tell = scope is not None
         finally:
             lock.release()
         if cache_error is not None:
@@ -499,7 +520,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
             return fut
-        if first and self._registries:
+        if (first or mixed) and self._registries:
             self._report_queued(scope)
         if tell:
             scope.loader_queued(self)
@@ -555,7 +576,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         new = _Queue(self._cache_key_fn is not None)
         cache_errors: list[tuple[str, Exception]] = []
         scope = current_scope()
-        first = tell = False
+        first = tell = mixed = False
         with self._lock:
             cache = self._cache if self._cache_enabled else None
             ticket = self._ticket if self._batch else None
@@ -588,16 +609,21 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 if self._batch and new:
                     first = not self._queue
                     self._queue.extend(new)
-                    tell = scope is not None and self._told is not scope
-                    if tell:
-                        self._told = scope
+                    told = self._told
+                    if told is not scope:  # as in load()
+                        if first or (scope is not None and told is not None and told is not _MIXED):
+                            self._told = scope
+                        elif told is not _MIXED:
+                            self._told = _MIXED
+                            mixed = True
+                        tell = scope is not None
         for kind, error in cache_errors:
             self._cache_failed(kind, error)
         if new:
             if not self._batch:
                 self._call_each(new)
             else:
-                if first and self._registries:
+                if (first or mixed) and self._registries:
                     self._report_queued(scope)
                 if tell:
                     scope.loader_queued(self)
@@ -658,6 +684,39 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 pass
         return self
 
+    def _forget_cancelled(self, fut: Future[Any], ticket: Ticket) -> None:
+        """A load's future was cancelled: take its key out of the queue (if still there) and the cache.
+
+        The batch and the other keys go on as before.  Linear in the queue
+        (or, for a key already dispatched, in the cache): cancelling is rare,
+        and a cached or queued ``load()`` pays nothing for it.
+        """
+        with self._lock:
+            ck: Any = None
+            found = False
+            if ticket is self._ticket:  # still queued
+                queue = self._queue
+                for i, queued in enumerate(queue.futures):
+                    if queued is fut:
+                        ck, found = queue.cached_under()[i], True
+                        queue.drop(i)
+                        break
+            if not self._cache_enabled:
+                return
+            cache = self._cache
+            try:
+                if not found:  # dispatched already: find it in the cache
+                    found_cks = [k for k, cached in cache.items() if cached is fut]
+                    ck, found = (found_cks[0], True) if found_cks else (None, False)
+                if found and cache.get(ck) is fut:
+                    del cache[ck]
+            except Exception as exc:  # a failing cache_map: the entry stays
+                evict_error: Optional[Exception] = exc
+            else:
+                evict_error = None
+        if evict_error is not None:
+            self._cache_failed("delete", evict_error)
+
     def clear_all(self) -> DataLoader[K, V]:
         """Forget every cached value."""
         with self._lock:
@@ -681,6 +740,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                 return None
             self._queue = _Queue(self._cache_key_fn is not None)
             self._told = None  # the next load tells its scope again
+            self._ticket.taken_in = _fork.generation
             self._ticket = Ticket(self._ticket.loader)
         return queue
 
@@ -780,6 +840,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
         while len(self._queue):
             values.extend(self.dispatch().result())
         return values
+
+
+# The _told of a queue that holds keys loaded outside any scope beside a
+# scope's (see DataLoader.__init__): no dispatches_itself, so ticks dispatch it.
+_MIXED: Any = object()
 
 
 def _unhashable(ck: Any) -> TypeError:

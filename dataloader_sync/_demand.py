@@ -42,6 +42,8 @@ import threading
 import time
 from typing import Any, Optional
 
+from . import _fork
+
 __all__ = ["Blocker", "Ticket", "drive_and_wait", "waiters_for"]
 
 _monotonic = time.monotonic
@@ -55,10 +57,15 @@ class Ticket:
             its tickets).
     """
 
-    __slots__ = ("loader",)
+    __slots__ = ("loader", "taken_in")
 
     def __init__(self, loader: Any) -> None:
         self.loader = loader
+        # The process generation (_fork.generation) in which the loader took
+        # this ticket's queue (None while it is the current one): a pending
+        # future whose queue a parent process took is a batch of the parent's,
+        # which no thread of a forked child runs (see _loader_fork.abandon).
+        self.taken_in: Optional[int] = None
 
 
 def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
@@ -72,7 +79,12 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
         ticket = getattr(node, "_ticket", None)
         if ticket is not None:  # a loader future: the leaf
             loader = ticket.loader()
-            return loader is not None and loader._dispatch_for(ticket)
+            if loader is None:
+                return False
+            taken_in = ticket.taken_in
+            if taken_in is not None and taken_in != _fork.generation:
+                return bool(loader._abandoned_at_fork(node))
+            return bool(loader._dispatch_for(ticket))
         if getattr(node, "_follow", None) is None:
             return False  # a future nothing can drive (an executor's): just wait
         follow = node._follow if blocker is None else _watch(node, blocker, stages)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, TypeVar
 from . import _fork
 from ._executor_statistics import ExecutorStatistics
 from ._pool import ElasticPool
-from ._time import Clock, check_callable
+from ._time import Clock, check_clock
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
 from ._timer import ScheduledFuture as ScheduledFuture
@@ -92,7 +92,7 @@ class ScheduledExecutor(cf.Executor):
             if max_workers <= 0:
                 raise ValueError("max_workers must be > 0")
         threshold = _threshold(slow_task_threshold)
-        check_callable("clock", clock)
+        check_clock("clock", clock)  # its first reading too: NaN would make every task never due
         name = name or f"dataloader-sync-{next(_names)}"
         owned = executor is None
         if executor is None:
@@ -217,7 +217,9 @@ class ScheduledExecutor(cf.Executor):
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         """Cancel every task waiting for its time and every periodic task; stop the timer.
 
-        Then shut down an owned executor with the same arguments.  Idempotent.
+        Then shut down an owned executor with the same arguments.  Idempotent;
+        as with ``ThreadPoolExecutor``, a ``shutdown(wait=True)`` after a
+        ``shutdown(wait=False)`` waits for the owned executor's tasks.
         """
         self._timer.stop(wait, cancel_futures)
 

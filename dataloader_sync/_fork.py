@@ -1,7 +1,8 @@
 """One mechanism for surviving ``os.fork()``: objects that hold threads and locks.
 
 Its users: the ScheduledExecutor's timer, the ElasticPool, the default
-executor's creation lock, RestartableWorker and PeriodicRefresher.
+executor's creation lock, RestartableWorker and PeriodicRefresher (``track``);
+every DataLoader (``watch``: repaired in the child only, see below).
 
 gunicorn ``--preload``, uWSGI and Celery's prefork pool fork after the
 application has been imported, possibly while our threads hold a lock.  In
@@ -16,12 +17,27 @@ Guarantees:
   calls ``os.fork()``, while it holds one of these locks; and no tracked lock
   is ever taken while another is held, so their order does not matter.
 - In the child, ``_after_fork_in_child`` rebuilds locks and forgets threads,
-  in the order the objects were tracked.  It runs from our own
+  in the order the objects were tracked (after the ``watch``ed ones, see
+  below).  It runs from our own
   ``os.register_at_fork`` hook, registered when this module is first
   imported; ``concurrent.futures.thread`` is imported first, so that its own
   hook (which repairs the standard library's global shutdown lock) runs
   before ours and a ``ThreadPoolExecutor`` a tracked object hands work to is
   usable by then.
+- The child's hooks run no user code (no done-callback, no ``then``
+  callback, no batch function, no ``cache_map`` method) and never wait on a
+  lock: the child always gets out of ``os.fork()``.  What has to run for work
+  the fork abandoned (the done-callbacks of a cancelled future, failing the
+  keys of a loader's torn queue) is handed to ``soon`` and runs after the
+  hooks, on one thread of the child's own (``dataloader-sync-fork-repair``),
+  in the order it was handed over: a callback that blocks there (on a lock
+  of the user's that a parent thread held) blocks that thread only.
+- ``watch``ed objects (loaders: a process may make thousands, one per request
+  and kind) cost one list append to track, nothing around the fork; their
+  ``_after_fork_in_child`` runs before every ``track``ed object's (they start
+  no thread, and must be repaired before any thread of the child may use
+  them), and must not wait on their own locks (a parent thread may have
+  held one: they test it without blocking).
 - Objects are tracked through weak references: tracking keeps nothing alive.
 """
 from __future__ import annotations
@@ -32,9 +48,9 @@ import logging
 import os
 import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
-__all__ = ["track"]
+__all__ = ["soon", "track", "watch"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -44,6 +60,22 @@ _LOGGER = logging.getLogger("dataloader_sync")
 _tracked: dict[int, weakref.ref[Any]] = {}
 _order = itertools.count()
 _registry_lock = threading.Lock()
+
+# Watched objects: weak references without callbacks (cheaper than track's),
+# the dead ones dropped whenever the list has doubled since it was last
+# pruned.  _watched_lock guards _watched and _prune_at; it is taken around the
+# fork too, so the child never sees a list halfway through a prune.
+_watched: list[weakref.ref[Any]] = []
+_prune_at = 64
+_watched_lock = threading.Lock()
+
+# The process generation: 0 in a process that was not forked, one more in
+# each child than in its parent (incremented first thing in the child).
+generation = 0
+
+# What the child's hooks left to the repair thread (see soon); only the
+# forking thread touches it, inside the child's hooks.
+_soon: list[Callable[[], object]] = []
 
 
 def track(obj: Any) -> None:
@@ -58,12 +90,46 @@ def track(obj: Any) -> None:
         _tracked[key] = ref
 
 
+def watch(ref: weakref.ref[Any]) -> None:
+    """Repair the object *ref* refers to in every forked child (no hooks around the fork).
+
+    The object has ``_after_fork_in_child()``, run before every ``track``ed
+    object's.  *ref* is a weak reference the caller keeps anyway (a loader's
+    ticket holds one): watching costs one append.
+    """
+    global _prune_at
+    with _watched_lock:
+        _watched.append(ref)
+        if len(_watched) > _prune_at:
+            _watched[:] = [r for r in _watched if r() is not None]
+            _prune_at = max(64, 2 * len(_watched))
+
+
+def soon(fn: Callable[[], object]) -> None:
+    """From a child's ``_after_fork_in_child``: run *fn* once the hooks are done, on the repair thread.
+
+    For what must not run inside ``os.fork()``: user code (done-callbacks),
+    and anything that takes a lock a parent thread may have held.  An
+    exception from *fn* is logged.
+    """
+    _soon.append(fn)
+
+
+def _repair(work: list[Callable[[], object]]) -> None:
+    for fn in work:
+        try:
+            fn()
+        except BaseException:  # one failing step must not stop the others
+            _LOGGER.exception("completing work abandoned at a fork failed (%r)", fn)
+
+
 def _alive() -> list[Any]:
     return [obj for obj in (ref() for ref in list(_tracked.values())) if obj is not None]
 
 
 def _before_fork() -> None:
     _registry_lock.acquire()
+    _watched_lock.acquire()
     for obj in _alive():
         before = getattr(obj, "_before_fork", None)
         if before is not None:
@@ -77,17 +143,32 @@ def _after_fork_in_parent() -> None:
             if after is not None:
                 after()
     finally:
+        _watched_lock.release()
         _registry_lock.release()
 
 
 def _after_fork_in_child() -> None:
-    global _registry_lock
+    global _registry_lock, _watched_lock, generation
+    generation += 1
     _registry_lock = threading.Lock()
-    for obj in _alive():
+    _watched_lock = threading.Lock()
+    watched = [obj for obj in (ref() for ref in _watched) if obj is not None]
+    # Watched objects first: their repair starts no thread, and a thread that
+    # a tracked object's repair starts (a timer, then its pool's workers) may
+    # use one at once -- and may even have the identity of the parent's thread
+    # that held its re-entrant lock, and so seem to own it.
+    for obj in watched + _alive():
         try:
             obj._after_fork_in_child()
         except Exception:  # one broken object must not leave the others broken
             _LOGGER.exception("repairing %r after fork failed", obj)
+    work = _soon[:]
+    del _soon[:]
+    if work:
+        # Started after every repair: the pools and timers it may hand work
+        # to are the child's by now.
+        threading.Thread(target=_repair, args=(work,), name="dataloader-sync-fork-repair",
+                         daemon=True).start()
 
 
 if hasattr(os, "register_at_fork"):

@@ -48,7 +48,7 @@ from typing import (
     overload,
 )
 
-from ._demand import Blocker, drive_and_wait, waiters_for
+from ._demand import drive_and_wait, waiters_for
 
 __all__ = ["Future", "completed_future", "failed_future", "loader_future", "settle_many"]
 
@@ -302,28 +302,43 @@ class Future(cf.Future[T], Generic[T]):
                     waiter.add_cancelled(self)
 
     def cancel(self) -> bool:
+        """Cancel unless running or done; True if it is cancelled.
+
+        Unlike the standard ``Future``, whose executor notifies waiters when
+        it comes to the cancelled task, this future is done at once for every
+        waiter (``concurrent.futures.wait``/``as_completed`` included): a
+        loader's future has no executor that would ever notify them.  A loader
+        future's key leaves its loader's queue (if still queued) and cache
+        first, so a later ``load`` loads it again (see ``DataLoader``).
+        """
         lock = self._acquire()
         try:
             if self._state in (RUNNING, FINISHED):
                 return False
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
                 return True
-            self._state = CANCELLED
+            self._state = CANCELLED_AND_NOTIFIED
             self._follow = self._demand = None
             if self._cond is not None:
                 self._cond.notify_all()
-            if self._w:  # threads blocked in result() wait on a Blocker, not on _cond
+            if self._w:  # concurrent.futures' waiters, and Blockers (threads blocked in result())
                 for waiter in self._w:
-                    if type(waiter) is Blocker:
-                        waiter.wake()
+                    waiter.add_cancelled(self)
         finally:
             lock.release()
+        ticket = self._ticket
+        if ticket is not None:  # a loader's future: its key is forgotten before any callback runs
+            loader = ticket.loader()
+            if loader is not None:
+                loader._forget_cancelled(self, ticket)
         self._invoke_callbacks()
         return True
 
     def set_running_or_notify_cancel(self) -> bool:
         lock = self._acquire()
         try:
+            if self._state == CANCELLED_AND_NOTIFIED:  # cancel() notified the waiters already
+                return False
             if self._state == CANCELLED:
                 self._state = CANCELLED_AND_NOTIFIED
                 if self._w:
@@ -390,6 +405,31 @@ class Future(cf.Future[T], Generic[T]):
         if self._done_callbacks is not None:
             self._invoke_callbacks()
         return True
+
+    # -- fork --------------------------------------------------------------------
+    def _abandon_in_child(self) -> bool:
+        """In a forked child: cancel this future, whose work does not exist there, running nothing.
+
+        For the future of an executor's task that was queued or running at
+        the fork (its loader futures' locks are their loader's business: see
+        ``DataLoader._after_fork_in_child``).  Its lock may have been held by
+        a parent thread at the fork, and the waiters of the parent's threads
+        do not exist here: both are rebuilt.  The done-callbacks do not run
+        here (they are user code, or a loader's, which takes the loader's
+        lock): the caller hands them to ``_fork.soon``.
+
+        Returns:
+            True if done-callbacks wait to be run (``_invoke_callbacks``).
+        """
+        assert self._shared is None, "a loader's future is repaired by its loader"
+        self._lock = _Lock()
+        self._cond = None
+        self._w = None
+        if self._state not in (PENDING, RUNNING):
+            return False
+        self._state = CANCELLED_AND_NOTIFIED
+        self._follow = self._demand = None
+        return self._done_callbacks is not None
 
     # -- chaining --------------------------------------------------------------
     @overload

@@ -109,8 +109,11 @@ def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future
     different types).
 
     Raises:
-        TypeError: an item is not a ``concurrent.futures.Future``.
+        TypeError: an item is not a ``concurrent.futures.Future``;
+            ``return_exceptions`` is not a bool.
     """
+    if not isinstance(return_exceptions, bool):  # "no" would be truthy
+        raise TypeError("return_exceptions must be a bool")
     futures = list(futures)
     if not futures:
         return completed_future([])

@@ -54,13 +54,15 @@ def tune_gc(*, threshold: Optional[int] = DEFAULT_THRESHOLD, freeze: bool = True
         that wants to restore them with ``gc.set_threshold(*previous)``.
 
     Raises:
-        TypeError: threshold is not an int or None.
+        TypeError: threshold is not an int or None; freeze is not a bool.
         ValueError: threshold is not > 0 (use ``gc.disable()`` to turn the
             cyclic GC off; this helper does not).
 
     Thread-safety: call from one thread at startup; it changes process-wide
     settings.
     """
+    if not isinstance(freeze, bool):  # freeze="false" from a config file would be truthy
+        raise TypeError("freeze must be a bool")
     if threshold is not None:
         if isinstance(threshold, bool) or not isinstance(threshold, int):
             raise TypeError("threshold must be an int or None")

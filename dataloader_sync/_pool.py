@@ -24,7 +24,8 @@ Guarantees:
   code does not hold up exit.  ``shutdown(wait=True)`` joins them.
 - Fork-aware (see ``_fork``): in a child, the pool has no threads; tasks
   queued or running at the fork belong to the parent, and the child cancels
-  the futures it holds of them, so none hangs.  The standard library's global
+  the futures it holds of them, so none hangs; their done-callbacks run
+  after the fork, on the repair thread, never inside ``os.fork()``.  The standard library's global
   shutdown lock is never taken.
 - Thread-safe.  No user code runs under the pool's lock.
 """
@@ -36,12 +37,12 @@ import itertools
 import logging
 import threading
 import time
-from concurrent.futures._base import CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _fork
 from ._future import Future
+from ._time import seconds, wait_timeout
 
 __all__ = ["ElasticPool", "PoolStatistics"]
 
@@ -104,6 +105,8 @@ class ElasticPool(cf.Executor):
 
     Args:
         workers: threads that may run fresh tasks at once (the capacity).
+            Every argument is checked at once (``TypeError``/``ValueError``
+            naming it).
         name: prefix of thread names (``<name>-worker-<n>``, ``<name>-monitor``).
         max_threads: bound on threads, stuck ones included (default
             ``max(64, 2 * workers)``).
@@ -114,12 +117,21 @@ class ElasticPool(cf.Executor):
 
     def __init__(self, workers: int, *, name: str, max_threads: Optional[int] = None,
                  stuck_after: float = 0.1, idle_timeout: float = 30.0) -> None:
+        for arg, value in (("workers", workers), ("max_threads", max_threads)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{arg} must be an int")
+        if workers <= 0:
+            raise ValueError("workers must be > 0")
+        if not isinstance(name, str):
+            raise TypeError("name must be a str")
         self.workers = workers
         self.max_threads = max(64, 2 * workers) if max_threads is None else max_threads
         if self.max_threads < workers:
             raise ValueError("max_threads must be >= workers")
-        self.stuck_after = stuck_after
-        self.idle_timeout = idle_timeout
+        self.stuck_after = seconds("stuck_after", stuck_after)
+        if self.stuck_after < 0:
+            raise ValueError("stuck_after must be >= 0")
+        self.idle_timeout = wait_timeout(seconds("idle_timeout", idle_timeout, positive=True))
         self.name = name
         self._numbers = itertools.count(1)
         self._init_state()
@@ -359,27 +371,13 @@ class ElasticPool(cf.Executor):
     def _after_fork_in_child(self) -> None:
         # Only the forking thread exists here: no worker, no monitor.  The
         # tasks queued or running belong to the parent; futures the child
-        # holds of them are cancelled, so that none hangs.
+        # holds of them are cancelled, so that none hangs (their callbacks
+        # run after the hooks: see Future._abandon_in_child).
         abandoned = [task[3] for task in self._queue]
         abandoned += [w.task[3] for w in self._busy if w.task is not None]  # running
         shutdown = self._shutdown
         self._init_state()
         self._shutdown = shutdown
         for future in abandoned:
-            if future is not None:
-                abandon_in_child(future)
-
-
-def abandon_in_child(future: Future[Any]) -> None:
-    """Cancel, in a forked child, a Future whose task does not exist there.
-
-    Its lock may have been held by a thread of the parent at the fork, and
-    waiters of the parent's other threads do not exist: both are rebuilt.
-    Done-callbacks run (so a ``then`` chain or a gather hears of it).
-    """
-    future._lock = threading.Lock()
-    future._cond = None
-    future._w = None
-    if future._state in (PENDING, RUNNING):
-        future._state = CANCELLED_AND_NOTIFIED
-        future._invoke_callbacks()
+            if future is not None and future._abandon_in_child():
+                _fork.soon(future._invoke_callbacks)

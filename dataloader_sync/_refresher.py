@@ -29,7 +29,7 @@ from . import _fork
 from ._future import Future
 from ._schedules import local_now
 from ._time import Delay as Seconds
-from ._time import check_callable
+from ._time import check_callable, check_clock
 from ._time import seconds as _seconds
 
 __all__ = ["PeriodicRefresher", "RefresherStatistics", "refreshed_every"]
@@ -150,7 +150,8 @@ class PeriodicRefresher(Generic[T]):
         self._failures_before_backoff = failures_before_backoff
         self._executor = executor
         self._next_reload_fn = next_reload
-        self._clock = check_callable("clock", clock)
+        check_clock("clock", clock)
+        self._clock = clock
         self._wall_clock = check_callable("wall_clock", wall_clock)
         if next_reload is not None:
             # Checked now: a wall clock returning seconds (time.time) would

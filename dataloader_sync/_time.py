@@ -15,7 +15,8 @@ Guarantees:
   ``OverflowError`` inside a lock or a ``Condition.wait``.
 - A clock (or any other callable argument) is checked by
   ``check_callable()`` at once, instead of failing later on a background
-  thread.
+  thread; a clock's first reading is checked by ``check_clock()`` (a clock
+  returning NaN would make every due time silently never come).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import math
 import threading
 from typing import Any, Callable, Union
 
-__all__ = ["Clock", "Delay", "check_callable", "seconds", "wait_timeout"]
+__all__ = ["Clock", "Delay", "check_callable", "check_clock", "seconds", "wait_timeout"]
 
 #: Seconds, or a ``timedelta``.
 Delay = Union[float, int, datetime.timedelta]
@@ -78,3 +79,20 @@ def check_callable(name: str, value: Any) -> Any:
     if not callable(value):
         raise TypeError(f"{name} must be callable")
     return value
+
+
+def check_clock(name: str, clock: Any) -> float:
+    """Check that *clock* is callable and that its reading is a finite number; return the reading.
+
+    Raises:
+        TypeError: *clock* is not callable, or returns something other than
+            an ``int``/``float`` (a bool is not one).
+        ValueError: it returns NaN or an infinity.
+    """
+    check_callable(name, clock)
+    now = clock()
+    if isinstance(now, bool) or not isinstance(now, (int, float)):
+        raise TypeError(f"{name} must return a number of seconds, got {type(now).__name__}")
+    if math.isnan(now) or math.isinf(now):
+        raise ValueError(f"{name} must return a finite number of seconds, got {now!r}")
+    return float(now)

@@ -25,7 +25,7 @@ Guarantees:
 - Fork (``_fork``): in a child, tasks waiting for their time are still
   there and run; runs handed over or running at the fork are the parent's:
   a periodic task's next run is scheduled as usual, a one-shot's future is
-  cancelled.  The child's timer thread and pool start afresh.
+  cancelled (its done-callbacks run after the fork, never inside it).  The child's timer thread and pool start afresh.
 """
 from __future__ import annotations
 
@@ -43,7 +43,6 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 from . import _fork
 from ._executor_statistics import ExecutorStatistics, Window
 from ._future import Future
-from ._pool import abandon_in_child
 from ._time import Clock, wait_timeout
 
 __all__ = ["ScheduledFuture"]
@@ -384,7 +383,9 @@ class _Timer:
             entry.future._notify_cancelled()
         if thread is not None and wait and thread is not threading.current_thread():
             thread.join()
-        if first and self.owned:
+        if self.owned and (first or wait or cancel_futures):
+            # Every call, not the first only: a shutdown(wait=True) after a
+            # shutdown(wait=False) waits for the pool, as ThreadPoolExecutor's does.
             self.executor.shutdown(wait=wait, cancel_futures=cancel_futures)
 
     # -- fork --------------------------------------------------------------------------
@@ -398,7 +399,9 @@ class _Timer:
         # Only the forking thread exists here.  What waits on the heap is the
         # child's too (as the rest of memory is).  Runs handed over or running
         # at the fork are the parent's: a periodic task goes back on the heap
-        # for its next run; a one-shot's future is cancelled, never left hanging.
+        # for its next run; a one-shot's future is cancelled, never left hanging
+        # (its done-callbacks -- a loader's, a then() chain's, the user's --
+        # run after the hooks, on the repair thread: see _fork.soon).
         self._init_locks()
         self.thread = None
         in_flight = self.queued | self.running
@@ -413,8 +416,8 @@ class _Timer:
                 entry.in_heap = True
                 self.live += 1
                 heapq.heappush(self.heap, (entry.due, next(self.seq), entry))
-            else:
-                abandon_in_child(fut)
+            elif fut._abandon_in_child():
+                _fork.soon(fut._invoke_callbacks)
         if self.live and not self.shutdown_flag:
             self._start_thread_locked()
 

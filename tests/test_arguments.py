@@ -30,7 +30,9 @@ from dataloader_sync import (
     failed_future,
     gather,
     refreshed_every,
+    tune_gc,
 )
+from dataloader_sync._pool import ElasticPool
 from dataloader_sync._time import seconds
 
 
@@ -58,6 +60,10 @@ BAD_CALLS = [
     ("refresher failures_before_backoff=True", lambda: PeriodicRefresher(_noop, 1.0, failures_before_backoff=True),
      TypeError, "failures_before_backoff"),
     ("refresher interval=True", lambda: PeriodicRefresher(_noop, True), TypeError, "interval"),
+    ("refresher clock=nan", lambda: PeriodicRefresher(_noop, 1.0, clock=lambda: math.nan), ValueError,
+     "clock must return a finite number of seconds"),
+    ("refresher clock=str", lambda: PeriodicRefresher(_noop, 1.0, clock=lambda: "now"), TypeError,
+     "clock must return a number of seconds, got str"),
     ("refreshed_every(0)", lambda: refreshed_every(0), ValueError, "interval must be > 0"),
     ("refreshed_every(nan)", lambda: refreshed_every(math.nan), ValueError, "interval must be finite"),
     ("refreshed_every('1m')", lambda: refreshed_every("1m"), TypeError, "interval"),
@@ -75,6 +81,29 @@ BAD_CALLS = [
     ("max_workers=2.0", lambda: ScheduledExecutor(max_workers=2.0), TypeError, "max_workers must be an int"),
     ("max_workers=-1", lambda: ScheduledExecutor(max_workers=-1), ValueError, "max_workers must be > 0"),
     ("name=5", lambda: ScheduledExecutor(name=5), TypeError, "name must be a str"),
+    # ... its clock's first reading: NaN would make every task silently never due
+    ("executor clock=nan", lambda: ScheduledExecutor(clock=lambda: math.nan), ValueError,
+     "clock must return a finite number of seconds, got nan"),
+    ("executor clock=inf", lambda: ScheduledExecutor(clock=lambda: math.inf), ValueError, "clock must return a finite"),
+    ("executor clock=str", lambda: ScheduledExecutor(clock=lambda: "now"), TypeError,
+     "clock must return a number of seconds, got str"),
+    ("executor clock=None()", lambda: ScheduledExecutor(clock=lambda: None), TypeError,
+     "clock must return a number of seconds, got NoneType"),
+    ("executor clock=True", lambda: ScheduledExecutor(clock=lambda: True), TypeError, "clock must return a number"),
+    ("executor clock=5", lambda: ScheduledExecutor(clock=5), TypeError, "clock must be callable"),
+    # ElasticPool, the pool a ScheduledExecutor owns
+    ("pool workers=0", lambda: ElasticPool(0, name="p"), ValueError, "workers must be > 0"),
+    ("pool workers=True", lambda: ElasticPool(True, name="p"), TypeError, "workers must be an int"),
+    ("pool workers=nan", lambda: ElasticPool(math.nan, name="p"), TypeError, "workers must be an int"),
+    ("pool max_threads=True", lambda: ElasticPool(1, name="p", max_threads=True), TypeError,
+     "max_threads must be an int"),
+    ("pool stuck_after=nan", lambda: ElasticPool(1, name="p", stuck_after=math.nan), ValueError,
+     "stuck_after must be finite"),
+    ("pool stuck_after=-1", lambda: ElasticPool(1, name="p", stuck_after=-1), ValueError, "stuck_after must be >= 0"),
+    ("pool idle_timeout=inf", lambda: ElasticPool(1, name="p", idle_timeout=math.inf), ValueError,
+     "idle_timeout must be finite"),
+    ("pool idle_timeout=0", lambda: ElasticPool(1, name="p", idle_timeout=0), ValueError, "idle_timeout must be > 0"),
+    ("pool name=5", lambda: ElasticPool(1, name=5), TypeError, "name must be a str"),
     # futures
     ("gather([1])", lambda: gather([1]), TypeError, "futures must be concurrent.futures.Future objects, got int"),
     ("gather([future, None])", lambda: gather([cf.Future(), None]), TypeError, "got NoneType"),
@@ -104,6 +133,16 @@ BAD_CALLS = [
      "cache_exceptions must be a bool"),
     ("DataLoader pass_env=1", lambda: DataLoader(lambda keys, env: keys, pass_env=1), TypeError,
      "pass_env must be a bool"),
+    ("DataLoader clock=nan", lambda: DataLoader(lambda keys: keys, clock=lambda: math.nan), ValueError,
+     "clock must return a finite number of seconds"),
+    ("DataLoader clock=str", lambda: DataLoader(lambda keys: keys, clock=lambda: "now"), TypeError,
+     "clock must return a number of seconds, got str"),
+    ("gather(return_exceptions='no')", lambda: gather([], return_exceptions="no"), TypeError,
+     "return_exceptions must be a bool"),
+    ("load_many(return_exceptions='no')", lambda: DataLoader(lambda keys: keys).load_many([1], return_exceptions="no"),
+     TypeError, "return_exceptions must be a bool"),
+    ("tune_gc(freeze='false')", lambda: tune_gc(freeze="false"), TypeError, "freeze must be a bool"),
+    ("tune_gc(freeze=0)", lambda: tune_gc(freeze=0, threshold=None), TypeError, "freeze must be a bool"),
     ("registry ticker_mode='yes'", lambda: ScheduledDataLoaderRegistry(ticker_mode="yes"), TypeError,
      "ticker_mode must be a bool"),
     ("load_many('abc')", lambda: DataLoader(lambda keys: keys).load_many("abc"), TypeError,
@@ -322,6 +361,19 @@ def test_DataLoaderExecutionContext_subclass_with_a_bad_stall_timeout_is_refused
 
     with pytest.raises(error, match=message):
         type("Bad", (DataLoaderExecutionContext,), {"stall_timeout": value})
+
+
+@pytest.mark.parametrize("value", ["no", 1, None], ids=["str", "int", "None"])
+def test_DataLoaderExecutionContext_subclass_with_a_non_bool_clear_loaders_after_mutation_fields_is_refused(value):
+    # "no" (from a settings file) would have turned clearing on.
+    pytest.importorskip("graphql")
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    with pytest.raises(TypeError, match="clear_loaders_after_mutation_fields must be a bool"):
+        type("Bad", (DataLoaderExecutionContext,), {"clear_loaders_after_mutation_fields": value})
+    for right in (True, False):
+        assert type("Good", (DataLoaderExecutionContext,),
+                    {"clear_loaders_after_mutation_fields": right}).clear_loaders_after_mutation_fields is right
 
 
 def test_DataLoaderExecutionContext_subclass_stall_timeouts_that_are_right_still_work():

@@ -795,6 +795,47 @@ def test_DataLoader_a_user_cancelled_load_does_not_break_the_batch():
     assert f1.cancelled()
 
 
+def test_DataLoader_a_cancelled_queued_load_is_done_for_wait_and_as_completed_at_once():
+    loader, calls = id_loader()
+    f1, f2 = loader.load(1), loader.load(2)
+    assert f1.cancel()
+    done, not_done = cf.wait([f1], timeout=0)          # as a ThreadPoolExecutor future cancelled while queued
+    assert done == {f1} and not not_done
+    assert list(cf.as_completed([f1], timeout=TIMEOUT)) == [f1]
+    again = loader.load(1)                             # the key left the cache: a new load
+    assert again is not f1 and not again.done()
+    assert loader.dispatch().result(TIMEOUT) == [2, 1]
+    assert calls == [[2, 1]]                           # one batch, the cancelled load withdrawn from it
+    assert f2.result(TIMEOUT) == 2 and again.result(TIMEOUT) == 1
+    assert f1.cancelled()
+
+
+def test_DataLoader_a_cancelled_load_in_flight_is_done_at_once_and_loaded_again_later():
+    release, started = threading.Event(), threading.Event()
+    calls: list[list[int]] = []
+
+    def batch(keys: list[int]) -> list[int]:
+        calls.append(list(keys))
+        started.set()
+        assert release.wait(TIMEOUT)
+        return list(keys)
+
+    with cf.ThreadPoolExecutor(1, thread_name_prefix="test-cancel-in-flight") as pool:
+        loader = DataLoader(batch, executor=pool)
+        f1, f2 = loader.load(1), loader.load(2)
+        waiting = loader.load_many([1, 2], return_exceptions=True)
+        loader.dispatch()
+        assert started.wait(TIMEOUT)
+        assert f1.cancel()
+        assert cf.wait([f1, f2], timeout=TIMEOUT, return_when=cf.FIRST_COMPLETED).done == {f1}
+        assert list(cf.as_completed([f1], timeout=TIMEOUT)) == [f1]
+        release.set()
+        assert f2.result(TIMEOUT) == 2                 # the batch and the other key go on
+        assert isinstance(waiting.result(TIMEOUT)[0], cf.CancelledError)
+        assert loader.load(1).result(TIMEOUT) == 1     # not the cancelled future: loaded again
+        assert calls == [[1, 2], [1]]
+
+
 # -- mapped loaders ------------------------------------------------------------------
 
 

@@ -243,6 +243,20 @@ def test_ScheduledExecutor_shutdown_stops_a_running_periodic_task():
     assert fut.done()  # nothing hangs after shutdown
 
 
+def test_ScheduledExecutor_shutdown_wait_after_shutdown_nowait_waits_for_the_owned_pool():
+    # As ThreadPoolExecutor: a later shutdown(wait=True) joins what an earlier shutdown(wait=False) left running.
+    ex = ScheduledExecutor(name="test-shutdown-twice", max_workers=1)
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+    running = ex.submit(lambda: (started.set(), release.wait(WAIT), finished.set()))
+    assert started.wait(WAIT)
+    ex.shutdown(wait=False)
+    assert not finished.is_set()
+    threading.Timer(0.05, release.set).start()
+    ex.shutdown(wait=True)
+    assert finished.is_set() and running.done()
+    assert ex.statistics().pool is not None and ex.statistics().pool.threads == 0
+
+
 def test_ScheduledExecutor_never_shuts_down_a_given_executor():
     pool = cf.ThreadPoolExecutor(1, thread_name_prefix="given")
     try:

@@ -711,6 +711,62 @@ def test_a_ticker_asks_a_refusing_predicate_again_while_the_execution_waits() ->
     assert xs.calls == [[1, 2, 3]]
 
 
+def _busy_execution_with_an_outside_load(outside_first: bool, wait_on_the_key: bool) -> tuple[Any, Recorder]:
+    """An execution queues a key on L and is then busy in a slow resolver, while a thread of its own
+    (outside any execution) has loaded another key of L -- just before the execution's key, or while
+    the slow resolver runs.  The resolver waits for that key through a done-callback (so only a tick
+    can dispatch it) or by blocking on it.  No tick dispatches L before the slow resolver starts."""
+    schema = build_schema("type Query { a: Int slow: Boolean }")
+    xs = Recorder()
+    armed = threading.Event()
+    with ScheduledDataLoaderRegistry(ticker_mode=True, schedule=0.005,
+                                     dispatch_predicate=lambda _n, _l: armed.is_set()) as reg:
+        reg.register("x", DataLoader(xs))
+        outside: list[Any] = []
+
+        def load_outside() -> None:  # on a new thread: outside any execution
+            t = threading.Thread(target=lambda: outside.append(reg["x"].load("outside")))
+            t.start()
+            t.join(10)
+
+        def a(_s: Any, info: Any) -> Any:
+            if outside_first:
+                load_outside()
+            return info.context.loaders["x"].load(1)
+
+        def slow(_s: Any, _i: Any) -> bool:
+            if not outside_first:
+                load_outside()
+            armed.set()
+            fut = outside[0]
+            if wait_on_the_key:
+                return fut.result(5) == "outside"
+            settled = threading.Event()
+            fut.add_done_callback(lambda _f: settled.set())
+            return settled.wait(5)  # only a tick can dispatch it while this resolver runs
+
+        schema.query_type.fields["a"].resolve = a
+        schema.query_type.fields["slow"].resolve = slow
+        context = type("Context", (), {"loaders": reg})()
+        reg.dispatch_all()  # the ticker runs
+        result = run(schema, "{ a slow }", context_value=context)
+    return result, xs
+
+
+@pytest.mark.parametrize("outside_first", [False, True], ids=["execution-first", "outside-first"])
+def test_a_load_outside_an_execution_is_dispatched_by_a_tick_while_the_execution_is_busy(outside_first: bool) -> None:
+    result, xs = _busy_execution_with_an_outside_load(outside_first, wait_on_the_key=False)
+    assert result.errors is None
+    assert result.data == {"a": 1, "slow": True}   # the outside key settled while the resolver ran
+    assert sorted(map(str, sum(xs.calls, []))) == ["1", "outside"]
+
+
+def test_a_slow_resolver_waiting_on_an_outside_key_of_the_same_loader_does_not_hang() -> None:
+    result, xs = _busy_execution_with_an_outside_load(False, wait_on_the_key=True)
+    assert result.errors is None
+    assert result.data == {"a": 1, "slow": True}
+
+
 # -- abstract types ------------------------------------------------------------------------------
 
 def test_resolve_type_and_is_type_of_may_return_futures() -> None:

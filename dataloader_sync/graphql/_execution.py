@@ -177,7 +177,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             its payload) loads rows again instead of reading values cached
             before the change — graphql-ruby's behaviour.  False by default:
             a mutation that changes what a loader caches may ``clear(key)``
-            itself.  Subclass to turn it on.
+            itself.  Subclass to turn it on (a bool, checked when the class
+            is made).
     """
 
     stall_timeout: Optional[float] = 30.0
@@ -196,6 +197,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         super().__init_subclass__(**kwargs)
         if cls.stall_timeout is not None:
             cls.stall_timeout = wait_timeout(seconds("stall_timeout", cls.stall_timeout, positive=True))
+        if not isinstance(cls.clear_loaders_after_mutation_fields, bool):  # "no" would turn it on
+            raise TypeError("clear_loaders_after_mutation_fields must be a bool")
 
     def __init__(self, *args: Any, operation_extensions: Any = _compat.NOT_GIVEN, **kwargs: Any) -> None:
         """Built by graphql-core (``build``), with its arguments.
