@@ -37,13 +37,12 @@ from typing import Any, Callable, Optional
 
 from graphene_django.fields import DjangoConnectionField as _StockConnectionField
 from graphene_django.utils import maybe_queryset
-from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from graphql_relay import cursor_to_offset, get_offset_with_default
 
 from ._connection_scope import requesting
-from ._pages import PageRequest
+from ._pages import PageRequest, selects
 
-__all__ = ["DjangoConnectionField", "filter_connection_field_class", "rows_needed", "selects"]
+__all__ = ["DjangoConnectionField", "filter_connection_field_class", "rows_needed"]
 
 
 def rows_needed(args: dict[str, Any], max_limit: Optional[int]) -> Optional[int]:
@@ -67,26 +66,6 @@ def rows_needed(args: dict[str, Any], max_limit: Optional[int]) -> Optional[int]
     else:
         start = get_offset_with_default(after, -1) + 1
     return int(start + first + 1)
-
-
-def selects(info: Any, name: str) -> bool:
-    """Whether the field being resolved selects a subfield *name* (through fragments too)."""
-    stack = [node.selection_set for node in info.field_nodes]
-    while stack:
-        selection_set = stack.pop()
-        if selection_set is None:
-            continue
-        for selection in selection_set.selections:
-            if isinstance(selection, FieldNode):
-                if selection.name.value == name:
-                    return True
-            elif isinstance(selection, InlineFragmentNode):
-                stack.append(selection.selection_set)
-            elif isinstance(selection, FragmentSpreadNode):
-                fragment = info.fragments.get(selection.name.value)
-                if fragment is not None:
-                    stack.append(fragment.selection_set)
-    return False
 
 
 class _LoaderPages:

@@ -27,11 +27,12 @@ from typing import Any, Callable, Optional
 
 from django.db import models
 from django.db.models.fields.related_descriptors import ManyToManyDescriptor, ReverseManyToOneDescriptor
+from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 
-__all__ = ["Page", "PageRequest", "count_related", "load_page", "related_model"]
+__all__ = ["Page", "PageRequest", "count_related", "load_page", "related_model", "selects"]
 
 
 class Page(list):  # type: ignore[type-arg]
@@ -215,3 +216,23 @@ class PageRequest:
         self.served = True
         return registry.loader_for(load_page, batch_fn, field, queryset=filtered, first=self.first,
                                    count=self.count)
+
+
+def selects(info: Any, name: str) -> bool:
+    """Whether the field being resolved selects a subfield *name* (through fragments too)."""
+    stack = [node.selection_set for node in info.field_nodes]
+    while stack:
+        selection_set = stack.pop()
+        if selection_set is None:
+            continue
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                if selection.name.value == name:
+                    return True
+            elif isinstance(selection, InlineFragmentNode):
+                stack.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = info.fragments.get(selection.name.value)
+                if fragment is not None:
+                    stack.append(fragment.selection_set)
+    return False

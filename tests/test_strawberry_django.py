@@ -1,0 +1,196 @@
+"""dataloader_sync.strawberry_django: connections over related loaders, and the optimizer.
+
+strawberry-django needs graphql-core 3.3 (graphene needs < 3.3): these tests
+run in their own virtual environment (``.ci/strawberry-django``) and skip in
+the main one.  Each relation is a connection twice on the same type: from a
+``related_loader`` future (``books``, ``reviews``) and strawberry-django's
+own from the relation's queryset (``booksQs``, ``reviewsQs``), the reference;
+the tests assert the same pages and the SQL statements the loader side costs,
+with strawberry-django's ``DjangoOptimizerExtension`` on and off.
+
+No ``from __future__ import annotations`` here: the types are made inside a
+function (the models need Django configured) and strawberry resolves their
+annotations from the real objects, not from module-level names.
+"""
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
+
+pytestmark = pytest.mark.usefixtures("django_example_project")
+
+AUTHORS = 5  # each has BOOKS books, each book REVIEWS reviews
+BOOKS = 4
+REVIEWS = 3
+
+
+@pytest.fixture
+def data(example_books):
+    example_books(authors=AUTHORS, books=BOOKS, reviews=REVIEWS)
+
+
+# -- a stand-in for related_loader until the real one is merged -------------------------
+def stand_in_load_related(instances, field, queryset=None, first=None):
+    fk = field.field
+    qs = fk.model._default_manager.all() if queryset is None else queryset
+    groups: dict[Any, list[Any]] = defaultdict(list)
+    for row in qs.filter(**{f"{fk.name}__in": list(instances)}):
+        groups[getattr(row, fk.attname)].append(row)
+    return [groups[i.pk][:first] if first is not None else groups[i.pk] for i in instances]
+
+
+def _key(field, queryset=None, first=None):
+    if queryset is None:
+        return (field, None, first)
+    sql, params = queryset.query.sql_with_params()
+    return (field, queryset.model, sql, tuple(params), queryset.db, first)
+
+
+stand_in_load_related.dataloader_key = _key  # type: ignore[attr-defined]
+
+
+def related_loader(registry, field, queryset=None, first=None):
+    from dataloader_sync.django._connection_scope import connection_loader
+
+    if first is None:
+        loader = connection_loader(registry, stand_in_load_related, field, queryset)
+        if loader is not None:
+            return loader
+    return registry.loader_for(stand_in_load_related, field, queryset=queryset, first=first)
+
+
+def make_schema(optimizer: bool):
+    import strawberry
+    import strawberry_django
+    from books.models import Author, Book, Review
+    from strawberry import relay
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+    from strawberry_django.relay import DjangoListConnection
+
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+    from dataloader_sync.strawberry_django import connection
+
+    @strawberry_django.filter_type(Review, lookups=True)
+    class ReviewFilter:
+        rating: strawberry.auto
+
+    @strawberry_django.filter_type(Book, lookups=True)
+    class BookFilter:
+        title: strawberry.auto
+
+    @strawberry_django.order_type(Book)
+    class BookOrder:
+        title: strawberry.auto
+
+    @strawberry_django.type(Review)
+    class ReviewType(relay.Node):
+        rating: strawberry.auto
+
+    @strawberry_django.type(Book)
+    class BookType(relay.Node):
+        title: strawberry.auto
+
+        @connection(DjangoListConnection[ReviewType], filters=ReviewFilter)
+        def reviews(self, info: strawberry.Info) -> Iterable[ReviewType]:
+            return related_loader(info.context.loaders, Book.reviews).load(self)
+
+        reviews_qs: DjangoListConnection[ReviewType] = strawberry_django.connection(
+            field_name="reviews", filters=ReviewFilter)
+
+    @strawberry_django.type(Author)
+    class AuthorType(relay.Node):
+        name: strawberry.auto
+
+        @connection(DjangoListConnection[BookType], filters=BookFilter, order=BookOrder)
+        def books(self, info: strawberry.Info) -> Iterable[BookType]:
+            return related_loader(info.context.loaders, Author.books).load(self)
+
+        books_qs: DjangoListConnection[BookType] = strawberry_django.connection(
+            field_name="books", filters=BookFilter, order=BookOrder)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self) -> list[AuthorType]:
+            return Author.objects.order_by("id")
+
+    return strawberry.Schema(query=Query, extensions=[DjangoOptimizerExtension] if optimizer else [],
+                             execution_context_class=DataLoaderExecutionContext)
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["optimizer off", "optimizer on"])
+def schema(request, django_example_project):
+    return make_schema(request.param)
+
+
+class Context:
+    def __init__(self) -> None:
+        from dataloader_sync import DataLoaderRegistry
+
+        self.loaders = DataLoaderRegistry()
+
+
+def run(schema, query: str):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        result = schema.execute_sync(query, context_value=Context())
+    assert result.errors is None, result.errors
+    return result.data, [q["sql"] for q in queries.captured_queries]
+
+
+PAGE = "totalCount pageInfo { hasNextPage hasPreviousPage startCursor endCursor } edges { cursor node { title } }"
+
+
+def books_query(field: str, args: str) -> str:
+    arguments = f"({args})" if args else ""
+    return "{ authors { name " + f"{field}{arguments} {{ {PAGE} }}" + " } }"
+
+
+@pytest.mark.parametrize("args", [
+    "",
+    "first: 2",
+    "first: 2, order: {title: DESC}",
+    "first: 1, after: \"YXJyYXljb25uZWN0aW9uOjA=\"",  # after offset 0
+    "first: 3, filters: {title: {iContains: \".1\"}}",
+    "filters: {title: {iContains: \"book 2\"}}",
+    "last: 2",
+    "first: 10",
+])
+def test_strawberry_django_connection_from_a_related_loader_gives_the_pages_of_a_queryset(data, schema, args):
+    loaded, sql = run(schema, books_query("books", args))
+    expected, _ = run(schema, books_query("booksQs", args))
+    pages = [author["books"] for author in loaded["authors"]]
+    assert pages == [author["booksQs"] for author in expected["authors"]]
+    assert len(pages) == AUTHORS
+    limited = "last" not in args  # first, or the schema's relay_max_results (100)
+    # authors, the books, their count when limited
+    assert len(sql) == 1 + 1 + (1 if limited else 0), sql
+
+
+NESTED = """{ authors { name
+  %(books)s(first: 2, order: {title: DESC}) { totalCount pageInfo { hasNextPage } edges { cursor node { title
+    %(reviews)s(first: 1, filters: {rating: {gte: 2}}) { totalCount pageInfo { hasNextPage } edges { node { rating } } }
+  } } }
+} }"""
+
+
+@pytest.mark.parametrize("authors", [2, 6])
+def test_nested_strawberry_django_connections_cost_the_same_queries_whatever_the_number_of_parents(
+        example_books, schema, authors):
+    example_books(authors=authors, books=BOOKS, reviews=REVIEWS)
+    loaded, sql = run(schema, NESTED % {"books": "books", "reviews": "reviews"})
+    expected, _ = run(schema, NESTED % {"books": "booksQs", "reviews": "reviewsQs"})
+    reference = [author["booksQs"] for author in expected["authors"]]
+    for page in reference:
+        for edge in page["edges"]:
+            edge["node"]["reviews"] = edge["node"].pop("reviewsQs")
+    pages = [author["books"] for author in loaded["authors"]]
+    assert pages == reference
+    assert pages[0]["totalCount"] == BOOKS and pages[0]["edges"][0]["node"]["title"] == "book 0.3"
+    assert len(sql) == 5, sql  # authors; books + count; reviews + count
