@@ -99,6 +99,10 @@ def make_schema():
             interfaces = (relay.Node,)
             connection_class = CountedConnection
 
+        @classmethod
+        def get_queryset(cls, queryset, info):  # applied in the batch too; it defers book_id
+            return queryset.only("id", "rating")
+
     class BookNode(DjangoObjectType):
         class Meta:
             model = Book
@@ -232,6 +236,8 @@ def test_nested_filter_connections_cost_the_same_queries_whatever_the_number_of_
     assert pages[0]["edges"][0]["node"]["title"] == "book 0.3"
     # authors: count + rows; books: rows + count; reviews: rows + count
     assert len(sql) == 6, sql
+    # the node type's get_queryset applies in the batch (no body); book_id is loaded to group the rows
+    assert '"books_review"."body"' not in sql[4] and '"books_review"."book_id"' in sql[4], sql[4]
 
 
 def test_plain_connection_field_from_a_related_loader_pages_in_the_batch(data, schema):

@@ -194,3 +194,61 @@ def test_nested_strawberry_django_connections_cost_the_same_queries_whatever_the
     assert pages == reference
     assert pages[0]["totalCount"] == BOOKS and pages[0]["edges"][0]["node"]["title"] == "book 0.3"
     assert len(sql) == 5, sql  # authors; books + count; reviews + count
+
+
+def make_optimized_schema():
+    """Books with their author's name from a loader keyed by ``author_id``, with and without the ``only`` hint."""
+    import strawberry
+    import strawberry_django
+    from books.models import Author, Book
+    from strawberry import relay
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+    from strawberry_django.relay import DjangoListConnection
+
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    def load_names(author_ids):
+        return {author.id: author.name for author in Author.objects.filter(id__in=author_ids)}
+
+    @strawberry_django.type(Book)
+    class HintedBook(relay.Node):
+        title: strawberry.auto
+
+        @strawberry_django.field(only=["author_id"])
+        def author_name(self, info: strawberry.Info) -> str:
+            return info.context.loaders.loader_for(load_names).load(self.author_id)
+
+    @strawberry_django.type(Book)
+    class UnhintedBook(relay.Node):
+        title: strawberry.auto
+
+        @strawberry_django.field
+        def author_name(self, info: strawberry.Info) -> str:
+            return info.context.loaders.loader_for(load_names).load(self.author_id)
+
+    @strawberry.type
+    class Query:
+        hinted: DjangoListConnection[HintedBook] = strawberry_django.connection()
+        unhinted: DjangoListConnection[UnhintedBook] = strawberry_django.connection()
+
+    return strawberry.Schema(query=Query, extensions=[DjangoOptimizerExtension],
+                             execution_context_class=DataLoaderExecutionContext)
+
+
+@pytest.mark.parametrize("authors", [2, 5])
+def test_the_optimizer_defers_a_foreign_key_a_loader_reads_unless_the_field_names_it_in_only(example_books,
+                                                                                             authors):
+    example_books(authors=authors, books=BOOKS, reviews=0)
+    schema = make_optimized_schema()
+    query = "{ %s { edges { node { title authorName } } } }"
+    hinted, hinted_sql = run(schema, query % "hinted")
+    unhinted, unhinted_sql = run(schema, query % "unhinted")
+    expected = [{"node": {"title": f"book {a}.{b}", "authorName": f"author {a}"}}
+                for a in range(authors) for b in range(BOOKS)]
+    assert hinted["hinted"]["edges"] == expected and unhinted["unhinted"]["edges"] == expected
+    # the books (the optimizer's only(): id, title and the hinted author_id), the names (one batch)
+    assert len(hinted_sql) == 2, hinted_sql
+    assert '"books_book"."author_id"' in hinted_sql[0]
+    # without the hint the optimizer selects id and title only: reading author_id loads it row by row
+    assert '"books_book"."author_id"' not in unhinted_sql[0]
+    assert len(unhinted_sql) == 2 + authors * BOOKS, unhinted_sql[:4]
