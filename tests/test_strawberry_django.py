@@ -21,26 +21,34 @@ import pytest
 pytest.importorskip("django")
 pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
 
+from orm_fixtures import library, orm_db, postgres_server  # noqa: F401
+
 pytestmark = pytest.mark.usefixtures("django_example_project")
 
-AUTHORS = 5  # each has BOOKS books, each book REVIEWS reviews
+AUTHORS = 5  # each has BOOKS books, each book REVIEWS reviews and two of TAGS tags
 BOOKS = 4
 REVIEWS = 3
+TAGS = 3
 
 
 @pytest.fixture
-def data(example_books):
-    example_books(authors=AUTHORS, books=BOOKS, reviews=REVIEWS)
+def data(library, orm_db):
+    library(orm_db, authors=AUTHORS, books=BOOKS, reviews=REVIEWS, tags=TAGS)
+    return orm_db
 
 
 # -- a stand-in for related_loader until the real one is merged -------------------------
 def stand_in_load_related(instances, field, queryset=None, first=None):
-    fk = field.field
-    qs = fk.model._default_manager.all() if queryset is None else queryset
+    from django.db.models import F
+
+    from dataloader_sync.django._pages import _link, related_model
+
+    path, key_of, _ = _link(field)
+    qs = related_model(field)._default_manager.all() if queryset is None else queryset
     groups: dict[Any, list[Any]] = defaultdict(list)
-    for row in qs.filter(**{f"{fk.name}__in": list(instances)}):
-        groups[getattr(row, fk.attname)].append(row)
-    return [groups[i.pk][:first] if first is not None else groups[i.pk] for i in instances]
+    for row in qs.filter(**{f"{path}__in": list(instances)}).annotate(_parent=F(path)):
+        groups[row._parent].append(row)
+    return [groups[key_of(i)][:first] if first is not None else groups[key_of(i)] for i in instances]
 
 
 def _key(field, queryset=None, first=None):
@@ -66,7 +74,7 @@ def related_loader(registry, field, queryset=None, first=None):
 def make_schema(optimizer: bool):
     import strawberry
     import strawberry_django
-    from books.models import Author, Book, Review
+    from orm_library.models import Author, Book, Review
     from strawberry import relay
     from strawberry_django.optimizer import DjangoOptimizerExtension
     from strawberry_django.relay import DjangoListConnection
@@ -115,8 +123,8 @@ def make_schema(optimizer: bool):
     @strawberry.type
     class Query:
         @strawberry_django.field
-        def authors(self) -> list[AuthorType]:
-            return Author.objects.order_by("id")
+        def authors(self, info: strawberry.Info) -> list[AuthorType]:
+            return Author.objects.using(info.context.alias).order_by("id")
 
     return strawberry.Schema(query=Query, extensions=[DjangoOptimizerExtension] if optimizer else [],
                              execution_context_class=DataLoaderExecutionContext)
@@ -128,18 +136,20 @@ def schema(request, django_example_project):
 
 
 class Context:
-    def __init__(self) -> None:
+    def __init__(self, alias: str) -> None:
         from dataloader_sync import DataLoaderRegistry
 
         self.loaders = DataLoaderRegistry()
+        self.alias = alias
 
 
-def run(schema, query: str):
-    from django.db import connection
+def run(schema, alias: str, query: str):
+    """(data, SQL statements) of *query*, executed with a fresh registry on database *alias*."""
+    from django.db import connections
     from django.test.utils import CaptureQueriesContext
 
-    with CaptureQueriesContext(connection) as queries:
-        result = schema.execute_sync(query, context_value=Context())
+    with CaptureQueriesContext(connections[alias]) as queries:
+        result = schema.execute_sync(query, context_value=Context(alias))
     assert result.errors is None, result.errors
     return result.data, [q["sql"] for q in queries.captured_queries]
 
@@ -163,8 +173,8 @@ def books_query(field: str, args: str) -> str:
     "first: 10",
 ])
 def test_strawberry_django_connection_from_a_related_loader_gives_the_pages_of_a_queryset(data, schema, args):
-    loaded, sql = run(schema, books_query("books", args))
-    expected, _ = run(schema, books_query("booksQs", args))
+    loaded, sql = run(schema, data, books_query("books", args))
+    expected, _ = run(schema, data, books_query("booksQs", args))
     pages = [author["books"] for author in loaded["authors"]]
     assert pages == [author["booksQs"] for author in expected["authors"]]
     assert len(pages) == AUTHORS
@@ -182,10 +192,10 @@ NESTED = """{ authors { name
 
 @pytest.mark.parametrize("authors", [2, 6])
 def test_nested_strawberry_django_connections_cost_the_same_queries_whatever_the_number_of_parents(
-        example_books, schema, authors):
-    example_books(authors=authors, books=BOOKS, reviews=REVIEWS)
-    loaded, sql = run(schema, NESTED % {"books": "books", "reviews": "reviews"})
-    expected, _ = run(schema, NESTED % {"books": "booksQs", "reviews": "reviewsQs"})
+        library, orm_db, schema, authors):
+    library(orm_db, authors=authors, books=BOOKS, reviews=REVIEWS, tags=TAGS)
+    loaded, sql = run(schema, orm_db, NESTED % {"books": "books", "reviews": "reviews"})
+    expected, _ = run(schema, orm_db, NESTED % {"books": "booksQs", "reviews": "reviewsQs"})
     reference = [author["booksQs"] for author in expected["authors"]]
     for page in reference:
         for edge in page["edges"]:
@@ -200,15 +210,15 @@ def make_optimized_schema():
     """Books with their author's name from a loader keyed by ``author_id``, with and without the ``only`` hint."""
     import strawberry
     import strawberry_django
-    from books.models import Author, Book
+    from orm_library.models import Author, Book
     from strawberry import relay
     from strawberry_django.optimizer import DjangoOptimizerExtension
     from strawberry_django.relay import DjangoListConnection
 
     from dataloader_sync.graphql import DataLoaderExecutionContext
 
-    def load_names(author_ids):
-        return {author.id: author.name for author in Author.objects.filter(id__in=author_ids)}
+    def load_names(author_ids, alias):
+        return {author.id: author.name for author in Author.objects.using(alias).filter(id__in=author_ids)}
 
     @strawberry_django.type(Book)
     class HintedBook(relay.Node):
@@ -216,7 +226,7 @@ def make_optimized_schema():
 
         @strawberry_django.field(only=["author_id"])
         def author_name(self, info: strawberry.Info) -> str:
-            return info.context.loaders.loader_for(load_names).load(self.author_id)
+            return info.context.loaders.loader_for(load_names, self._state.db).load(self.author_id)
 
     @strawberry_django.type(Book)
     class UnhintedBook(relay.Node):
@@ -224,31 +234,36 @@ def make_optimized_schema():
 
         @strawberry_django.field
         def author_name(self, info: strawberry.Info) -> str:
-            return info.context.loaders.loader_for(load_names).load(self.author_id)
+            return info.context.loaders.loader_for(load_names, self._state.db).load(self.author_id)
 
     @strawberry.type
     class Query:
-        hinted: DjangoListConnection[HintedBook] = strawberry_django.connection()
-        unhinted: DjangoListConnection[UnhintedBook] = strawberry_django.connection()
+        @strawberry_django.connection(DjangoListConnection[HintedBook])
+        def hinted(self, info: strawberry.Info) -> Iterable[HintedBook]:
+            return Book.objects.using(info.context.alias).order_by("id")
+
+        @strawberry_django.connection(DjangoListConnection[UnhintedBook])
+        def unhinted(self, info: strawberry.Info) -> Iterable[UnhintedBook]:
+            return Book.objects.using(info.context.alias).order_by("id")
 
     return strawberry.Schema(query=Query, extensions=[DjangoOptimizerExtension],
                              execution_context_class=DataLoaderExecutionContext)
 
 
 @pytest.mark.parametrize("authors", [2, 5])
-def test_the_optimizer_defers_a_foreign_key_a_loader_reads_unless_the_field_names_it_in_only(example_books,
+def test_the_optimizer_defers_a_foreign_key_a_loader_reads_unless_the_field_names_it_in_only(library, orm_db,
                                                                                              authors):
-    example_books(authors=authors, books=BOOKS, reviews=0)
+    library(orm_db, authors=authors, books=BOOKS, reviews=0, tags=0)
     schema = make_optimized_schema()
     query = "{ %s { edges { node { title authorName } } } }"
-    hinted, hinted_sql = run(schema, query % "hinted")
-    unhinted, unhinted_sql = run(schema, query % "unhinted")
+    hinted, hinted_sql = run(schema, orm_db, query % "hinted")
+    unhinted, unhinted_sql = run(schema, orm_db, query % "unhinted")
     expected = [{"node": {"title": f"book {a}.{b}", "authorName": f"author {a}"}}
                 for a in range(authors) for b in range(BOOKS)]
     assert hinted["hinted"]["edges"] == expected and unhinted["unhinted"]["edges"] == expected
     # the books (the optimizer's only(): id, title and the hinted author_id), the names (one batch)
     assert len(hinted_sql) == 2, hinted_sql
-    assert '"books_book"."author_id"' in hinted_sql[0]
+    assert '"orm_library_book"."author_id"' in hinted_sql[0]
     # without the hint the optimizer selects id and title only: reading author_id loads it row by row
-    assert '"books_book"."author_id"' not in unhinted_sql[0]
+    assert '"orm_library_book"."author_id"' not in unhinted_sql[0]
     assert len(unhinted_sql) == 2 + authors * BOOKS, unhinted_sql[:4]

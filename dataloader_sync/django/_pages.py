@@ -18,6 +18,9 @@ Guarantees:
 - The related side's link column (``Book.author_id`` for ``Author.books``) is
   loaded even when the queryset defers it (strawberry-django's optimizer
   does, with ``only()``): grouping rows by parent never costs a query per row.
+- The rows and counts are read from the parents' database (Django's router
+  with the first parent as hint, as a related manager does), unless the
+  queryset was given one with ``using()``.
 - No lock: everything here runs in the batch call or in a resolver.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
-from django.db import models
+from django.db import models, router
 from django.db.models.fields.related_descriptors import ManyToManyDescriptor, ReverseManyToOneDescriptor
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
@@ -146,9 +149,12 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
         One ``Page`` per parent, in order.
     """
     model = related_model(field)
-    if queryset is not None and model is not None and model is queryset.model:
+    if queryset is not None and instances and model is not None and model is queryset.model:
         _, _, column = _link(field)
         queryset = _with_column(queryset, column, field.field.name if column else None)
+        # The parents' database, as a related manager (and prefetch_related)
+        # would use, unless the queryset names one.
+        queryset = queryset.using(queryset._db or router.db_for_read(model, instance=instances[0]))
     rows = load_related(instances, field, queryset=queryset, first=first)
     totals = count_related(instances, field, queryset) if count else None
     pages = []
