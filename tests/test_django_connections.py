@@ -160,6 +160,9 @@ def make_schema():
         def resolve_tags_qs(book, info, **kwargs):
             return book.tags.all()
 
+    def load_authors(ids, alias):
+        return Author.objects.using(alias).in_bulk(ids)
+
     class AuthorNode(DjangoObjectType):
         class Meta:
             model = Author
@@ -169,6 +172,12 @@ def make_schema():
 
         books = DjangoFilterConnectionField(BookNode, filterset_class=BookFilter)
         books_qs = DjangoFilterConnectionField(BookNode, filterset_class=BookFilter)
+        books_chained = DjangoFilterConnectionField(BookNode, filterset_class=BookFilter)
+
+        def resolve_books_chained(author, info, **kwargs):  # related_loader asked in a then() callback
+            loaders = info.context.loaders
+            return loaders.loader_for(load_authors, author._state.db).load(author.pk).then(
+                lambda same: related_loader(loaders, Author.books).load(same))
 
         def resolve_books(author, info, **kwargs):
             return related_loader(info.context.loaders, Author.books).load(author)
@@ -346,3 +355,34 @@ def test_a_filter_connection_resolved_to_another_future_fails_with_a_clear_error
                                                   execution_context_class=DataLoaderExecutionContext)
     assert result.data == {"publishers": None}
     assert "related_loader(registry, Model.relation).load(instance)" in str(result.errors[0]), result.errors
+
+
+def test_a_then_chain_that_asks_the_related_loader_in_its_callback_is_served_too(data, schema):
+    args = 'first: 2, orderBy: "-title"'
+    loaded, sql = run(schema, data, books_query("booksChained", args))
+    expected, _ = run(schema, data, books_query("booksQs", args))
+    assert [e["node"]["booksChained"] for e in loaded["authors"]["edges"]] == [
+        e["node"]["booksQs"] for e in expected["authors"]["edges"]]
+    assert len(sql) == 2 + 1 + 2, sql  # authors: count + rows; the authors again (in_bulk); books + count
+
+
+def test_a_related_loader_for_another_relation_inside_a_connection_resolver_is_the_plain_one(data):
+    from orm_library.models import Author, Book
+
+    from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.django._connection_scope import requesting
+    from dataloader_sync.django._pages import PageRequest
+
+    registry = DataLoaderRegistry()
+    made = []
+    request = PageRequest(Book, lambda base: made.append(base) or Book.objects.all(), 3, False)
+    with requesting(request):
+        other = related_loader(registry, Author.publisher)  # forward: not a page of books
+        limited = related_loader(registry, Author.books, first=1)  # the caller's own first=
+    assert other is related_loader(registry, Author.publisher)
+    assert limited is related_loader(registry, Author.books, first=1)
+    assert not request.served and made == []
+    with requesting(request):
+        page = related_loader(registry, Author.books)
+    assert request.served and made == [None]
+    assert page is not related_loader(registry, Author.books)  # outside the request: the plain loader

@@ -68,6 +68,18 @@ def rows_needed(args: dict[str, Any], max_limit: Optional[int]) -> Optional[int]
     return int(start + first + 1)
 
 
+def _not_a_page(field_name: str) -> TypeError:
+    return TypeError(f"{field_name}: a filter connection field resolves to a queryset or to "
+                     "related_loader(registry, Model.relation).load(instance), not to another future")
+
+
+def _served(request: PageRequest, field_name: str, value: Any) -> Any:
+    """*value*, if it came from the page family *request* handed out; else the field's error."""
+    if not request.served:
+        raise _not_a_page(field_name)
+    return value
+
+
 class _LoaderPages:
     """The resolution shared by both fields (mixed in before graphene-django's class)."""
 
@@ -95,12 +107,17 @@ class _LoaderPages:
 
         def resolve_queryset(connection: Any, iterable: Any, info: Any, qargs: dict[str, Any]) -> Any:
             if isinstance(iterable, cf.Future):
-                if requests and requests[0].served:
+                request = requests[0] if requests else None
+                if request is not None and request.served:
                     return iterable  # filtered, ordered and limited in the batch
                 if cls._needs_queryset:
-                    raise TypeError(
-                        f"{info.field_name}: a filter connection field resolves to a queryset or to "
-                        "related_loader(registry, Model.relation).load(instance), not to another future")
+                    # A then() chain may ask related_loader later, in its
+                    # callback (it runs in a copy of the resolver's context):
+                    # check when its value is there.
+                    then = getattr(iterable, "then", None)
+                    if request is None or then is None:
+                        raise _not_a_page(info.field_name)
+                    return then(functools.partial(_served, request, info.field_name))
             return queryset_resolver(connection, iterable, info, qargs)
 
         parent = super().connection_resolver  # type: ignore[misc]
