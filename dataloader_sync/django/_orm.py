@@ -40,6 +40,7 @@ from django.db.models.functions import RowNumber
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
+from ._connection_scope import connection_loader
 from ._connections import batch_connection
 from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label
 from ._relations import Relation, relation
@@ -173,9 +174,20 @@ def related_loader(registry: DataLoaderRegistry, field: Any, queryset: Optional[
     values.  The loader is made on first use per registry (so per request),
     named ``load_related(Author.books)``.
 
+    Called without *first* in the resolver of a connection field that pages
+    through related loaders (``dataloader_sync.django.DjangoConnectionField``,
+    ``DjangoFilterConnectionField``, ``dataloader_sync.strawberry_django.connection``)
+    for a relation to that connection's nodes, it returns the loader of the
+    connection's own page family instead: the field's filters, order and
+    page applied in the batch (see ``_connection_scope``).
+
     Raises:
         TypeError, ValueError: as ``load_related``, at once.
     """
+    if first is None:
+        page = connection_loader(registry, load_related, field, queryset)
+        if page is not None:
+            return page
     return registry.loader_for(load_related, field, queryset, first)
 
 
