@@ -8,7 +8,6 @@ pages and cursors for both, and the SQL statements the loader side costs.
 from __future__ import annotations
 
 import importlib.util
-from collections import defaultdict
 from typing import Any
 
 import pytest
@@ -35,40 +34,6 @@ def data(library, orm_db):
     return orm_db
 
 
-# -- a stand-in for related_loader until the real one is merged -------------------------
-def stand_in_load_related(instances, field, queryset=None, first=None):
-    from django.db.models import F
-
-    from dataloader_sync.django._pages import _link, related_model
-
-    path, key_of, _ = _link(field)
-    qs = related_model(field)._default_manager.all() if queryset is None else queryset
-    groups: dict[Any, list[Any]] = defaultdict(list)
-    for row in qs.filter(**{f"{path}__in": list(instances)}).annotate(_parent=F(path)):
-        groups[row._parent].append(row)
-    return [groups[key_of(i)][:first] if first is not None else groups[key_of(i)] for i in instances]
-
-
-def _key(field, queryset=None, first=None):
-    if queryset is None:
-        return (field, None, first)
-    sql, params = queryset.query.sql_with_params()
-    return (field, queryset.model, sql, tuple(params), queryset.db, first)
-
-
-stand_in_load_related.dataloader_key = _key  # type: ignore[attr-defined]
-
-
-def related_loader(registry, field, queryset=None, first=None):
-    from dataloader_sync.django._connection_scope import connection_loader
-
-    if first is None:
-        loader = connection_loader(registry, stand_in_load_related, field, queryset)
-        if loader is not None:
-            return loader
-    return registry.loader_for(stand_in_load_related, field, queryset=queryset, first=first)
-
-
 # -- the schema ------------------------------------------------------------------------
 def make_schema():
     import django_filters
@@ -77,7 +42,7 @@ def make_schema():
     from graphene_django import DjangoObjectType
     from orm_library.models import Author, Book, Review, Tag
 
-    from dataloader_sync.django import DjangoConnectionField, DjangoFilterConnectionField
+    from dataloader_sync.django import DjangoConnectionField, DjangoFilterConnectionField, related_loader
 
     class CountedConnection(graphene.Connection):
         class Meta:
@@ -266,6 +231,7 @@ def test_filter_connection_from_a_related_loader_gives_the_pages_of_a_queryset_i
     limited = "last" not in args  # first, or graphene-django's max_limit (100) when no first is given
     # authors (count + rows: the root is a queryset), the books, their count when limited
     assert len(sql) == 2 + 1 + (1 if limited else 0), sql
+    assert ("ROW_NUMBER" in sql[2]) == limited, sql[2]  # the page's rows only, in the same statement
 
 
 NESTED = """{ authors { edges { node { name
@@ -370,6 +336,7 @@ def test_a_related_loader_for_another_relation_inside_a_connection_resolver_is_t
     from orm_library.models import Author, Book
 
     from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.django import related_loader
     from dataloader_sync.django._connection_scope import requesting
     from dataloader_sync.django._pages import PageRequest
 

@@ -12,9 +12,7 @@ No ``from __future__ import annotations`` here: the types are made inside a
 function (the models need Django configured) and strawberry resolves their
 annotations from the real objects, not from module-level names.
 """
-from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
 import pytest
 
@@ -37,40 +35,6 @@ def data(library, orm_db):
     return orm_db
 
 
-# -- a stand-in for related_loader until the real one is merged -------------------------
-def stand_in_load_related(instances, field, queryset=None, first=None):
-    from django.db.models import F
-
-    from dataloader_sync.django._pages import _link, related_model
-
-    path, key_of, _ = _link(field)
-    qs = related_model(field)._default_manager.all() if queryset is None else queryset
-    groups: dict[Any, list[Any]] = defaultdict(list)
-    for row in qs.filter(**{f"{path}__in": list(instances)}).annotate(_parent=F(path)):
-        groups[row._parent].append(row)
-    return [groups[key_of(i)][:first] if first is not None else groups[key_of(i)] for i in instances]
-
-
-def _key(field, queryset=None, first=None):
-    if queryset is None:
-        return (field, None, first)
-    sql, params = queryset.query.sql_with_params()
-    return (field, queryset.model, sql, tuple(params), queryset.db, first)
-
-
-stand_in_load_related.dataloader_key = _key  # type: ignore[attr-defined]
-
-
-def related_loader(registry, field, queryset=None, first=None):
-    from dataloader_sync.django._connection_scope import connection_loader
-
-    if first is None:
-        loader = connection_loader(registry, stand_in_load_related, field, queryset)
-        if loader is not None:
-            return loader
-    return registry.loader_for(stand_in_load_related, field, queryset=queryset, first=first)
-
-
 def make_schema(optimizer: bool):
     import strawberry
     import strawberry_django
@@ -79,6 +43,7 @@ def make_schema(optimizer: bool):
     from strawberry_django.optimizer import DjangoOptimizerExtension
     from strawberry_django.relay import DjangoListConnection
 
+    from dataloader_sync.django import related_loader
     from dataloader_sync.graphql import DataLoaderExecutionContext
     from dataloader_sync.strawberry_django import connection
 
@@ -181,6 +146,7 @@ def test_strawberry_django_connection_from_a_related_loader_gives_the_pages_of_a
     limited = "last" not in args  # first, or the schema's relay_max_results (100)
     # authors, the books, their count when limited
     assert len(sql) == 1 + 1 + (1 if limited else 0), sql
+    assert ("ROW_NUMBER" in sql[1]) == limited, sql[1]  # the page's rows only, in the same statement
 
 
 NESTED = """{ authors { name

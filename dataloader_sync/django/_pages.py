@@ -15,12 +15,8 @@ Guarantees:
   of parents.
 - Equal querysets (same SQL and parameters) share a family: the key is
   ``load_related``'s own (``dataloader_key``), with the count flag.
-- The related side's link column (``Book.author_id`` for ``Author.books``) is
-  loaded even when the queryset defers it (strawberry-django's optimizer
-  does, with ``only()``): grouping rows by parent never costs a query per row.
-- The rows and counts are read from the parents' database (Django's router
-  with the first parent as hint, as a related manager does), unless the
-  queryset was given one with ``using()``.
+- The rows and the counts are read from the same database: the queryset's
+  if it names one (``using()``), else each parent's (as ``load_related``).
 - No lock: everything here runs in the batch call or in a resolver.
 """
 from __future__ import annotations
@@ -29,11 +25,13 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
 from django.db import models, router
-from django.db.models.fields.related_descriptors import ManyToManyDescriptor, ReverseManyToOneDescriptor
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
+from ._connections import batch_connection
+from ._querysets import key_chunks
+from ._relations import relation
 
 __all__ = ["Page", "PageRequest", "count_related", "load_page", "related_model", "selects"]
 
@@ -63,58 +61,29 @@ def related_model(field: Any) -> Optional[type[models.Model]]:
     ``Author.books`` (a reverse foreign key) gives ``Book``; ``Book.tags`` and
     ``Tag.books`` (many-to-many, either side) give ``Tag`` and ``Book``.
     """
-    if isinstance(field, ManyToManyDescriptor):
-        return field.rel.related_model if field.reverse else field.rel.model  # type: ignore[no-any-return]
-    if isinstance(field, ReverseManyToOneDescriptor):
-        return field.rel.related_model  # type: ignore[no-any-return]
-    return None
+    try:
+        rel = relation(field)
+    except TypeError:
+        return None
+    return rel.related_model if rel.many else None
 
 
-def _link(field: Any) -> tuple[str, Callable[[Any], Any], Optional[str]]:
-    """``(path, key_of, column)`` of a to-many descriptor.
-
-    *path* leads from the related model back to the parent (a lookup and a
-    ``values()`` name), *key_of* gives a parent's value in that column, and
-    *column* is the related model's own attribute holding it (a foreign key's
-    ``attname``), None for many-to-many (the link is in the through table).
-    """
-    if isinstance(field, ManyToManyDescriptor):
-        m2m = field.field
-        path = m2m.name if field.reverse else m2m.related_query_name()
-        return path, _pk, None
-    fk = field.field  # ReverseManyToOneDescriptor: Book.author for Author.books
-    target = fk.target_field.attname
-    return fk.name, lambda instance: getattr(instance, target), fk.attname
-
-
-def _pk(instance: Any) -> Any:
-    return instance.pk
-
-
-def _with_column(queryset: models.QuerySet[Any], column: Optional[str], name: Optional[str]) -> models.QuerySet[Any]:
-    """*queryset*, loading *column* even if ``only()``/``defer()`` left it out."""
-    if column is None:
-        return queryset
-    fields, defer = queryset.query.deferred_loading
-    if defer:
-        if column in fields or name in fields:
-            kept = set(fields) - {column, name}
-            queryset = queryset.defer(None)
-            return queryset.defer(*kept) if kept else queryset
-        return queryset
-    if fields and column not in fields and name not in fields:
-        return queryset.only(*fields, column)
-    return queryset
+_PARENT = "_dataloader_sync_parent"  # annotation: the parent key a counted row belongs to
+_COUNT = "_dataloader_sync_count"
 
 
 def count_related(instances: Sequence[Any], field: Any, queryset: Optional[models.QuerySet[Any]] = None) -> list[int]:
     """How many related rows (in *queryset*, default: all) each instance has, in one SQL query.
 
+    The rows are counted where ``load_related`` reads them: the queryset's
+    database if it names one, else each parent's (``GROUP BY`` the parent
+    key, in chunks of the backend's parameter limit as ``load_related``).
+
     Args:
         instances: the parents (model instances).
         field: a to-many relation descriptor (``Author.books``, ``Book.tags``, ``Tag.books``).
         queryset: the related side's rows to count (its filters apply; its
-            order, limits and annotations do not matter).
+            order and annotations do not matter).
 
     Returns:
         One count per instance, in order.
@@ -122,17 +91,25 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
     Raises:
         TypeError: *field* is not a to-many relation descriptor.
     """
-    model = related_model(field)
-    if model is None:
-        raise TypeError(f"field must be a to-many relation descriptor, got {field!r}")
-    if not instances:
-        return []
-    path, key_of, _ = _link(field)
-    base = model._default_manager.all() if queryset is None else queryset
-    rows = (base.filter(**{f"{path}__in": list(instances)}).order_by().values(path)
-            .annotate(_dataloader_sync_count=models.Count("pk", distinct=True)))
-    counts = {row[path]: row["_dataloader_sync_count"] for row in rows}
-    return [counts.get(key_of(instance), 0) for instance in instances]
+    rel = relation(field)
+    if not rel.many:
+        raise TypeError(f"field must be a to-many relation descriptor, got {rel.label}")
+    parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    by_db: dict[str, list[Any]] = {}
+    for instance, key in zip(instances, parents):
+        if key is not None:
+            db = (queryset._db if queryset is not None else None) or instance._state.db \
+                or router.db_for_read(rel.related_model, instance=instance)
+            by_db.setdefault(db, []).append(key)
+    counts: dict[Any, int] = {}
+    for db, keys in by_db.items():
+        base = (rel.manager().all() if queryset is None else queryset).using(db).order_by()
+        base = base.annotate(**{_PARENT: models.F(rel.path)})
+        with batch_connection(db):
+            for chunk in key_chunks(base, _PARENT, rel.key_field, list(dict.fromkeys(keys))):
+                grouped = chunk.values(_PARENT).annotate(**{_COUNT: models.Count("pk", distinct=True)})
+                counts.update((row[_PARENT], row[_COUNT]) for row in grouped)
+    return [counts.get(key, 0) if key is not None else 0 for key in parents]
 
 
 def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any, queryset: Any = None,
@@ -148,13 +125,6 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
     Returns:
         One ``Page`` per parent, in order.
     """
-    model = related_model(field)
-    if queryset is not None and instances and model is not None and model is queryset.model:
-        _, _, column = _link(field)
-        queryset = _with_column(queryset, column, field.field.name if column else None)
-        # The parents' database, as a related manager (and prefetch_related)
-        # would use, unless the queryset names one.
-        queryset = queryset.using(queryset._db or router.db_for_read(model, instance=instances[0]))
     rows = load_related(instances, field, queryset=queryset, first=first)
     totals = count_related(instances, field, queryset) if count else None
     pages = []
