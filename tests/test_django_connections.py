@@ -218,6 +218,7 @@ def books_query(field: str, args: str) -> str:
     "first: 1, year_Gte: 2002, orderBy: \"-year\"",
     "title_Icontains: \"book 2\"",
     "last: 2",
+    "last: 1, before: \"YXJyYXljb25uZWN0aW9uOjM=\"",  # before offset 3
     "first: 10",
     "first: 0",
 ])
@@ -352,4 +353,6 @@ def test_a_related_loader_for_another_relation_inside_a_connection_resolver_is_t
     with requesting(request):
         page = related_loader(registry, Author.books)
     assert request.served and made == [None]
+    assert [name for name in registry.keys() if name.startswith("load_page(")] == [
+        'load_page(Author.books, queryset=Book all, first=3)']
     assert page is not related_loader(registry, Author.books)  # outside the request: the plain loader

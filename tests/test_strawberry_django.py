@@ -135,6 +135,7 @@ def books_query(field: str, args: str) -> str:
     "first: 3, filters: {title: {iContains: \".1\"}}",
     "filters: {title: {iContains: \"book 2\"}}",
     "last: 2",
+    "last: 1, before: \"YXJyYXljb25uZWN0aW9uOjM=\"",  # before offset 3
     "first: 10",
 ])
 def test_strawberry_django_connection_from_a_related_loader_gives_the_pages_of_a_queryset(data, schema, args):
@@ -143,7 +144,7 @@ def test_strawberry_django_connection_from_a_related_loader_gives_the_pages_of_a
     pages = [author["books"] for author in loaded["authors"]]
     assert pages == [author["booksQs"] for author in expected["authors"]]
     assert len(pages) == AUTHORS
-    limited = "last" not in args  # first, or the schema's relay_max_results (100)
+    limited = "last" not in args or "before" in args  # first (or relay_max_results, 100); before
     # authors, the books, their count when limited
     assert len(sql) == 1 + 1 + (1 if limited else 0), sql
     assert ("ROW_NUMBER" in sql[1]) == limited, sql[1]  # the page's rows only, in the same statement
