@@ -28,6 +28,9 @@ REVIEWS = 3
 TAGS = 3
 
 
+REVIEW_QUERYSETS: list[Any] = []  # the paths where ReviewNode.get_queryset was called
+
+
 @pytest.fixture
 def data(library, orm_db):
     library(orm_db, authors=AUTHORS, books=BOOKS, reviews=REVIEWS, tags=TAGS)
@@ -79,6 +82,7 @@ def make_schema():
 
         @classmethod
         def get_queryset(cls, queryset, info):  # applied in the batch too; it defers book_id
+            REVIEW_QUERYSETS.append(info.path)
             return queryset.only("id", "rating")
 
     class TagNode(DjangoObjectType):
@@ -247,7 +251,9 @@ NESTED = """{ authors { edges { node { name
 def test_nested_filter_connections_cost_the_same_queries_whatever_the_number_of_parents(library, orm_db, schema,
                                                                                         authors):
     library(orm_db, authors=authors, books=BOOKS, reviews=REVIEWS, tags=TAGS)
+    REVIEW_QUERYSETS.clear()
     loaded, sql = run(schema, orm_db, NESTED.replace("Qs(", "("))
+    assert len(REVIEW_QUERYSETS) == 1  # the field's queryset: built once for all its parents (same arguments)
     expected, _ = run(schema, orm_db, NESTED)
     assert loaded == twin(expected)
     pages = [e["node"]["books"] for e in loaded["authors"]["edges"]]

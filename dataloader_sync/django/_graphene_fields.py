@@ -68,6 +68,11 @@ def rows_needed(args: dict[str, Any], max_limit: Optional[int]) -> Optional[int]
     return int(start + first + 1)
 
 
+def _frozen(args: dict[str, Any]) -> str:
+    """The arguments of a field as part of a reuse key (their values need not be hashable)."""
+    return repr(sorted(args.items()))
+
+
 def _not_a_page(field_name: str) -> TypeError:
     return TypeError(f"{field_name}: a filter connection field resolves to a queryset or to "
                      "related_loader(registry, Model.relation).load(instance), not to another future")
@@ -100,7 +105,8 @@ class _LoaderPages:
                 return queryset_resolver(connection, base, info, dict(resolver_args))
 
             request = PageRequest(connection._meta.node._meta.model, make_queryset,
-                                  rows_needed(resolver_args, max_limit), selects(info, "totalCount"))
+                                  rows_needed(resolver_args, max_limit), selects(info, "totalCount"),
+                                  (queryset_resolver, default_manager, _frozen(resolver_args)))
             requests.append(request)
             with requesting(request):
                 return resolver(root, info, **resolver_args)

@@ -21,6 +21,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import weakref
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
@@ -169,17 +170,24 @@ class PageRequest:
         first: the number of leading rows needed per parent, or None for all.
         count: the connection's ``totalCount`` is selected (counted only when
             *first* limits the rows: otherwise the rows are all there).
+        reuse_key: what *make_queryset*'s result depends on besides the
+            registry, the relation and the base (the field and its
+            arguments), or None.  Requests with equal keys in one registry
+            (the same field with the same arguments under every parent of a
+            level) share one queryset, built once: the family key of an
+            equal queryset object is not compiled again for each parent.
 
     Attributes:
         served: True once a loader of this request's family was handed out.
     """
 
     def __init__(self, model: type[models.Model], make_queryset: Callable[[Optional[models.QuerySet[Any]]], Any],
-                 first: Optional[int], count: bool) -> None:
+                 first: Optional[int], count: bool, reuse_key: Optional[Hashable] = None) -> None:
         self.model = model
         self.make_queryset = make_queryset
         self.first = first
         self.count = count and first is not None
+        self.reuse_key = reuse_key
         self.served = False
 
     def loader_for(self, registry: DataLoaderRegistry, batch_fn: Callable[..., Any], field: Any,
@@ -188,10 +196,29 @@ class PageRequest:
         model = related_model(field)
         if model is None or model._meta.concrete_model is not self.model._meta.concrete_model:
             return None
-        filtered = self.make_queryset(queryset)
+        filtered = self._queryset(registry, field, queryset)
         self.served = True
         return registry.loader_for(load_page, batch_fn, field, queryset=filtered, first=self.first,
                                    count=self.count)
+
+
+    def _queryset(self, registry: DataLoaderRegistry, field: Any, base: Any) -> Any:
+        if self.reuse_key is None:
+            return self.make_queryset(base)
+        # The base takes part by identity (a QuerySet hashes by identity).
+        key = (self.reuse_key, field, base)
+        made = _QUERYSETS.get(registry)
+        if made is None:
+            made = _QUERYSETS.setdefault(registry, {})
+        queryset = made.get(key)
+        if queryset is None:  # two threads of one registry may both build it: either is right
+            queryset = made[key] = self.make_queryset(base)
+        return queryset
+
+
+# Per registry (so per request), the querysets requests built, by reuse key;
+# they go with the registry.  Dict reads and writes are atomic: no lock.
+_QUERYSETS: weakref.WeakKeyDictionary[DataLoaderRegistry, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 
 
 def selects(info: Any, name: str) -> bool:

@@ -77,7 +77,7 @@ class DataLoaderConnectionExtension(StrawberryDjangoConnectionExtension):  # typ
             return field.get_queryset(base, info, **kwargs)
 
         request = PageRequest(model, make_queryset, self._rows_needed(info, before, after, first, last),
-                              selects(info._raw_info, "totalCount"))
+                              selects(info._raw_info, "totalCount"), (field, repr(sorted(kwargs.items()))))
         with requesting(request):
             nodes = next_(source, info, **kwargs)
         page_args = {"before": before, "after": after, "first": first, "last": last}
