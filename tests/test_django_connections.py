@@ -362,3 +362,26 @@ def test_a_related_loader_for_another_relation_inside_a_connection_resolver_is_t
     assert [name for name in registry.keys() if name.startswith("load_page(")] == [
         'load_page(Author.books, queryset=Book all, first=3)']
     assert page is not related_loader(registry, Author.books)  # outside the request: the plain loader
+
+
+def test_through_graphene_djangos_view_with_the_requests_registry(data, schema):
+    import json
+
+    from django.db import connections
+    from django.test import RequestFactory
+    from django.test.utils import CaptureQueriesContext
+
+    from dataloader_sync.django import GraphQLView
+
+    view = GraphQLView.as_view(schema=schema)
+    query = NESTED.replace("Qs(", "(")
+    request = RequestFactory().post("/graphql", json.dumps({"query": query}), content_type="application/json")
+    request.alias = data  # what the test schema's root resolvers read
+    with CaptureQueriesContext(connections[data]) as queries:
+        response = view(request)
+    assert response.status_code == 200, response.content
+    body = json.loads(response.content)
+    assert "errors" not in body, body
+    expected, _ = run(schema, data, NESTED)
+    assert body["data"] == twin(expected)
+    assert len(queries.captured_queries) == 7, [q["sql"] for q in queries.captured_queries]
