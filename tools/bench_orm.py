@@ -34,7 +34,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 QUERY = "{ authors { name books { title author { name } reviews { rating } } } }"
@@ -69,91 +69,67 @@ def fill(authors: int, books: int, reviews: int) -> None:
                                 for r in range(reviews)])
 
 
-def schemas() -> dict[str, tuple[Any, Callable[[], Any]]]:
-    """``{variant: (schema, context factory)}``."""
+class Context:
+    """What DataLoaderMiddleware gives a view: a fresh registry per request, as ``.loaders``."""
+
+    def __init__(self) -> None:
+        from dataloader_sync import DataLoaderRegistry
+
+        self.loaders = DataLoaderRegistry()
+
+
+def schema_for(variant: str) -> Any:
+    """The variant's graphene schema (its types are named apart: one graphene-django registry holds them all)."""
     import graphene
     from books import models
     from django.db.models import Prefetch
     from graphene_django import DjangoObjectType
 
-    from dataloader_sync import DataLoaderRegistry
     from dataloader_sync.django import related_loader
 
-    class Context:
-        def __init__(self) -> None:
-            self.loaders = DataLoaderRegistry()
+    loaders = variant == "loaders"
+    suffix = variant.replace("+", "_").replace("-", "_").title().replace("_", "")
 
-    built: dict[str, tuple[Any, Callable[[], Any]]] = {}
-    for variant in VARIANTS:
-        loaders = variant == "loaders"
-        suffix = variant.replace("+", "_").replace("-", "_").title().replace("_", "")
+    def meta(model: Any, fields: tuple[str, ...], name: str) -> type:
+        return type("Meta", (), {"model": model, "fields": fields, "name": f"{name}{suffix}"})
 
-        def review_type() -> Any:
-            class Meta:
-                model = models.Review
-                fields = ("rating",)
-                name = f"Review{suffix}"
+    def resolve_author(book: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Book.author).load(book) if loaders else book.author
 
-            return type(f"Review{suffix}", (DjangoObjectType,), {"Meta": Meta})
+    def resolve_reviews(book: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Book.reviews).load(book) if loaders else book.reviews.all()
 
-        Review = review_type()
+    def resolve_books(author: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Author.books).load(author) if loaders else author.books.all()
 
-        def resolve_author(book: Any, info: Any, loaders: bool = loaders) -> Any:
-            return related_loader(info.context.loaders, models.Book.author).load(book) if loaders else book.author
+    def resolve_authors(root: Any, info: Any) -> Any:
+        authors = models.Author.objects.order_by("id")
+        if variant == "prefetch":
+            return authors.prefetch_related("books__reviews")
+        if variant == "select+prefetch":
+            return authors.prefetch_related(
+                Prefetch("books", queryset=models.Book.objects.select_related("author")), "books__reviews")
+        return authors
 
-        def resolve_reviews(book: Any, info: Any, loaders: bool = loaders) -> Any:
-            if loaders:
-                return related_loader(info.context.loaders, models.Book.reviews).load(book)
-            return book.reviews.all()
-
-        def resolve_books(author: Any, info: Any, loaders: bool = loaders) -> Any:
-            if loaders:
-                return related_loader(info.context.loaders, models.Author.books).load(author)
-            return author.books.all()
-
-        class BookMeta:
-            model = models.Book
-            fields = ("title",)
-            name = f"Book{suffix}"
-
-        Book = type(f"Book{suffix}", (DjangoObjectType,), {
-            "Meta": BookMeta,
-            "author": graphene.Field(lambda suffix=suffix: built_types[f"Author{suffix}"], required=True),
-            "reviews": graphene.List(graphene.NonNull(Review), required=True),
-            "resolve_author": resolve_author, "resolve_reviews": resolve_reviews})
-
-        class AuthorMeta:
-            model = models.Author
-            fields = ("name",)
-            name = f"Author{suffix}"
-
-        Author = type(f"Author{suffix}", (DjangoObjectType,), {
-            "Meta": AuthorMeta, "books": graphene.List(graphene.NonNull(Book), required=True),
-            "resolve_books": resolve_books})
-        built_types[f"Author{suffix}"] = Author
-
-        def resolve_authors(root: Any, info: Any, variant: str = variant) -> Any:
-            authors = models.Author.objects.order_by("id")
-            if variant == "prefetch":
-                return authors.prefetch_related("books__reviews")
-            if variant == "select+prefetch":
-                return authors.prefetch_related(
-                    Prefetch("books", queryset=models.Book.objects.select_related("author")), "books__reviews")
-            return authors
-
-        Query = type(f"Query{suffix}", (graphene.ObjectType,), {
-            "authors": graphene.List(graphene.NonNull(Author), required=True), "resolve_authors": resolve_authors})
-        built[variant] = (graphene.Schema(query=Query), Context)
-    return built
+    types: dict[str, Any] = {}
+    review = type(f"Review{suffix}", (DjangoObjectType,), {"Meta": meta(models.Review, ("rating",), "Review")})
+    book = type(f"Book{suffix}", (DjangoObjectType,), {
+        "Meta": meta(models.Book, ("title",), "Book"),
+        "author": graphene.Field(lambda: types["author"], required=True),
+        "reviews": graphene.List(graphene.NonNull(review), required=True),
+        "resolve_author": resolve_author, "resolve_reviews": resolve_reviews})
+    types["author"] = type(f"Author{suffix}", (DjangoObjectType,), {
+        "Meta": meta(models.Author, ("name",), "Author"),
+        "books": graphene.List(graphene.NonNull(book), required=True), "resolve_books": resolve_books})
+    query = type(f"Query{suffix}", (graphene.ObjectType,), {
+        "authors": graphene.List(graphene.NonNull(types["author"]), required=True), "resolve_authors": resolve_authors})
+    return graphene.Schema(query=query)
 
 
-built_types: dict[str, Any] = {}
-
-
-def execute(schema: Any, context: Callable[[], Any]) -> Any:
+def execute(schema: Any) -> Any:
     from dataloader_sync.graphql import DataLoaderExecutionContext
 
-    result = schema.execute(QUERY, context_value=context(), execution_context_class=DataLoaderExecutionContext)
+    result = schema.execute(QUERY, context_value=Context(), execution_context_class=DataLoaderExecutionContext)
     if result.errors:
         raise RuntimeError(result.errors[0])
     return result.data
@@ -170,26 +146,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    built = schemas()
+    built = {variant: schema_for(variant) for variant in args.variants}
     reference = None
     rows: dict[str, dict[str, Any]] = {}
     for variant in args.variants:
-        schema, context = built[variant]
+        schema = built[variant]
         with CaptureQueriesContext(connection) as queries:
-            data = normalized(execute(schema, context))
+            data = normalized(execute(schema))
         if reference is None:
             reference = data
         elif data != reference:
             raise RuntimeError(f"{variant} answered differently from {args.variants[0]}")
         rows[variant] = {"variant": variant, "sql_per_request": len(queries), "cpu_ms_per_request_rounds": []}
         for _ in range(args.warmup):
-            execute(schema, context)
+            execute(schema)
     for _ in range(args.rounds):
         for variant in args.variants:
-            schema, context = built[variant]
+            schema = built[variant]
             start = time.process_time()
             for _ in range(args.requests):
-                execute(schema, context)
+                execute(schema)
             rows[variant]["cpu_ms_per_request_rounds"].append((time.process_time() - start) * 1000 / args.requests)
     base = statistics.median(rows[args.variants[0]]["cpu_ms_per_request_rounds"])
     for row in rows.values():
@@ -213,8 +189,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def table(report: dict[str, Any]) -> str:
     s = report["settings"]
     first = report["variants"][0]["variant"]
-    lines = [f"{s['authors']} authors x {s['books_per_author']} books x {s['reviews_per_book']} reviews; "
-             f"{s['rounds']} rounds x {s['requests_per_round']} requests per variant; {report['environment']}",
+    lines = [(f"{s['authors']} authors x {s['books_per_author']} books x {s['reviews_per_book']} reviews; "
+              f"{s['rounds']} rounds x {s['requests_per_round']} requests per variant; {report['environment']}"),
              f"| variant | SQL / request | CPU ms / request (median) | min-max | vs {first} |",
              "|---|---|---|---|---|"]
     for row in report["variants"]:
