@@ -5,7 +5,7 @@ import os
 import pwd
 
 import pytest
-from postgres_server import PostgresServer, postgres_bindir, postgres_server, running_postgres_server  # noqa: F401
+from postgres_server import postgres_bindir, running_postgres_server
 
 
 def test_postgres_server_accepts_connections_on_loopback_as_an_unprivileged_user(postgres_server):
