@@ -349,3 +349,17 @@ def test_related_loader_chunks_by_sqlites_own_limit(library, models, django_exam
     assert [[b.title for b in v] for v in values[:4]] == [["book 0.0", "book 0.1"], ["book 1.0", "book 1.1"],
                                                           ["book 2.0", "book 2.1"], []]
     assert len(sql) == 3  # 2500 keys in chunks of 1000 - 10
+
+
+def test_related_loader_many_to_many_queryset_filtering_across_the_relation_itself(orm_db, library, models):
+    from django.db.models import Count
+
+    library(orm_db, authors=2, books=2, tags=3)  # books tagged "tag 01": 0.0, 0.1, 1.0
+    tags = list(using(orm_db, models.Tag.objects).all())
+    also_01 = models.Book.objects.filter(tags__name="tag 01").order_by("-title")
+    values, sql = run(orm_db, [(related(models.Tag.books, queryset=also_01), t) for t in tags])
+    assert [[b.title for b in books] for books in values] == [["book 0.0"], ["book 1.0", "book 0.1", "book 0.0"],
+                                                              ["book 1.0", "book 0.1"]]
+    assert len(sql) == 1
+    with pytest.raises(ValueError, match="cannot be annotated"):
+        run(orm_db, [(related(models.Tag.books, queryset=also_01.annotate(n=Count("reviews"))), tags[0])])

@@ -124,7 +124,7 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
            keys: list[Any]) -> dict[Any, Any]:
     """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
-    base = (rel.manager().all() if queryset is None else queryset).using(db)
+    base = (rel.manager().all() if queryset is None else _unlinked(rel, queryset)).using(db)
     ordering = ordering_of(base)
     base = base.annotate(**{_PARENT: F(rel.path)})
     if first is not None:
@@ -142,6 +142,27 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
                 else:
                     found.setdefault(key, row)
     return found
+
+
+def _unlinked(rel: Relation, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """*queryset*, or the same rows selected by primary key when it joins the relation's own through table.
+
+    The parent annotation (``F("books__id")``) reuses a join the queryset
+    already has to that table, so ``Tag.books`` with
+    ``Book.objects.filter(tags__name="x")`` would keep only the links to tag
+    "x".  Selecting the queryset's rows in a subquery keeps its filter apart
+    from the link: the books of each tag that are (also) tagged "x".  The
+    queryset's order is kept; its annotations cannot be (they are refused).
+    """
+    if rel.through_table is None or all(
+            join.table_name != rel.through_table for join in queryset.query.alias_map.values()):
+        return queryset
+    if queryset.query.annotations:
+        raise ValueError(f"a queryset for {rel.label} that joins the relation itself cannot be annotated "
+                         "(filter on a subquery: pk__in=...)")
+    ordered = queryset.query.order_by or (queryset.query.default_ordering and queryset.query.get_meta().ordering)
+    selected = queryset.model._default_manager.filter(pk__in=queryset.order_by().values("pk"))
+    return selected.order_by(*ordering_of(queryset)) if ordered else selected
 
 
 def _related_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None) -> Hashable:
