@@ -105,6 +105,7 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
         to-one relation.
     """
     rel = _checked(field, queryset, first)
+    _load_deferred_keys(instances, rel.parent_attname)
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
     found: dict[Any, Any] = {}
     if not _empty(queryset):
@@ -119,6 +120,27 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     if rel.many:
         return [list(found.get(key, ())) if key is not None else [] for key in parents]
     return [found.get(key) if key is not None else None for key in parents]
+
+
+def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
+    """Load the key column *attname* of the instances that deferred it: one statement per model and database.
+
+    Reading a deferred column loads it for that instance alone (one query
+    each): ``Book.objects.only("title")``, or strawberry-django's optimizer,
+    would turn a batch back into N+1.  The values are stored as Django
+    stores a loaded deferred column, so later reads are free too.
+    """
+    deferred: dict[tuple[Any, str], list[Model]] = {}
+    for instance in instances:
+        if attname not in instance.__dict__:  # deferred (a loaded column is in the instance's __dict__)
+            db = instance._state.db or router.db_for_read(type(instance), instance=instance)
+            deferred.setdefault((type(instance)._meta.concrete_model, db), []).append(instance)
+    for (model, db), group in deferred.items():
+        with batch_connection(db):
+            values = dict(model._base_manager.using(db).filter(pk__in={i.pk for i in group})
+                          .values_list("pk", attname))
+        for instance in group:
+            instance.__dict__[attname] = values.get(instance.pk)
 
 
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
