@@ -18,7 +18,7 @@ pytest.importorskip("django_filters")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from orm_fixtures import library, orm_db, postgres_server  # noqa: F401
+from orm_fixtures import library, orm_db  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("django_example_project")
 
@@ -61,7 +61,7 @@ def make_schema():
 
         class Meta:
             model = Book
-            fields = {"title": ["exact", "icontains"], "year": ["gte"]}
+            fields = {"title": ["exact", "icontains"], "year": ["gte"], "tags__name": ["exact"]}
 
     class ReviewFilter(django_filters.FilterSet):
         class Meta:
@@ -385,3 +385,16 @@ def test_through_graphene_djangos_view_with_the_requests_registry(data, schema):
     expected, _ = run(schema, data, NESTED)
     assert body["data"] == twin(expected)
     assert len(queries.captured_queries) == 7, [q["sql"] for q in queries.captured_queries]
+
+
+def test_a_many_to_many_page_filtered_across_the_relation_itself_keeps_the_filter_apart_from_the_link(data, schema):
+    # the books of each tag that are (also) tagged "tag 01": rows and counts as from tag.books.filter(...)
+    query = """{ tags { edges { node { name
+      booksQs(first: 2, tags_Name: "tag 01", orderBy: "title") { totalCount edges { node { title } } }
+    } } } }"""
+    loaded, sql = run(schema, data, query.replace("Qs(", "("))
+    expected, _ = run(schema, data, query)
+    assert loaded == twin(expected)
+    counts = [e["node"]["books"]["totalCount"] for e in loaded["tags"]["edges"]]
+    assert counts == [7, 14, 7], counts  # tag 01 has 14 books; 7 of each other tag's are tagged 01 too
+    assert len(sql) == 4, sql  # tags: count + rows; their books: rows + count

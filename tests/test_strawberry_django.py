@@ -19,7 +19,7 @@ import pytest
 pytest.importorskip("django")
 pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
 
-from orm_fixtures import library, orm_db, postgres_server  # noqa: F401
+from orm_fixtures import library, orm_db  # noqa: F401
 
 pytestmark = pytest.mark.usefixtures("django_example_project")
 

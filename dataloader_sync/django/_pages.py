@@ -31,6 +31,7 @@ from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
+from ._orm import _unlinked
 from ._querysets import key_chunks
 from ._relations import relation
 
@@ -104,7 +105,9 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
             by_db.setdefault(db, []).append(key)
     counts: dict[Any, int] = {}
     for db, keys in by_db.items():
-        base = (rel.manager().all() if queryset is None else queryset).using(db).order_by()
+        # a queryset joining the relation's own through table is counted by
+        # primary key, apart from the parent link, as load_related selects it
+        base = (rel.manager().all() if queryset is None else _unlinked(rel, queryset)).using(db).order_by()
         base = base.annotate(**{_PARENT: models.F(rel.path)})
         with batch_connection(db):
             for chunk in key_chunks(base, _PARENT, rel.key_field, list(dict.fromkeys(keys))):
