@@ -4,7 +4,8 @@
 there is one server per run: do not import it into a test module, which
 would make that module a server of its own) gives a running ``PostgresServer``:
 ``host`` (always ``127.0.0.1``), ``port`` (a free loopback port), ``user``
-(``postgres``, trust authentication: no password), ``dsn(dbname)`` and
+(``postgres``, trust authentication: no password), ``dsn(dbname)`` (libpq),
+``url(dbname)`` (SQLAlchemy), ``connect(dbname)`` (psycopg) and
 ``create_database(name)``.  ``running_postgres_server()`` is the same as a
 context manager, for a fixture of another scope.  One server serves the whole
 run; each user of it creates its own database (``create_database``), so
@@ -142,6 +143,10 @@ class PostgresServer:
     def dsn(self, dbname: str = "postgres") -> str:
         """A libpq connection string for *dbname*."""
         return f"host={self.host} port={self.port} user={self.user} dbname={dbname}"
+
+    def url(self, dbname: str = "postgres", driver: str = "psycopg") -> str:
+        """A SQLAlchemy URL for *dbname* (``postgresql+psycopg://postgres@127.0.0.1:PORT/dbname``)."""
+        return f"postgresql+{driver}://{self.user}@{self.host}:{self.port}/{dbname}"
 
     def connect(self, dbname: str = "postgres") -> Any:
         """A new autocommit ``psycopg.Connection`` to *dbname* (close it)."""

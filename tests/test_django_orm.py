@@ -376,3 +376,37 @@ def test_related_loader_parents_that_deferred_their_key_cost_one_more_statement_
     authors = list(using(orm_db, models.Author.objects).only("name").order_by("pk"))  # the pk is never deferred
     values, sql = run(orm_db, [(related(models.Author.books), a) for a in authors])
     assert [len(v) for v in values] == [2, 2, 2] and len(sql) == 1
+
+
+def test_related_loader_batches_are_spans_and_statistics_under_readable_names(orm_db, library, models):
+    pytest.importorskip("opentelemetry.sdk")
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from dataloader_sync.django import model_loader, related_loader
+    from dataloader_sync.otel import OpenTelemetryInstrumentation
+
+    lib = library(orm_db, authors=2, books=2)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        registry = DataLoaderRegistry(instrumentation=OpenTelemetryInstrumentation(tracer_provider=provider))
+        with CaptureQueriesContext(connections[orm_db]) as queries:
+            books = [related_loader(registry, models.Author.books, first=1).load(a) for a in lib.authors]
+            author = model_loader(registry, models.Author.objects.using(orm_db)).load(lib.authors[0].pk)
+            registry.dispatch_all()
+        assert [[b.title for b in v.result(0)] for v in books] == [["book 0.0"], ["book 1.0"]]
+        assert author.result(0).name == "author 0"
+        assert len(queries) == 2  # one per batch
+        spans = sorted((s.name, dict(s.attributes)["dataloader.batch.size"]) for s in exporter.get_finished_spans())
+        assert spans == [(f"dataloader.batch load_model(Author.pk, queryset=Author all using {orm_db})", 1),
+                         ("dataloader.batch load_related(Author.books, first=1)", 2)]
+        stats = registry.statistics_by_loader()
+        assert {name: s.batch_load_count for name, s in stats.items()} == {
+            "load_related(Author.books, first=1)": 2, f"load_model(Author.pk, queryset=Author all using {orm_db})": 1}
+    finally:
+        provider.shutdown()

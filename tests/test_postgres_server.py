@@ -73,3 +73,7 @@ def test_orm_db_runs_a_test_on_sqlite_and_on_postgresql_with_the_library_rolled_
             assert [a.publisher_id is None for a in library.authors] == [False, False, True, False]
             transaction.set_rollback(True, using=alias)
         assert not Book.objects.using(alias).exists()
+
+
+def test_postgres_server_url_names_the_server_for_sqlalchemy(postgres_server):
+    assert postgres_server.url("db") == f"postgresql+psycopg://postgres@127.0.0.1:{postgres_server.port}/db"
