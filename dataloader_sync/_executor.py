@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional, TypeVar
 from . import _fork
 from ._executor_statistics import ExecutorStatistics
 from ._pool import ElasticPool
-from ._time import Clock, check_clock
+from ._time import Clock, check_callable, check_clock
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
 from ._timer import ScheduledFuture as ScheduledFuture

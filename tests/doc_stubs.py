@@ -12,16 +12,18 @@ from typing import Any, Callable
 EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 
 
-def django_books(namespace: dict[str, Any]) -> None:
+def django_models(namespace: dict[str, Any]) -> None:
     """Django configured with the example project's ``books`` app on in-memory SQLite, migrated;
-    its models (``Author``, ``Book``, ``Review``) and a relay ``BookNode`` in the namespace."""
+    its models (``Author``, ``Book``, ``Review``) in the namespace (graphene-django is not needed)."""
+    import importlib.util
+
     import django
     from django.conf import settings
 
     if not settings.configured:
         sys.path.insert(0, str(EXAMPLE_DIR))
         settings.configure(
-            INSTALLED_APPS=["graphene_django", "books"],
+            INSTALLED_APPS=[*(["graphene_django"] if importlib.util.find_spec("graphene_django") else []), "books"],
             DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
             DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
             USE_TZ=True,
@@ -31,6 +33,14 @@ def django_books(namespace: dict[str, Any]) -> None:
 
         call_command("migrate", verbosity=0)
     from books.models import Author, Book, Review
+
+    namespace.update(Author=Author, Book=Book, Review=Review)
+
+
+def django_books(namespace: dict[str, Any]) -> None:
+    """``django_models``, and a relay ``BookNode`` (graphene-django) in the namespace."""
+    django_models(namespace)
+    from books.models import Book
     from graphene import relay
     from graphene_django import DjangoObjectType
 
@@ -40,7 +50,7 @@ def django_books(namespace: dict[str, Any]) -> None:
             fields = ("id", "title")
             interfaces = (relay.Node,)
 
-    namespace.update(Author=Author, Book=Book, Review=Review, BookNode=BookNode)
+    namespace.update(BookNode=BookNode)
 
 
 def redis_server(namespace: dict[str, Any]) -> None:
@@ -61,4 +71,8 @@ def redis_server(namespace: dict[str, Any]) -> None:
     namespace["REDIS_PORT"] = server.port
 
 
-STUBS: dict[str, Callable[[dict[str, Any]], None]] = {"django_books": django_books, "redis_server": redis_server}
+STUBS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "django_books": django_books,
+    "django_models": django_models,
+    "redis_server": redis_server,
+}

@@ -2,9 +2,18 @@
 
 - ``DataLoaderMiddleware`` sets ``request.loaders`` to a registry made by the
   ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting (``factory(request)``).
+- ``related_loader(registry, Author.books)`` and ``model_loader(registry,
+  Author)``: loaders of relations and of rows by field, one SQL statement per
+  batch (their batch functions ``load_related`` and ``load_model`` are
+  loader families, see ``DataLoaderRegistry.loader_for``).
 - ``DataLoaderGraphQLViewMixin`` makes graphene-django's ``GraphQLView``
   execute with ``DataLoaderExecutionContext``; ``GraphQLView`` (imported on
   first use, with graphene-django) is the two combined.
+- ``DjangoConnectionField`` and ``DjangoFilterConnectionField`` (imported on
+  first use, with graphene-django; the second needs django-filter) are
+  graphene-django's fields whose resolvers may also return a
+  ``related_loader`` future: the field's filters, order and page are applied
+  inside the batch.
 
 Needs Django (``pip install dataloader_sync[django]``); graphene-django is
 imported only when ``GraphQLView`` is used.
@@ -21,12 +30,25 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
+from ._orm import load_model as load_model
+from ._orm import load_related as load_related
+from ._orm import model_loader as model_loader
+from ._orm import related_loader as related_loader
 from ._value_cache import DjangoValueCache as DjangoValueCache
 from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 
-# GraphQLView is left out of __all__ so that a star import does not import
-# graphene-django; it is in __dir__ for discovery.
-__all__ = ["DataLoaderGraphQLViewMixin", "DataLoaderMiddleware", "DjangoValueCache"]
+# GraphQLView and the connection fields are left out of __all__ so that a
+# star import does not import graphene-django; they are in __dir__ for discovery.
+__all__ = [
+    "DataLoaderGraphQLViewMixin",
+    "DataLoaderMiddleware",
+    "DjangoValueCache",
+    "load_model",
+    "load_related",
+    "model_loader",
+    "related_loader",
+]
+_GRAPHENE_NAMES = ["DjangoConnectionField", "DjangoFilterConnectionField", "GraphQLView"]
 
 
 def __getattr__(name: str) -> Any:
@@ -34,8 +56,16 @@ def __getattr__(name: str) -> Any:
         from ._view import graphql_view_class
 
         return graphql_view_class()
+    if name == "DjangoConnectionField":
+        from ._graphene_fields import DjangoConnectionField
+
+        return DjangoConnectionField
+    if name == "DjangoFilterConnectionField":
+        from ._graphene_fields import filter_connection_field_class
+
+        return filter_connection_field_class()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*__all__, "GraphQLView"])
+    return sorted([*__all__, *_GRAPHENE_NAMES])

@@ -1,0 +1,24 @@
+"""strawberry-django integration: connection fields whose resolvers return related loader futures.
+
+- ``connection(...)`` is ``strawberry_django.connection`` (same arguments)
+  with :class:`DataLoaderConnectionExtension` in place of strawberry-django's
+  connection extension: a resolver may return
+  ``related_loader(info.context.loaders, Author.books).load(self)``, and the
+  field's filters, order and page are applied inside the batch.
+
+Needs strawberry-graphql-django (``pip install strawberry-graphql-django``),
+which needs graphql-core 3.3.
+"""
+from __future__ import annotations
+
+try:
+    import strawberry_django as _strawberry_django  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "dataloader_sync.strawberry_django needs strawberry-django: pip install strawberry-graphql-django"
+    ) from exc
+
+from ._connection import DataLoaderConnectionExtension as DataLoaderConnectionExtension
+from ._connection import connection as connection
+
+__all__ = ["DataLoaderConnectionExtension", "connection"]
