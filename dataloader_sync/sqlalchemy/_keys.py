@@ -1,0 +1,96 @@
+"""Key filters sized for the database: ``col IN (...)`` in chunks, or one array.
+
+A batch of keys becomes a WHERE clause on the key columns.  Drivers limit the
+bound parameters of one statement (SQLite: 32,766 from 3.32.0, 999 before;
+psycopg and most others: 65,535; SQL Server: 2,100; Oracle: 1,000 items in
+an IN list), so a big batch is split into as few statements as the limit
+allows.  On PostgreSQL a single-column key needs no split: ``col =
+ANY(:keys)`` sends the whole batch as one array parameter.
+
+Guarantees:
+- Every key is in exactly one clause; keys keep their order across clauses.
+- A clause never holds more than the dialect's limit of parameters, less
+  :data:`RESERVED_PARAMETERS` for the rest of the statement.
+- No keys, no clause (so no statement).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import any_, bindparam, tuple_
+from sqlalchemy.engine import Dialect
+from sqlalchemy.sql.elements import ColumnElement
+
+__all__ = ["RESERVED_PARAMETERS", "key_filters", "max_parameters", "statement_count"]
+
+#: Parameters left for the rest of a statement (its other criteria).
+RESERVED_PARAMETERS = 100
+
+# Bound parameters per statement by dialect name, where no check is needed.
+_LIMITS = {
+    "postgresql": 65_535,
+    "mysql": 65_535,
+    "mariadb": 65_535,
+    "mssql": 2_100,
+    "oracle": 1_000,  # items in one IN list (ORA-01795)
+}
+_DEFAULT_LIMIT = 999
+
+
+def max_parameters(dialect: Dialect) -> int:
+    """The most bound parameters one statement may carry on *dialect*.
+
+    SQLite's limit depends on the library the ``sqlite3`` module was built
+    with (``SQLITE_MAX_VARIABLE_NUMBER``: 32,766 from 3.32.0, 999 before);
+    unknown dialects get 999.
+    """
+    if dialect.name == "sqlite":
+        version = getattr(getattr(dialect, "dbapi", None), "sqlite_version_info", (0, 0, 0))
+        return 32_766 if tuple(version) >= (3, 32, 0) else 999
+    return _LIMITS.get(dialect.name, _DEFAULT_LIMIT)
+
+
+def _uses_array(column_count: int, dialect: Dialect) -> bool:
+    return dialect.name == "postgresql" and column_count == 1
+
+
+def key_filters(
+    columns: Sequence[ColumnElement[Any]], keys: Sequence[tuple[Any, ...]], dialect: Dialect
+) -> Iterator[ColumnElement[bool]]:
+    """Yield WHERE clauses that together select the rows whose *columns* match *keys*.
+
+    Args:
+        columns: the key columns (one, or several for a composite key).
+        keys: distinct tuples of values, one value per column.
+        dialect: the dialect the statements run on.
+
+    Returns:
+        an iterator of clauses, one per statement to run.
+    """
+    if not keys:
+        return
+    if _uses_array(len(columns), dialect):
+        from sqlalchemy.dialects.postgresql import ARRAY
+
+        column = columns[0]
+        values = [key[0] for key in keys]
+        yield column == any_(bindparam("dataloader_keys", values, type_=ARRAY(column.type)))
+        return
+    size = max(1, (max_parameters(dialect) - RESERVED_PARAMETERS) // len(columns))
+    for start in range(0, len(keys), size):
+        chunk = keys[start:start + size]
+        if len(columns) == 1:
+            yield columns[0].in_([key[0] for key in chunk])
+        else:
+            yield tuple_(*columns).in_(chunk)
+
+
+def statement_count(key_count: int, column_count: int, dialect: Dialect) -> int:
+    """How many statements :func:`key_filters` makes for *key_count* keys (for docs and tests)."""
+    if key_count == 0:
+        return 0
+    if _uses_array(column_count, dialect):
+        return 1
+    size = max(1, (max_parameters(dialect) - RESERVED_PARAMETERS) // column_count)
+    return -(-key_count // size)

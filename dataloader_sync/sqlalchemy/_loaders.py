@@ -1,0 +1,83 @@
+"""related_loader and model_loader: the loaders of a registry's loader families.
+
+``related_loader(registry, Book.author)`` is
+``registry.loader_for(load_related, Book.author, session=None)``: one loader
+per attribute (and session argument) per registry, made on first use and
+dispatched with the registry's other loaders.  ``model_loader`` does the same
+for ``load_model``.  Both check their arguments at once, so a typo fails where
+it is written rather than in every key of the first batch.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .._dataloader import DataLoader
+from .._registry import DataLoaderRegistry
+from ._models import load_model, model_key
+from ._related import load_related
+from ._relations import relation_of
+from ._sessions import SessionArgument, check_session
+
+__all__ = ["model_loader", "related_loader"]
+
+
+def _check_registry(registry: Any) -> None:
+    if not isinstance(registry, DataLoaderRegistry):
+        raise TypeError(f"registry must be a DataLoaderRegistry, got {type(registry).__name__}")
+
+
+def related_loader(
+    registry: DataLoaderRegistry, attribute: Any, session: SessionArgument = None
+) -> DataLoader[Any, Any]:
+    """The registry's loader of a relationship attribute: ``load(instance)`` → its related value.
+
+    ``related_loader(info.context.loaders, Author.books).load(author)`` is a
+    future of ``author``'s books, loaded with every other author's of the
+    same dispatch in one statement (see :func:`load_related`).
+
+    Args:
+        registry: the request's registry.
+        attribute: a relationship attribute such as ``Book.author``.
+        session: ``None`` (each instance's own session), a ``Session``, a
+            ``scoped_session`` such as Flask-SQLAlchemy's ``db.session``, or
+            a ``sessionmaker`` (each batch in a session of its own, on any
+            thread).
+
+    Returns:
+        the ``DataLoader`` of ``(load_related, attribute, session)`` in *registry*.
+
+    Raises:
+        TypeError: *registry* is not a registry, *attribute* not a
+            relationship attribute, *session* of the wrong type.
+        ValueError: the relationship is joined by more than column equalities.
+    """
+    _check_registry(registry)
+    relation_of(attribute)
+    check_session(session)
+    return registry.loader_for(load_related, attribute, session=session)
+
+
+def model_loader(
+    registry: DataLoaderRegistry, model: Any, field: str = "pk", *, session: SessionArgument
+) -> DataLoader[Any, Any]:
+    """The registry's loader of *model* by *field*: ``load(value)`` → the instance or ``None``.
+
+    Args:
+        registry: the request's registry.
+        model: a mapped class.
+        field: ``"pk"`` (the primary key; a tuple per value when composite)
+            or the name of a column attribute.
+        session: a ``Session``, a ``scoped_session`` or a ``sessionmaker``.
+
+    Returns:
+        the ``DataLoader`` of ``(load_model, model, field, session)`` in *registry*.
+
+    Raises:
+        TypeError: *registry* is not a registry, *model* not mapped,
+            *session* missing or of the wrong type.
+        ValueError: *field* is not ``"pk"`` or a column attribute.
+    """
+    _check_registry(registry)
+    model_key(model, field)
+    check_session(session, required=True)
+    return registry.loader_for(load_model, model, field=field, session=session)

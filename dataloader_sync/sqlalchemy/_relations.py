@@ -1,0 +1,175 @@
+"""What a relationship attribute needs to be loaded in batches: a ``Relation``.
+
+A ``Relation`` is computed once per relationship (and cached): the parent's
+key columns (whose values on an instance say what to load), the columns
+selected beside the related entity to match each row to its parent, the
+join through a ``secondary`` table, the order of to-many lists.
+
+- many-to-one (``Book.author``): the key is the parent's foreign key
+  (``book.author_id``), matched against the referenced columns
+  (``author.id``); when those are the related primary key, the identity map
+  can answer without SQL.
+- one-to-many (``Author.books``) and one-to-one (``uselist=False``): the key
+  is the parent's referenced columns (``author.id``), matched against the
+  related foreign key (``book.author_id``).
+- many-to-many (``Book.tags`` through ``secondary``): the key is the
+  parent's columns (``book.id``), matched against the secondary table's
+  (``book_tags.book_id``), joined to the related table by the
+  ``secondaryjoin``.
+
+Guarantees:
+- Relationships whose join conditions are anything but column equalities
+  (a ``primaryjoin`` with a literal or a function) are refused with a
+  ``ValueError`` naming the attribute: loading them from the key columns
+  alone would return rows the relationship does not hold.
+- Order of to-many lists: the relationship's ``order_by`` if set, then the
+  related primary key (so ties and relationships without ``order_by`` get a
+  stable order).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Optional
+
+from sqlalchemy import select
+from sqlalchemy.orm import Mapper, RelationshipDirection, RelationshipProperty
+from sqlalchemy.orm.attributes import QueryableAttribute
+from sqlalchemy.sql import operators, visitors
+from sqlalchemy.sql.elements import (
+    BinaryExpression,
+    BooleanClauseList,
+    ColumnClause,
+    ColumnElement,
+    Grouping,
+)
+from sqlalchemy.sql.selectable import FromClause, Select
+
+__all__ = ["Relation", "relation_of"]
+
+
+class Relation:
+    """How to batch-load one relationship attribute.  Immutable, so thread-safe.
+
+    Attributes:
+        name: ``"Book.author"``, for messages.
+        key: the attribute's name on the parent (``"author"``).
+        parent: the parent's mapper; instances loaded through the attribute
+            must be of its class.
+        target: the related mapper.
+        to_many: the value is a list (``uselist=True``).
+        parent_attrs: the names of the parent's attributes holding the key.
+        parent_is_identity: *parent_attrs* are the parent's primary key, in
+            order (read from the instance's identity when expired).
+        match_columns: the columns selected beside the related entity, one
+            per key value.
+        identity: many-to-one whose *match_columns* are the related primary
+            key, in order: the identity map may answer.
+    """
+
+    __slots__ = (
+        "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_is_identity",
+        "match_columns", "identity", "_secondary", "_secondaryjoin", "_order_by",
+    )
+
+    def __init__(self, attribute: QueryableAttribute[Any]) -> None:
+        prop = attribute.property
+        assert isinstance(prop, RelationshipProperty)
+        self.name = str(attribute)
+        self.key: str = prop.key
+        self.parent: Mapper[Any] = prop.parent
+        self.target: Mapper[Any] = prop.mapper
+        self.to_many = bool(prop.uselist)
+        self._secondary: Optional[FromClause] = None
+        self._secondaryjoin: Optional[ColumnElement[bool]] = None
+        joins = [prop.primaryjoin]
+        if prop.direction is RelationshipDirection.MANYTOMANY:
+            assert prop.secondary is not None and prop.secondaryjoin is not None
+            pairs = list(prop.synchronize_pairs)  # (parent column, secondary column)
+            self._secondary = prop.secondary
+            self._secondaryjoin = prop.secondaryjoin
+            joins.append(prop.secondaryjoin)
+        else:
+            pairs = list(prop.local_remote_pairs)  # (parent column, related column)
+        for join in joins:
+            if not _only_column_equalities(join):
+                raise ValueError(
+                    f"{self.name}: only relationships joined by column equalities can be batch-loaded "
+                    f"(this one is joined on {join}); write a batch function for it"
+                )
+        pk = list(self.target.primary_key)
+        self.identity = (
+            prop.direction is RelationshipDirection.MANYTOONE and len(pairs) == len(pk)
+            and {id(remote) for _, remote in pairs} == {id(col) for col in pk}
+        )
+        if self.identity:  # the order of the primary key, for identity keys
+            by_remote = {id(remote): local for local, remote in pairs}
+            pairs = [(by_remote[id(col)], col) for col in pk]
+        attrs = []
+        for local, _ in pairs:
+            try:
+                attrs.append(self.parent.get_property_by_column(local).key)
+            except Exception:  # an unmapped column (sqlalchemy raises UnmappedColumnError)
+                cls = self.parent.class_.__name__
+                raise ValueError(f"{self.name}: column {local} is not mapped on {cls}") from None
+        self.parent_attrs = tuple(attrs)
+        parent_pk = [self.parent.get_property_by_column(col).key for col in self.parent.primary_key]
+        self.parent_is_identity = list(self.parent_attrs) == parent_pk
+        self.match_columns: tuple[ColumnElement[Any], ...] = tuple(remote for _, remote in pairs)
+        order: list[Any] = list(prop.order_by or ())
+        self._order_by = tuple(order + [col for col in pk if not any(col is o for o in order)])
+
+    def statement(self) -> Select[Any]:
+        """``SELECT related, match columns`` (joined through ``secondary``), in list order; no key filter yet."""
+        stmt = select(self.target.class_, *self.match_columns)
+        if self._secondary is not None:
+            stmt = stmt.select_from(self.target.class_).join(self._secondary, self._secondaryjoin)
+        # Ordered for to-one too: a one-to-one (uselist=False) with several
+        # rows for one parent then gives the first, the same one every time.
+        return stmt.order_by(*self._order_by)
+
+    def __repr__(self) -> str:
+        return f"<Relation {self.name}>"
+
+
+def _only_column_equalities(clause: ColumnElement[Any]) -> bool:
+    """True when *clause* is ``a = b AND c = d ...`` over columns only."""
+    for element in visitors.iterate(clause):
+        if isinstance(element, BinaryExpression):
+            if element.operator is not operators.eq:
+                return False
+            if not (isinstance(element.left, ColumnClause) and isinstance(element.right, ColumnClause)):
+                return False
+        elif isinstance(element, BooleanClauseList):
+            if element.operator is not operators.and_:
+                return False
+        elif not isinstance(element, (ColumnClause, Grouping)):
+            return False
+    return True
+
+
+# _plans_lock guards _plans (relationship property -> its Relation); a
+# Relation is built outside it (introspection only) and the first one stored wins.
+_plans_lock = threading.Lock()
+_plans: weakref.WeakKeyDictionary[RelationshipProperty[Any], Relation] = weakref.WeakKeyDictionary()
+
+
+def relation_of(attribute: Any, parameter: str = "attribute") -> Relation:
+    """The ``Relation`` of a relationship attribute such as ``Book.author``.
+
+    Raises:
+        TypeError: *attribute* is not a mapped relationship attribute.
+        ValueError: the relationship cannot be batch-loaded (see the module).
+    """
+    prop = getattr(attribute, "property", None) if isinstance(attribute, QueryableAttribute) else None
+    if not isinstance(prop, RelationshipProperty):
+        raise TypeError(
+            f"{parameter} must be a relationship attribute such as Book.author, got {attribute!r}"
+        )
+    with _plans_lock:
+        relation = _plans.get(prop)
+    if relation is None:
+        made = Relation(attribute)
+        with _plans_lock:
+            relation = _plans.setdefault(prop, made)
+    return relation
