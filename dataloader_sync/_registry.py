@@ -17,21 +17,30 @@ import heapq
 import itertools
 import threading
 import weakref
-from collections.abc import Generator, ItemsView, Iterable, Iterator, KeysView, ValuesView
+from collections.abc import Generator, Hashable, ItemsView, Iterable, Iterator, KeysView, ValuesView
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Optional,
     TypeVar,
+    overload,
 )
 
 from ._dataloader import DataLoader
+from ._family import BoundBatch, family_key, family_label, family_options
 from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
 from ._statistics import Statistics
+from ._types import P, Values
+
+if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated
+    from typing_extensions import Concatenate
 
 __all__ = ["DataLoaderRegistry"]
 
 _R = TypeVar("_R", bound="DataLoaderRegistry")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class _Queued:
@@ -135,6 +144,11 @@ class DataLoaderRegistry:
         self._queued = _Queued()  # names of loaders with (possibly) queued keys
         self._queued_ref = weakref.ref(self._queued)  # what loaders hold
         self._closed = False  # OPEN -> CLOSED, once; written under _lock
+        # Loader families (loader_for), guarded by _lock: family key -> its
+        # loader, and the name each was registered under -> its key (so that
+        # unregistering that name forgets the family's loader too).
+        self._families: dict[Hashable, DataLoader[Any, Any]] = {}
+        self._family_names: dict[str, Hashable] = {}
 
     def _wake(self) -> None:
         """Loads were queued outside an execution that dispatches them itself, or such
@@ -187,6 +201,9 @@ class DataLoaderRegistry:
         if name not in self._order:  # a replaced loader keeps its name's position
             self._order[name] = next(self._positions)
         if old is not loader:
+            key = self._family_names.pop(name, None)
+            if key is not None:  # a family's loader replaced by name: the family forgets it
+                del self._families[key]
             if old is not None:
                 old._unwatch(self._queued_ref, name)
             loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
@@ -196,6 +213,9 @@ class DataLoaderRegistry:
         with self._lock:
             old = self._loaders.pop(name, None)
             self._order.pop(name, None)
+            key = self._family_names.pop(name, None)
+            if key is not None:
+                del self._families[key]
             if old is not None:
                 old._unwatch(self._queued_ref, name)
         self._queued.discard(name)
@@ -225,6 +245,81 @@ class DataLoaderRegistry:
                 if not isinstance(made, DataLoader):
                     raise TypeError("factory must return a DataLoader")
                 self._put_locked(name, made)
+                loader = made
+        return loader
+
+    # The key and value types come from a sequence-returning batch function,
+    # as for DataLoader(batch_fn), with its parameters after the keys as a
+    # ParamSpec; any other batch function (a mapped one, a future-returning
+    # one, or arguments that do not fit) gives DataLoader[Any, Any].
+    @overload
+    def loader_for(self, batch_fn: Callable[Concatenate[list[K], P], Values[V]], /,
+                   *args: P.args, **kwargs: P.kwargs) -> DataLoader[K, V]: ...
+
+    @overload
+    def loader_for(self, batch_fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> DataLoader[Any, Any]: ...
+
+    def loader_for(self, batch_fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> DataLoader[Any, Any]:
+        """The loader of the family ``(batch_fn, args, kwargs)``, made and registered on first use.
+
+        graphql-ruby's ``dataloader.with(Source, *args)``: the loader calls
+        ``batch_fn(keys, *args, **kwargs)``, so a batch that depends on field
+        arguments (a filter, an order, a page size) needs no hand-built
+        loader names.  One loader per distinct arguments per registry
+        (compared by equality and type: ``1`` and ``True`` are two
+        families); it is registered like any other, so it is dispatched with
+        the registry's others (levels, ticks, the registry-wide predicate),
+        counted in ``statistics()`` and instrumented, under a readable name:
+        ``load_users(1, active=True)``, ``load_related(Author.books)``
+        (with `` #2``, `` #3`` appended when that name is taken).
+        Unregistering that name forgets the family's loader: the next call
+        makes a new one.
+
+        Loader options belong to the family, not to a call: the batch
+        function's ``dataloader_options`` attribute, when it has one, is a
+        mapping of ``DataLoader`` keyword arguments (``max_batch_size``,
+        ``cache``, ``executor``, ``value_cache``, ``instrumentation``, ...)
+        for each of its loaders.  Two more optional attributes shape the
+        family: ``dataloader_key(*args, **kwargs)`` returns the hashable
+        family key when the arguments' own equality is not the right one,
+        and ``dataloader_name(*args, **kwargs)`` the text between the
+        parentheses of the name.
+
+        Thread-safe: two threads asking for one family at once get one
+        loader.  The hooks run outside the registry's lock.
+
+        Args:
+            batch_fn: ``fn(keys, *args, **kwargs) -> values``, any shape a
+                ``DataLoader`` batch function may have (a sequence, a mapping,
+                a future of either).
+            *args, **kwargs: the family's arguments; each must be hashable.
+
+        Returns:
+            The family's ``DataLoader``.
+
+        Raises:
+            TypeError: *batch_fn* is not callable; an argument is unhashable
+            (the message names it); ``dataloader_options`` is not a mapping
+            or sets ``batch_load_fn``, ``name`` or ``pass_env``.
+        """
+        if not callable(batch_fn):
+            raise TypeError("batch_fn must be callable")
+        key = family_key(batch_fn, args, kwargs)
+        loader = self._families.get(key)  # a dict read is atomic: the common path takes no lock
+        if loader is not None:
+            return loader
+        label = family_label(batch_fn, args, kwargs)
+        made = DataLoader(BoundBatch(batch_fn, args, kwargs), **family_options(batch_fn))
+        with self._lock:
+            loader = self._families.get(key)
+            if loader is None:  # first caller wins; a racing thread's loader is dropped unused
+                name, n = label, 1
+                while name in self._loaders:
+                    n += 1
+                    name = f"{label} #{n}"
+                self._put_locked(name, made)
+                self._families[key] = made
+                self._family_names[name] = key  # after _put_locked, which forgets a replaced family
                 loader = made
         return loader
 

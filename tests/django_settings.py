@@ -13,11 +13,18 @@ DEBUG = False
 ALLOWED_HOSTS = ["testserver"]
 # graphene_django (for GraphiQL's template) where it is installed: the
 # strawberry tests also run where it is not (graphql-core 3.3).
-INSTALLED_APPS = [*(["graphene_django"] if importlib.util.find_spec("graphene_django") else []), "books"]
+INSTALLED_APPS = [*(["graphene_django"] if importlib.util.find_spec("graphene_django") else []), "books",
+                  "orm_library"]
 MIDDLEWARE = ["dataloader_sync.django.DataLoaderMiddleware"]
 DATALOADER_SYNC_REGISTRY_FACTORY = "books.loaders.make_registry"
 ROOT_URLCONF = "library_site.urls"
 DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+# PostgreSQL for the ORM tests (tests/orm_library) where its driver is installed:
+# tests/postgres_server.py starts a server and fills in HOST, PORT and NAME
+# before the first connection (use_for_django).
+if importlib.util.find_spec("psycopg"):
+    DATABASES["postgres"] = {"ENGINE": "django.db.backends.postgresql", "NAME": "", "HOST": "", "PORT": "",
+                             "USER": "postgres"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]

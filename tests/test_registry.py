@@ -360,3 +360,201 @@ def test_DataLoaderRegistry_dispatch_order_after_unregistering_follows_registrat
         registry[name].load(1)
     registry.dispatch_all()
     assert [name for name, _ in calls] == ["b", "z", "c", "a"]
+
+
+# -- loader families (loader_for) ------------------------------------------------------------------
+
+
+def test_DataLoaderRegistry_loader_for_makes_one_loader_per_distinct_arguments():
+    calls = []
+
+    def load_scaled(keys, factor, *, offset=0):
+        calls.append((list(keys), factor, offset))
+        return [k * factor + offset for k in keys]
+
+    registry = DataLoaderRegistry()
+    double = registry.loader_for(load_scaled, 2)
+    assert registry.loader_for(load_scaled, 2) is double
+    triple = registry.loader_for(load_scaled, 3)
+    shifted = registry.loader_for(load_scaled, 2, offset=1)
+    assert len({id(double), id(triple), id(shifted)}) == 3
+    assert registry.loader_for(load_scaled, 2, offset=1) is shifted
+    futures = [double.load(1), double.load(2), triple.load(1), shifted.load(5)]
+    registry.dispatch_all()
+    assert [f.result(0) for f in futures] == [2, 4, 3, 11]
+    assert sorted(calls) == [([1], 3, 0), ([1, 2], 2, 0), ([5], 2, 1)]  # one batch per family member
+
+
+def test_DataLoaderRegistry_loader_for_registers_under_a_readable_name():
+    def load_scaled(keys, factor, *, offset=0):
+        return keys
+
+    registry = DataLoaderRegistry()
+    loader = registry.loader_for(load_scaled, 2, offset=1)
+    assert loader.name == ("test_DataLoaderRegistry_loader_for_registers_under_a_readable_name.<locals>"
+                           ".load_scaled(2, offset=1)")
+    assert registry[loader.name] is loader
+    loader.load("x")
+    registry.dispatch_all()
+    assert registry.statistics_by_loader()[loader.name].batch_invoke_count == 1
+    assert registry.statistics().load_count == 1
+
+
+def test_DataLoaderRegistry_loader_for_tells_equal_arguments_of_other_types_apart():
+    registry = DataLoaderRegistry()
+
+    def load(keys, arg):
+        return [arg] * len(keys)
+
+    loaders = [registry.loader_for(load, a) for a in (1, 1.0, True)]
+    assert len({id(x) for x in loaders}) == 3
+    assert len({x.name for x in loaders}) == 3  # "load(1)", "load(1.0)", "load(True)"
+
+
+def test_DataLoaderRegistry_loader_for_a_taken_name_gets_a_number():
+    registry = DataLoaderRegistry()
+
+    def load(keys, arg):
+        return keys
+
+    other = id_loader()
+    label = "test_DataLoaderRegistry_loader_for_a_taken_name_gets_a_number.<locals>.load(1)"
+    registry.register(label, other)
+    loader = registry.loader_for(load, 1)
+    assert loader.name == label + " #2"
+    assert registry[label] is other
+
+
+@pytest.mark.parametrize("call, named", [
+    (lambda r, f: r.loader_for(f, [1]), "argument 1 of loader_for is unhashable (list)"),
+    (lambda r, f: r.loader_for(f, 1, {}), "argument 2 of loader_for is unhashable (dict)"),
+    (lambda r, f: r.loader_for(f, where={"a": 1}), "keyword argument 'where' of loader_for is unhashable (dict)"),
+])
+def test_DataLoaderRegistry_loader_for_an_unhashable_argument_is_a_TypeError_naming_it(call, named):
+    registry = DataLoaderRegistry()
+    with pytest.raises(TypeError) as info:
+        call(registry, lambda keys, *a, **k: keys)
+    assert str(info.value) == named
+    assert len(registry) == 0
+
+
+def test_DataLoaderRegistry_loader_for_rejects_a_batch_fn_that_is_not_callable():
+    with pytest.raises(TypeError, match="batch_fn must be callable"):
+        DataLoaderRegistry().loader_for("load_users")
+
+
+def test_DataLoaderRegistry_loader_for_takes_loader_options_from_the_family():
+    calls = []
+
+    def load(keys, tag):
+        calls.append(list(keys))
+        return keys
+
+    load.dataloader_options = {"max_batch_size": 2, "cache": False}
+    registry = DataLoaderRegistry()
+    loader = registry.loader_for(load, "t")
+    futures = [loader.load(k) for k in (1, 2, 3, 1)]
+    registry.dispatch_all()
+    assert [f.result(0) for f in futures] == [1, 2, 3, 1]
+    assert calls == [[1, 2], [3, 1]]  # slices of 2, and no cache: key 1 twice
+
+
+@pytest.mark.parametrize("options, message", [
+    ([("cache", False)], "dataloader_options must be a mapping of DataLoader keyword arguments"),
+    ({"name": "x"}, "dataloader_options may not set name"),
+    ({"pass_env": True, "batch_load_fn": len}, "dataloader_options may not set batch_load_fn, pass_env"),
+])
+def test_DataLoaderRegistry_loader_for_rejects_bad_loader_options(options, message):
+    def load(keys):
+        return keys
+
+    load.dataloader_options = options
+    with pytest.raises(TypeError) as info:
+        DataLoaderRegistry().loader_for(load)
+    assert str(info.value) == message
+
+
+def test_DataLoaderRegistry_loader_for_uses_the_family_key_and_name_hooks():
+    class Query:
+        """Equal by the text it holds, but deliberately unhashable."""
+
+        __hash__ = None  # type: ignore[assignment]
+
+        def __init__(self, text):
+            self.text = text
+
+    seen = []
+
+    def load(keys, query):
+        seen.append(query)
+        return [f"{query.text}:{k}" for k in keys]
+
+    load.dataloader_key = lambda query: query.text
+    load.dataloader_name = lambda query: f"text={query.text}"
+    registry = DataLoaderRegistry()
+    first, again = Query("a"), Query("a")
+    loader = registry.loader_for(load, first)
+    assert registry.loader_for(load, again) is loader
+    assert registry.loader_for(load, Query("b")) is not loader
+    assert loader.name.endswith(".load(text=a)")
+    fut = loader.load(1)
+    registry.dispatch_all()
+    assert fut.result(0) == "a:1"
+    assert seen == [first]  # the loader calls with the arguments of its first caller
+
+
+def test_DataLoaderRegistry_loader_for_forgets_an_unregistered_or_replaced_family_loader():
+    registry = DataLoaderRegistry()
+
+    def load(keys):
+        return keys
+
+    loader = registry.loader_for(load)
+    registry.unregister(loader.name)
+    renewed = registry.loader_for(load)
+    assert renewed is not loader and registry[renewed.name] is renewed
+    registry.register(renewed.name, id_loader())
+    assert registry.loader_for(load) is not renewed
+
+
+def test_DataLoaderRegistry_loader_for_two_threads_at_once_get_one_loader():
+    def load(keys, n):
+        return keys
+
+    def ask(registry, barrier, got, n):
+        # Every thread is past the lookup and about to make a loader when the
+        # name hook lets them go: only the registry's lock can keep it at one.
+        load.dataloader_name = lambda n: barrier.wait(TIMEOUT) and str(n) or str(n)
+        got.append(registry.loader_for(load, n))
+
+    for round_ in range(20):
+        registry = DataLoaderRegistry()
+        barrier = threading.Barrier(4)
+        got = []
+        threads = [threading.Thread(target=ask, args=(registry, barrier, got, round_)) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(TIMEOUT)
+        assert len(got) == 4 and len({id(x) for x in got}) == 1
+        assert list(registry.values()) == got[:1]
+
+
+def test_DataLoaderRegistry_loader_for_loaders_get_the_registry_instrumentation():
+    from dataloader_sync import DataLoaderInstrumentation
+
+    names = []
+
+    class Names(DataLoaderInstrumentation):
+        def begin_batch(self, loader, keys, environment):
+            names.append((loader.name, list(keys)))
+            return None
+
+    def load_pages(keys, size):
+        return keys
+
+    registry = DataLoaderRegistry(instrumentation=Names())
+    registry.loader_for(load_pages, 10).load("p")
+    registry.dispatch_all()
+    assert names == [(registry.loader_for(load_pages, 10).name, ["p"])]
+    assert names[0][0].endswith("load_pages(10)")

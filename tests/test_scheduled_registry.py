@@ -644,3 +644,35 @@ def test_ScheduledDataLoaderRegistry_a_load_that_cannot_wake_the_ticker_still_lo
         f"{registry!r}: could not re-arm its tick (logged once per registry)") == 1
     assert registry.dispatch_all_with_count_immediately() == 3 and first.result(timeout=WAIT) == 2
     registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_loader_for_loaders_are_dispatched_by_the_ticker(executor):
+    threads = []
+
+    def load(keys, suffix):
+        threads.append(threading.current_thread().name)
+        return [f"{k}{suffix}" for k in keys]
+
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=0.01)
+    registry.dispatch_all()  # starts the ticker
+    fut = registry.loader_for(load, "!").load("late")
+    assert settled(fut) == "late!"
+    assert len(threads) == 1 and threads[0].startswith("test-registry-worker")
+    registry.close()
+
+
+def test_ScheduledDataLoaderRegistry_loader_for_loaders_follow_the_registry_predicate(executor):
+    calls = []
+
+    def load(keys, n):
+        calls.append(list(keys))
+        return keys
+
+    registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, schedule=FAR,
+                                           dispatch_predicate=DISPATCH_NEVER)
+    fut = registry.loader_for(load, 1).load("k")
+    assert registry.dispatch_all_with_count() == 0
+    assert calls == [] and not fut.done()
+    assert registry.dispatch_all_with_count_immediately() == 1
+    assert fut.result(0) == "k" and calls == [["k"]]
+    registry.close()

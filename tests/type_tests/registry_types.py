@@ -44,3 +44,13 @@ worker = RestartableWorker(unit, name="typed", max_restarts=3, restart_window=60
 assert_type(worker.state, WorkerState)
 assert_type(worker.stop(timeout=1.0), bool)
 RestartableWorker(lambda x: x)  # type: ignore[arg-type, misc]
+
+
+def load_scaled(ids: list[int], factor: int, *, suffix: str = "") -> list[str]:
+    return [f"{i * factor}{suffix}" for i in ids]
+
+
+# A loader family: the key and value types come from the batch function, and
+# the arguments follow its parameters after the keys.
+scaled = DataLoaderRegistry().loader_for(load_scaled, 2, suffix="!")
+assert_type(scaled, DataLoader[int, str])

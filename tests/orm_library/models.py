@@ -1,0 +1,58 @@
+"""Publishers publish authors; authors write books, have at most one profile; books are tagged and reviewed.
+
+See the package docstring for the relations and what a loader of each gives.
+"""
+from django.db import models
+
+
+class Publisher(models.Model):
+    name = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Author(models.Model):
+    name = models.CharField(max_length=200)
+    publisher = models.ForeignKey(Publisher, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="authors")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuthorProfile(models.Model):
+    author = models.OneToOneField(Author, on_delete=models.CASCADE, related_name="profile")
+    bio = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"profile of {self.author_id}"
+
+
+class Tag(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Book(models.Model):
+    title = models.CharField(max_length=200)
+    year = models.PositiveIntegerField(default=2000)
+    author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="books")
+    tags = models.ManyToManyField(Tag, blank=True, related_name="books")
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Review(models.Model):
+    book = models.ForeignKey(Book, on_delete=models.CASCADE, related_name="reviews")
+    rating = models.PositiveSmallIntegerField()
+    body = models.TextField(blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.rating}/5 for {self.book_id}"
