@@ -24,6 +24,11 @@ from typing import Callable
 
 import pytest
 
+# The session-wide PostgreSQL server, for every module that asks for it by
+# name: one server per run (a module that imports the fixture itself gets a
+# server of its own).
+from postgres_server import postgres_server  # noqa: F401
+
 _ALLOWED_PREFIXES = ("dataloader-sync-default",)
 EXAMPLE_DIR = pathlib.Path(__file__).resolve().parent.parent / "examples" / "django_project"
 

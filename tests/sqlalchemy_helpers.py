@@ -6,12 +6,13 @@ of authors and books may be ``NULL``.  ``Statements(engine)`` counts every
 statement the engine sends to the database (a ``before_cursor_execute``
 listener), so each test asserts what its loads cost.
 
-Fixtures (import them by name): ``engine`` (parametrized over the databases:
-a SQLite file, and PostgreSQL when its test server is available) and
-``catalogue``.
+Fixtures (import them by name, with ``postgres_url``): ``database_url``
+(parametrized over the databases: a SQLite file, and a database of the test
+PostgreSQL server), ``engine`` and ``catalogue``.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Iterator
 from typing import Any, Optional
@@ -157,18 +158,32 @@ def fill(session: Session, *, publishers: int = 2, authors: int = 4, books: int 
     session.commit()
 
 
-DATABASES = ["sqlite"]
+DATABASES = ["sqlite", "postgresql"]
+_databases = itertools.count(1)
 
 
 def _sqlite_url(tmp_path: Any) -> str:
     return f"sqlite:///{tmp_path / 'catalogue.db'}"
 
 
+@pytest.fixture(scope="module")
+def postgres_url(postgres_server: Any) -> str:
+    """A SQLAlchemy URL (psycopg 3) of a new database on the test PostgreSQL server (see ``postgres_server``)."""
+    name = postgres_server.create_database(f"dataloader_sync_sqlalchemy_{next(_databases)}")
+    return f"postgresql+psycopg://{postgres_server.user}@{postgres_server.host}:{postgres_server.port}/{name}"
+
+
 @pytest.fixture(params=DATABASES)
-def engine(request: Any, tmp_path: Any) -> Iterator[Engine]:
-    """An engine on an empty catalogue schema: a SQLite file, or a database of the test PostgreSQL server."""
-    url = _sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    made = create_engine(url)
+def database_url(request: Any, tmp_path: Any) -> str:
+    """The URL of an empty database: a SQLite file, or a database of the test PostgreSQL server."""
+    url: str = _sqlite_url(tmp_path) if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    return url
+
+
+@pytest.fixture
+def engine(database_url: str) -> Iterator[Engine]:
+    """An engine on an empty catalogue schema (dropped after) of ``database_url``."""
+    made = create_engine(database_url)
     Base.metadata.drop_all(made)
     Base.metadata.create_all(made)
     try:

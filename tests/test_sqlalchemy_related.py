@@ -24,7 +24,9 @@ from sqlalchemy_helpers import (  # noqa: E402
     Review,
     Tag,
     catalogue,  # noqa: F401
+    database_url,  # noqa: F401
     engine,  # noqa: F401
+    postgres_url,  # noqa: F401
 )
 
 from dataloader_sync import DataLoader  # noqa: E402

@@ -6,9 +6,17 @@ per attribute (and session argument) per registry, made on first use and
 dispatched with the registry's other loaders.  ``model_loader`` does the same
 for ``load_model``.  Both check their arguments at once, so a typo fails where
 it is written rather than in every key of the first batch.
+
+The family of ``load_related`` is keyed by the relationship property and the
+``session=`` object (compared by identity), not by the attribute itself: an
+attribute's ``==`` builds SQL, so it must not decide whether two families
+are one.  Its loader is named ``load_related(Book.author)`` (``,
+session=scoped_session`` added when one is given), ``load_model``'s
+``load_model(Author.pk)``.
 """
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 from .._dataloader import DataLoader
@@ -19,6 +27,46 @@ from ._relations import relation_of
 from ._sessions import SessionArgument, check_session
 
 __all__ = ["model_loader", "related_loader"]
+
+
+def _session_name(session: Any) -> str:
+    return "" if session is None else f", session={type(session).__name__}"
+
+
+def _related_key(attribute: Any, session: SessionArgument = None) -> Hashable:
+    return ("related", relation_of(attribute).prop, _Identity(session))
+
+
+def _related_name(attribute: Any, session: SessionArgument = None) -> str:
+    return relation_of(attribute).name + _session_name(session)
+
+
+def _model_key(model: Any, field: str = "pk", session: SessionArgument = None) -> Hashable:
+    key = model_key(model, field)
+    return ("model", key.mapper, key.name, _Identity(session))
+
+
+def _model_name(model: Any, field: str = "pk", session: SessionArgument = None) -> str:
+    return model_key(model, field).name + _session_name(session)
+
+
+class _Identity:
+    """A family-key part that compares its object by identity (sessions have no value equality)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+
+load_related.__dict__.update(dataloader_key=_related_key, dataloader_name=_related_name)
+load_model.__dict__.update(dataloader_key=_model_key, dataloader_name=_model_name)
 
 
 def _check_registry(registry: Any) -> None:

@@ -17,7 +17,6 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -58,9 +57,11 @@ class ModelKey:
         self.name = f"{cls}.{field}"
 
 
-# _keys_lock guards _model_keys ((mapper, field) -> ModelKey), built outside it.
+# _keys_lock guards _model_keys (mapper -> field -> ModelKey); a ModelKey is
+# built outside it and the first one stored wins.  Entries live as long as
+# the process, as mappers do.
 _keys_lock = threading.Lock()
-_model_keys: weakref.WeakKeyDictionary[Mapper[Any], dict[str, ModelKey]] = weakref.WeakKeyDictionary()
+_model_keys: dict[Mapper[Any], dict[str, ModelKey]] = {}
 
 
 def model_key(model: Any, field: str) -> ModelKey:

@@ -84,13 +84,14 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
             continue
         if not factory:
             own = state.session
+            if own is None and given is None:
+                results[index] = DetachedInstanceError(
+                    f"{instance!r} is not in a session, so {relation.name} cannot be loaded for it; "
+                    "pass session= to related_loader"
+                )
+                continue
             if batch_session is None:
-                if own is None:
-                    results[index] = DetachedInstanceError(
-                        f"{instance!r} is not in a session, so {relation.name} cannot be loaded for it; "
-                        "pass session= to related_loader"
-                    )
-                    continue
+                assert own is not None  # given is None here
                 batch_session = own
             elif own is not None and own is not batch_session:
                 results[index] = ValueError(

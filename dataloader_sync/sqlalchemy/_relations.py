@@ -29,7 +29,6 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any, Optional
 
 from sqlalchemy import select
@@ -52,6 +51,7 @@ class Relation:
     """How to batch-load one relationship attribute.  Immutable, so thread-safe.
 
     Attributes:
+        prop: the relationship property.
         name: ``"Book.author"``, for messages.
         key: the attribute's name on the parent (``"author"``).
         parent: the parent's mapper; instances loaded through the attribute
@@ -68,13 +68,14 @@ class Relation:
     """
 
     __slots__ = (
-        "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_is_identity",
+        "prop", "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_is_identity",
         "match_columns", "identity", "_secondary", "_secondaryjoin", "_order_by",
     )
 
     def __init__(self, attribute: QueryableAttribute[Any]) -> None:
         prop = attribute.property
         assert isinstance(prop, RelationshipProperty)
+        self.prop: RelationshipProperty[Any] = prop
         self.name = str(attribute)
         self.key: str = prop.key
         self.parent: Mapper[Any] = prop.parent
@@ -149,9 +150,11 @@ def _only_column_equalities(clause: ColumnElement[Any]) -> bool:
 
 
 # _plans_lock guards _plans (relationship property -> its Relation); a
-# Relation is built outside it (introspection only) and the first one stored wins.
+# Relation is built outside it (introspection only) and the first one stored
+# wins.  A Relation holds its property, so entries live as long as the
+# process, as mappers do.
 _plans_lock = threading.Lock()
-_plans: weakref.WeakKeyDictionary[RelationshipProperty[Any], Relation] = weakref.WeakKeyDictionary()
+_plans: dict[RelationshipProperty[Any], Relation] = {}
 
 
 def relation_of(attribute: Any, parameter: str = "attribute") -> Relation:
