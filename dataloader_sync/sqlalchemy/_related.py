@@ -86,7 +86,7 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
             own = state.session
             if own is None and given is None:
                 results[index] = DetachedInstanceError(
-                    f"{instance!r} is not in a session, so {relation.name} cannot be loaded for it; "
+                    f"{_describe(state)} is not in a session, so {relation.name} cannot be loaded for it; "
                     "pass session= to related_loader"
                 )
                 continue
@@ -95,7 +95,7 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
                 batch_session = own
             elif own is not None and own is not batch_session:
                 results[index] = ValueError(
-                    f"{instance!r} belongs to another session than the batch's: each batch of "
+                    f"{_describe(state)} belongs to another session than the batch's: each batch of "
                     f"{relation.name} runs in one session; load instances of one session, or pass session="
                 )
                 continue
@@ -142,6 +142,12 @@ def _state_of(instance: Any, relation: Relation) -> InstanceState[Any] | Excepti
     return state
 
 
+def _describe(state: InstanceState[Any]) -> str:
+    """``"Book (1,)"``: the class and identity, without the instance's ``repr`` (which may load attributes)."""
+    name = state.class_.__name__
+    return f"{name} {state.identity}" if state.identity is not None else f"a new {name}"
+
+
 def _key_of(state: InstanceState[Any], relation: Relation, *, may_load: bool) -> Optional[tuple[Any, ...]]:
     """The values of the parent's key attributes on *state* (``None`` if one is ``None``).
 
@@ -162,7 +168,7 @@ def _key_of(state: InstanceState[Any], relation: Relation, *, may_load: bool) ->
             value = getattr(state.obj(), attr)
         else:
             raise ValueError(
-                f"{state.obj()!r}.{attr} is not loaded, and a batch in a session of its own does not "
+                f"{attr} of {_describe(state)} is not loaded, and a batch in a session of its own does not "
                 "load it through the instance's session"
             )
         if value is None:
