@@ -4,8 +4,9 @@ A batch of keys becomes a WHERE clause on the key columns.  Drivers limit the
 bound parameters of one statement (SQLite: 32,766 from 3.32.0, 999 before;
 psycopg and most others: 65,535; SQL Server: 2,100; Oracle: 1,000 items in
 an IN list), so a big batch is split into as few statements as the limit
-allows.  On PostgreSQL a single-column key needs no split: ``col =
-ANY(:keys)`` sends the whole batch as one array parameter.
+allows.  On PostgreSQL no batch is split: ``col = ANY(:keys)`` (or
+``unnest`` of one array per column for a composite key) sends the whole
+batch as one array parameter per column.
 
 Guarantees:
 - Every key is in exactly one clause; keys keep their order across clauses.
@@ -18,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import any_, bindparam, tuple_
+from sqlalchemy import any_, bindparam, func, select, tuple_
 from sqlalchemy.engine import Dialect
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -51,8 +52,28 @@ def max_parameters(dialect: Dialect) -> int:
     return _LIMITS.get(dialect.name, _DEFAULT_LIMIT)
 
 
-def _uses_array(column_count: int, dialect: Dialect) -> bool:
-    return dialect.name == "postgresql" and column_count == 1
+def _uses_arrays(dialect: Dialect) -> bool:
+    return dialect.name == "postgresql"
+
+
+def _array_filter(columns: Sequence[ColumnElement[Any]], keys: Sequence[tuple[Any, ...]]) -> ColumnElement[bool]:
+    """PostgreSQL: the keys as one array parameter per column, whatever their number.
+
+    One column: ``col = ANY(:keys)``.  Several: ``(a, b) IN (SELECT * FROM
+    unnest(:a_keys, :b_keys))`` -- a long ``(a, b) IN ((..), (..), ...)``
+    list is not only limited by the driver: PostgreSQL's parser runs out of
+    stack ("stack depth limit exceeded") at some 30,000 pairs.
+    """
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    arrays = [
+        bindparam(f"dataloader_keys_{i}", [key[i] for key in keys], type_=ARRAY(column.type))
+        for i, column in enumerate(columns)
+    ]
+    if len(columns) == 1:
+        return columns[0] == any_(arrays[0])
+    rows = func.unnest(*arrays).table_valued(*[f"k{i}" for i in range(len(columns))]).render_derived()
+    return tuple_(*columns).in_(select(*rows.c))
 
 
 def key_filters(
@@ -70,12 +91,8 @@ def key_filters(
     """
     if not keys:
         return
-    if _uses_array(len(columns), dialect):
-        from sqlalchemy.dialects.postgresql import ARRAY
-
-        column = columns[0]
-        values = [key[0] for key in keys]
-        yield column == any_(bindparam("dataloader_keys", values, type_=ARRAY(column.type)))
+    if _uses_arrays(dialect):
+        yield _array_filter(columns, keys)
         return
     size = max(1, (max_parameters(dialect) - RESERVED_PARAMETERS) // len(columns))
     for start in range(0, len(keys), size):
@@ -90,7 +107,7 @@ def statement_count(key_count: int, column_count: int, dialect: Dialect) -> int:
     """How many statements :func:`key_filters` makes for *key_count* keys (for docs and tests)."""
     if key_count == 0:
         return 0
-    if _uses_array(column_count, dialect):
+    if _uses_arrays(dialect):
         return 1
     size = max(1, (max_parameters(dialect) - RESERVED_PARAMETERS) // column_count)
     return -(-key_count // size)
