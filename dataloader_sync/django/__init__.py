@@ -2,6 +2,10 @@
 
 - ``DataLoaderMiddleware`` sets ``request.loaders`` to a registry made by the
   ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting (``factory(request)``).
+- ``related_loader(registry, Author.books)`` and ``model_loader(registry,
+  Author)``: loaders of relations and of rows by field, one SQL statement per
+  batch (their batch functions ``load_related`` and ``load_model`` are
+  loader families, see ``DataLoaderRegistry.loader_for``).
 - ``DataLoaderGraphQLViewMixin`` makes graphene-django's ``GraphQLView``
   execute with ``DataLoaderExecutionContext``; ``GraphQLView`` (imported on
   first use, with graphene-django) is the two combined.
@@ -21,12 +25,24 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
+from ._orm import load_model as load_model
+from ._orm import load_related as load_related
+from ._orm import model_loader as model_loader
+from ._orm import related_loader as related_loader
 from ._value_cache import DjangoValueCache as DjangoValueCache
 from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 
 # GraphQLView is left out of __all__ so that a star import does not import
 # graphene-django; it is in __dir__ for discovery.
-__all__ = ["DataLoaderGraphQLViewMixin", "DataLoaderMiddleware", "DjangoValueCache"]
+__all__ = [
+    "DataLoaderGraphQLViewMixin",
+    "DataLoaderMiddleware",
+    "DjangoValueCache",
+    "load_model",
+    "load_related",
+    "model_loader",
+    "related_loader",
+]
 
 
 def __getattr__(name: str) -> Any:

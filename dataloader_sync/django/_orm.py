@@ -1,0 +1,285 @@
+"""Django ORM loaders: relations and rows by field, batched without hand-written batch functions.
+
+``load_related`` is a batch function for ``DataLoaderRegistry.loader_for``;
+``related_loader(registry, Author.books)`` is that family's loader, and
+``model_loader(registry, Author)`` one that loads rows by a field.
+
+Guarantees:
+- One SQL statement per batch for every relation kind (see ``_relations``),
+  and per database alias among the batch's instances; more only when a
+  batch outgrows the backend's limit of bound parameters (never on
+  PostgreSQL; see ``_querysets``).  A batch whose keys are all ``None``
+  foreign keys, or whose queryset can match nothing, runs no statement.
+- The value of a load: for a to-one relation (forward foreign key or
+  one-to-one, reverse one-to-one) the related instance or ``None`` (a
+  ``None`` foreign key, a missing row, a row the queryset filters out); for a
+  to-many relation (reverse foreign key, many-to-many either side) a new
+  list, ``[]`` when there is nothing.
+- Order: each list is in the related queryset's order (its ``order_by()``,
+  else the related model's ``Meta.ordering``, else the primary key), the
+  primary key breaking ties; ``first=N`` keeps the first N of that order per
+  parent, in the same statement (``ROW_NUMBER() OVER (PARTITION BY parent
+  ORDER BY ...)``, filtered, which Django 4.2+ compiles to a subquery).
+- The rows come from the database the instances were loaded from
+  (``instance._state.db``) unless the queryset names one (``.using()``).
+- Two equal querysets (same model, SQL, parameters and ``.using()`` alias)
+  are one family argument: they share one loader per registry.
+- Off a request's thread (a tick, ``executor=``), the batch leaves no
+  connection open behind it (see ``_connections``).
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Hashable, Sequence
+from typing import Any, Optional, Union
+
+from django.core.exceptions import ValidationError
+from django.db import router
+from django.db.models import F, Model, QuerySet, Window
+from django.db.models.functions import RowNumber
+
+from .._dataloader import DataLoader
+from .._registry import DataLoaderRegistry
+from ._connections import batch_connection
+from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label
+from ._relations import Relation, relation
+
+__all__ = ["load_model", "load_related", "model_loader", "related_loader"]
+
+_PARENT = "_dataloader_sync_parent"  # annotation: the parent key a related row belongs to
+_ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent (first=)
+
+
+def _check_first(first: Any, rel: Relation) -> None:
+    if first is None:
+        return
+    if isinstance(first, bool) or not isinstance(first, int):
+        raise TypeError("first must be an int or None")
+    if first < 1:
+        raise ValueError("first must be >= 1")
+    if not rel.many:
+        raise ValueError(f"first applies to a to-many relation ({rel.label} gives one instance)")
+
+
+def _checked(field: Any, queryset: Optional[QuerySet[Any]], first: Optional[int]) -> Relation:
+    rel = relation(field)
+    if queryset is not None:
+        check_queryset(queryset, rel.related_model)
+    _check_first(first, rel)
+    return rel
+
+
+def _empty(queryset: Optional[QuerySet[Any]]) -> bool:
+    key = queryset_key(queryset)
+    return isinstance(key, tuple) and key[2] == EMPTY
+
+
+def load_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
+                 first: Optional[int] = None) -> list[Any]:
+    """The related rows of each instance through *field*, in one SQL statement.
+
+    A batch function for ``registry.loader_for(load_related, field, ...)``
+    (``related_loader`` is that call); see the module notes for values,
+    order and statement counts.
+
+    Args:
+        instances: the parents, e.g. books for ``Book.author``, authors for
+            ``Author.books``; their key attribute must be loaded (not deferred).
+        field: a relation descriptor of the parents' model: ``Book.author``
+            (forward foreign key), ``AuthorProfile.author`` (forward
+            one-to-one), ``Author.books`` (reverse foreign key),
+            ``Author.profile`` (reverse one-to-one), ``Book.tags`` /
+            ``Tag.books`` (many-to-many).
+        queryset: a queryset of the related model that filters, orders and
+            annotates the related rows (not sliced; ``.using()`` picks the
+            database).  Default: the related model's default manager (base
+            manager for forward relations, as in Django).
+        first: keep each parent's first *first* related rows (to-many only).
+
+    Returns:
+        One value per instance, in order: an instance or ``None`` (to-one), a list (to-many).
+
+    Raises:
+        TypeError, ValueError: a *field* that is not a relation descriptor, a
+        queryset of another model, sliced, of values; *first* < 1 or on a
+        to-one relation.
+    """
+    rel = _checked(field, queryset, first)
+    parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    found: dict[Any, Any] = {}
+    if not _empty(queryset):
+        by_db: dict[str, list[Any]] = {}
+        for instance, key in zip(instances, parents):
+            if key is not None:
+                db = (queryset._db if queryset is not None else None) or instance._state.db \
+                    or router.db_for_read(rel.related_model, instance=instance)
+                by_db.setdefault(db, []).append(key)
+        for db, keys in by_db.items():
+            found.update(_fetch(rel, queryset, first, db, list(dict.fromkeys(keys))))
+    if rel.many:
+        return [list(found.get(key, ())) if key is not None else [] for key in parents]
+    return [found.get(key) if key is not None else None for key in parents]
+
+
+def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
+           keys: list[Any]) -> dict[Any, Any]:
+    """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
+    base = (rel.manager().all() if queryset is None else queryset).using(db)
+    ordering = ordering_of(base)
+    base = base.annotate(**{_PARENT: F(rel.path)})
+    if first is not None:
+        base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(_PARENT), order_by=ordering)})
+        base = base.filter(**{f"{_ROW}__lte": first})
+    base = base.order_by(*ordering)
+    found: dict[Any, Any] = {}
+    with batch_connection(db):
+        for chunk in key_chunks(base, _PARENT, rel.key_field, keys):
+            for row in chunk:
+                key = row.__dict__.pop(_PARENT)
+                row.__dict__.pop(_ROW, None)
+                if rel.many:
+                    found.setdefault(key, []).append(row)
+                else:
+                    found.setdefault(key, row)
+    return found
+
+
+def _related_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None) -> Hashable:
+    _checked(field, queryset, first)
+    return (field, queryset_key(queryset), first)
+
+
+def _related_name(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None) -> str:
+    parts = [relation(field).label]
+    if queryset is not None:
+        parts.append(f"queryset={queryset_label(queryset)}")
+    if first is not None:
+        parts.append(f"first={first}")
+    return ", ".join(parts)
+
+
+# The family's hooks for DataLoaderRegistry.loader_for: a queryset counts by
+# its SQL, not by the object, and the name reads "load_related(Author.books)".
+load_related.dataloader_key = _related_key  # type: ignore[attr-defined]
+load_related.dataloader_name = _related_name  # type: ignore[attr-defined]
+
+
+def related_loader(registry: DataLoaderRegistry, field: Any, queryset: Optional[QuerySet[Any]] = None,
+                   first: Optional[int] = None) -> DataLoader[Any, Any]:
+    """``registry.loader_for(load_related, field, queryset, first)``: the loader of a relation.
+
+    ``related_loader(info.context.loaders, Author.books).load(author)`` is a
+    future of the author's books; see ``load_related`` for the arguments and
+    values.  The loader is made on first use per registry (so per request),
+    named ``load_related(Author.books)``.
+
+    Raises:
+        TypeError, ValueError: as ``load_related``, at once.
+    """
+    return registry.loader_for(load_related, field, queryset, first)
+
+
+def load_model(values: Sequence[Any], model_or_queryset: Union[type[Model], QuerySet[Any]],
+               field: str = "pk") -> list[Any]:
+    """The row of *model_or_queryset* whose *field* equals each value, or ``None``: one SQL statement.
+
+    A batch function for ``registry.loader_for`` (``model_loader`` is that
+    call).  Values are converted by the field (``Field.to_python``), so the
+    string ``"3"`` finds the row with primary key 3; a value it refuses fails
+    that key only (``ValidationError``).  When several rows share a value
+    (a field that is not unique), the first in the queryset's order wins
+    (primary key order when it has none).
+
+    Raises:
+        TypeError, ValueError: see ``model_loader``.
+    """
+    queryset, model_field = _model_args(model_or_queryset, field)
+    results: list[Any] = []
+    keys: list[Any] = []
+    for value in values:
+        try:
+            key = model_field.to_python(value)
+        except ValidationError as exc:
+            results.append(exc)
+            continue
+        results.append(key)
+        keys.append(key)
+    found: dict[Any, Any] = {}
+    if keys and not _empty(queryset):
+        db = queryset.db
+        base = queryset.annotate(**{_PARENT: F(model_field.attname)}).order_by(*ordering_of(queryset))
+        with batch_connection(db):
+            for chunk in key_chunks(base, _PARENT, model_field, list(dict.fromkeys(k for k in keys if k is not None))):
+                for row in chunk:
+                    found.setdefault(row.__dict__.pop(_PARENT), row)
+    return [r if isinstance(r, Exception) else found.get(r) for r in results]
+
+
+def _model_args(model_or_queryset: Any, field: Any) -> tuple[QuerySet[Any], Any]:
+    if isinstance(model_or_queryset, QuerySet):
+        check_queryset(model_or_queryset, model_or_queryset.model, "model_or_queryset")
+        queryset = model_or_queryset
+    elif isinstance(model_or_queryset, type) and issubclass(model_or_queryset, Model):
+        queryset = model_or_queryset._default_manager.all()  # type: ignore[attr-defined]
+    else:
+        raise TypeError("model_or_queryset must be a model class or a QuerySet")
+    if not isinstance(field, str):
+        raise TypeError("field must be a str (a field name, or 'pk')")
+    return queryset, _model_field(queryset.model, field)
+
+
+@functools.lru_cache(maxsize=1024)
+def _model_field(model: Any, field: str) -> Any:
+    """*model*'s concrete field named *field* (a model's fields do not change: cached, as Django's _meta does)."""
+    meta = model._meta
+    model_field = meta.pk if field == "pk" else meta.get_field(field)
+    if not getattr(model_field, "concrete", False) or model_field.many_to_many or model_field.one_to_many:
+        raise ValueError(f"field must name a concrete field of {model.__name__} (got {field!r})")
+    return model_field
+
+
+def _model_key(model_or_queryset: Any, field: Any = "pk") -> Hashable:
+    if isinstance(model_or_queryset, QuerySet):
+        check_queryset(model_or_queryset, model_or_queryset.model, "model_or_queryset")
+        source: Hashable = queryset_key(model_or_queryset)
+        model = model_or_queryset.model
+    elif isinstance(model_or_queryset, type) and issubclass(model_or_queryset, Model):
+        source = model = model_or_queryset
+    else:
+        raise TypeError("model_or_queryset must be a model class or a QuerySet")
+    if not isinstance(field, str):
+        raise TypeError("field must be a str (a field name, or 'pk')")
+    return (source, _model_field(model, field).attname)
+
+
+def _model_name(model_or_queryset: Any, field: Any = "pk") -> str:
+    if isinstance(model_or_queryset, QuerySet):
+        return f"{model_or_queryset.model.__name__}.{field}, queryset={queryset_label(model_or_queryset)}"
+    return f"{model_or_queryset.__name__}.{field}"
+
+
+load_model.dataloader_key = _model_key  # type: ignore[attr-defined]
+load_model.dataloader_name = _model_name  # type: ignore[attr-defined]
+
+
+def model_loader(registry: DataLoaderRegistry, model_or_queryset: Union[type[Model], QuerySet[Any]],
+                 field: str = "pk") -> DataLoader[Any, Any]:
+    """``registry.loader_for(load_model, model_or_queryset, field)``: ``load(value)`` → the instance or ``None``.
+
+    ``model_loader(registry, Author).load(3)`` is a future of the author with
+    primary key 3; ``model_loader(registry, Book.objects.filter(year__gte=2000), "title")``
+    loads books by title, among those the queryset selects.  Equal querysets
+    share one loader, as for ``related_loader``.
+
+    Args:
+        model_or_queryset: a model class (its default manager) or a queryset
+            of it (filters apply; ``.using()`` picks the database; not sliced).
+        field: the name of a concrete field (``"pk"``, ``"id"``, ``"slug"``,
+            a foreign key's ``"author"`` or ``"author_id"``).
+
+    Raises:
+        TypeError, ValueError: not a model or queryset, a sliced or values
+        queryset, a *field* that is not a concrete field's name (Django's
+        ``FieldDoesNotExist`` for an unknown name).
+    """
+    return registry.loader_for(load_model, model_or_queryset, field)
