@@ -33,7 +33,7 @@ from sqlalchemy import inspect
 from sqlalchemy.orm import InstanceState, Session
 from sqlalchemy.orm.exc import DetachedInstanceError
 
-from ._keys import key_filters
+from ._keys import key_filters, max_parameters, needs_limit
 from ._relations import Relation, relation_of
 from ._sessions import SessionArgument, check_session, check_thread, is_factory, resolve
 
@@ -212,6 +212,10 @@ def run_keyed(
     mapper = statement.column_descriptions[0].get("entity")
     dialect = session.get_bind(mapper=mapper).dialect
     width = len(columns)
-    for clause in key_filters(columns, keys, dialect):
+    limit = max_parameters(dialect)
+    if needs_limit(len(keys), width) and dialect.name == "sqlite":  # ask the connection the batch runs on
+        connection = session.connection(bind_arguments={"mapper": mapper})
+        limit = max_parameters(dialect, connection.connection.driver_connection)
+    for clause in key_filters(columns, keys, dialect, limit):
         for row in session.execute(statement.where(clause)):
             yield row[0], tuple(row[1:width + 1])
