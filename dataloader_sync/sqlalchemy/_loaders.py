@@ -10,19 +10,21 @@ it is written rather than in every key of the first batch.
 The family of ``load_related`` is keyed by the relationship property and the
 ``session=`` object (compared by identity), not by the attribute itself: an
 attribute's ``==`` builds SQL, so it must not decide whether two families
-are one.  Its loader is named ``load_related(Book.author)`` (``,
-session=scoped_session`` added when one is given), ``load_model``'s
-``load_model(Author.pk)``.
+are one; ``where=``/``order_by=``/``first=`` join the key by their SQL and
+bound values (see ``_criteria``).  Its loader is named
+``load_related(Book.author)`` (``, session=scoped_session`` and the
+criteria added when given), ``load_model``'s ``load_model(Author.pk)``.
 """
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, Optional
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
+from ._criteria import Clauses
 from ._models import load_model, model_key
-from ._related import load_related
+from ._related import criteria_for, load_related
 from ._relations import relation_of
 from ._sessions import SessionArgument, check_session
 
@@ -33,12 +35,18 @@ def _session_name(session: Any) -> str:
     return "" if session is None else f", session={type(session).__name__}"
 
 
-def _related_key(attribute: Any, session: SessionArgument = None) -> Hashable:
-    return ("related", relation_of(attribute).prop, _Identity(session))
+def _related_key(attribute: Any, session: SessionArgument = None, **criteria: Any) -> Hashable:
+    relation = relation_of(attribute)
+    return ("related", relation.prop, _Identity(session), criteria_for(relation, **_criteria(criteria)).key)
 
 
-def _related_name(attribute: Any, session: SessionArgument = None) -> str:
-    return relation_of(attribute).name + _session_name(session)
+def _related_name(attribute: Any, session: SessionArgument = None, **criteria: Any) -> str:
+    relation = relation_of(attribute)
+    return relation.name + _session_name(session) + criteria_for(relation, **_criteria(criteria)).label()
+
+
+def _criteria(given: dict[str, Any]) -> dict[str, Any]:
+    return {"where": given.get("where"), "order_by": given.get("order_by"), "first": given.get("first")}
 
 
 def _model_key(model: Any, field: str = "pk", session: SessionArgument = None) -> Hashable:
@@ -75,7 +83,8 @@ def _check_registry(registry: Any) -> None:
 
 
 def related_loader(
-    registry: DataLoaderRegistry, attribute: Any, session: SessionArgument = None
+    registry: DataLoaderRegistry, attribute: Any, session: SessionArgument = None, *,
+    where: Clauses = None, order_by: Clauses = None, first: Optional[int] = None,
 ) -> DataLoader[Any, Any]:
     """The registry's loader of a relationship attribute: ``load(instance)`` → its related value.
 
@@ -90,19 +99,28 @@ def related_loader(
             ``scoped_session`` such as Flask-SQLAlchemy's ``db.session``, or
             a ``sessionmaker`` (each batch in a session of its own, on any
             thread).
+        where: SQL expressions on the related side; only matching rows load.
+        order_by: the order of to-many lists instead of the relationship's.
+        first: to-many only: each parent's first N, in the same statement.
+            Criteria of equal SQL and bound values share one loader.
 
     Returns:
-        the ``DataLoader`` of ``(load_related, attribute, session)`` in *registry*.
+        the ``DataLoader`` of ``(load_related, attribute, session, criteria)``
+        in *registry*.
 
     Raises:
         TypeError: *registry* is not a registry, *attribute* not a
-            relationship attribute, *session* of the wrong type.
-        ValueError: the relationship is joined by more than column equalities.
+            relationship attribute, *session* of the wrong type,
+            *where*/*order_by* not SQL expressions, *first* not an int.
+        ValueError: the relationship is joined by more than column
+            equalities; *first* < 1 or given for a to-one relationship.
     """
     _check_registry(registry)
-    relation_of(attribute)
+    criteria_for(relation_of(attribute), where, order_by, first)
     check_session(session)
-    return registry.loader_for(load_related, attribute, session=session)
+    if where is None and order_by is None and first is None:
+        return registry.loader_for(load_related, attribute, session=session)
+    return registry.loader_for(load_related, attribute, session=session, where=where, order_by=order_by, first=first)
 
 
 def model_loader(

@@ -130,7 +130,8 @@ def load_model(
     statement = select(key.mapper.class_, *key.columns).order_by(*key.mapper.primary_key)
     found_by_key: dict[tuple[Any, ...], Any] = {}
     with open_batch_session(session, given) as query_session:
-        for row_instance, match in run_keyed(query_session, statement, key.columns, list(pending)):
+        rows = run_keyed(query_session, statement.where, key.mapper, key.columns, list(pending))
+        for row_instance, match in rows:
             found_by_key.setdefault(match, row_instance)
     for as_key, indexes in pending.items():
         instance: Optional[Any] = found_by_key.get(as_key)

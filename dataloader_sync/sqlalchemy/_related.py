@@ -22,25 +22,32 @@ Guarantees:
 - To-many lists are fresh lists, ordered by the relationship's
   ``order_by`` (then the related primary key), else by the related primary
   key; they do not touch the instance's own collection attribute.
+- ``where=``/``order_by=``/``first=`` (see ``_criteria``) shape the one
+  statement; with ``where=`` no value is taken from the instance or the
+  identity map (that would bypass the filter).
 """
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from sqlalchemy import inspect
 from sqlalchemy.orm import InstanceState, Session
 from sqlalchemy.orm.exc import DetachedInstanceError
 
+from ._criteria import Clauses, Criteria
 from ._keys import key_filters, max_parameters, needs_limit
 from ._relations import Relation, relation_of
 from ._sessions import SessionArgument, check_session, check_thread, is_factory, resolve
 
-__all__ = ["load_related", "open_batch_session", "run_keyed"]
+__all__ = ["criteria_for", "load_related", "open_batch_session", "run_keyed"]
 
 
-def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgument = None) -> list[Any]:
+def load_related(
+    instances: Sequence[Any], attribute: Any, session: SessionArgument = None, *,
+    where: Clauses = None, order_by: Clauses = None, first: Optional[int] = None,
+) -> list[Any]:
     """Batch-load a relationship attribute of *instances* (a batch function for ``loader_for``).
 
     Args:
@@ -53,6 +60,14 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
         session: ``None`` to use the instances' own session, a ``Session``
             or ``scoped_session`` to use that one, or a ``sessionmaker`` to
             open a session for the batch (see the module).
+        where: a SQL expression, or a sequence of them, on the related side
+            (``Book.year >= 2000``; for many-to-many the ``secondary``
+            table's columns too): only matching rows are loaded.  A to-one
+            value filtered out is ``None``.
+        order_by: the order of to-many lists instead of the relationship's
+            ``order_by`` (the related primary key still breaks ties).
+        first: to-many only: each parent's first N in that order, in the
+            same single statement (``row_number() OVER (PARTITION BY ...)``).
 
     Returns:
         one value per instance, in order: the related instance or ``None``
@@ -60,14 +75,17 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
         cannot be loaded.
 
     Raises:
-        TypeError: *attribute* is not a relationship attribute, or
-            *session* of the wrong type.
+        TypeError: *attribute* is not a relationship attribute, *session*
+            of the wrong type, *where*/*order_by* not SQL expressions,
+            *first* not an int.
         ValueError: the relationship is joined by more than column
-            equalities.
+            equalities; *first* < 1 or given for a to-one relationship.
         RuntimeError: the session belongs to another thread.
     """
     relation = relation_of(attribute)
     check_session(session)
+    criteria = criteria_for(relation, where, order_by, first)
+    plain = criteria.empty  # shortcuts (loaded values, the identity map) would bypass where=
     factory = is_factory(session)
     given = resolve(session)
     results: list[Any] = [None] * len(instances)
@@ -79,7 +97,7 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
         if isinstance(state, Exception):
             results[index] = state
             continue
-        if not relation.to_many and relation.key in state.dict:  # already loaded: no session needed
+        if plain and not relation.to_many and relation.key in state.dict:  # already loaded: no session needed
             results[index] = state.dict[relation.key]
             continue
         if not factory:
@@ -110,7 +128,7 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
         if key is None:
             results[index] = [] if relation.to_many else None
             continue
-        if relation.identity and batch_session is not None:
+        if plain and relation.identity and batch_session is not None:
             found = _from_identity_map(batch_session, relation, key)
             if found is not None:
                 results[index] = found
@@ -119,7 +137,8 @@ def load_related(instances: Sequence[Any], attribute: Any, session: SessionArgum
     if not pending:
         return results
     with open_batch_session(session, batch_session) as query_session:
-        rows = run_keyed(query_session, relation.statement(), relation.match_columns, list(pending))
+        rows = run_keyed(query_session, lambda clause: relation.statement(clause, criteria), relation.target,
+                         relation.match_columns, list(pending))
         values: dict[tuple[Any, ...], Any] = {}
         for value, match in rows:
             if relation.to_many:
@@ -200,16 +219,34 @@ def open_batch_session(session: SessionArgument, batch_session: Optional[Session
     yield batch_session
 
 
+def criteria_for(relation: Relation, where: Clauses, order_by: Clauses, first: Optional[int]) -> Criteria:
+    """The ``Criteria`` of these arguments for *relation*.
+
+    Raises:
+        TypeError, ValueError: see :func:`load_related`.
+    """
+    criteria = Criteria(where, order_by, first)
+    if first is not None and not relation.to_many:
+        raise ValueError(f"first applies to to-many relationships; {relation.name} is to-one")
+    return criteria
+
+
 def run_keyed(
-    session: Session, statement: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
 ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """Run *statement* filtered to *keys* (in as few statements as the dialect allows).
+    """Run ``build(key_clause)`` for *keys* (in as few statements as the dialect allows).
+
+    Args:
+        session: where to run the statements.
+        build: makes the statement for one key clause; its rows are the
+            entity, then one value per key column.
+        mapper: the entity's mapper (for the session's bind).
+        columns: the key columns.
+        keys: distinct key tuples.
 
     Yields:
-        ``(entity, key)`` per row: the first selected column, and the rest
-        as the tuple they match.
+        ``(entity, key)`` per row.
     """
-    mapper = statement.column_descriptions[0].get("entity")
     dialect = session.get_bind(mapper=mapper).dialect
     width = len(columns)
     limit = max_parameters(dialect)
@@ -217,5 +254,5 @@ def run_keyed(
         connection = session.connection(bind_arguments={"mapper": mapper})
         limit = max_parameters(dialect, connection.connection.driver_connection)
     for clause in key_filters(columns, keys, dialect, limit):
-        for row in session.execute(statement.where(clause)):
+        for row in session.execute(build(clause)):
             yield row[0], tuple(row[1:width + 1])

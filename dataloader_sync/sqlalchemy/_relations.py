@@ -31,8 +31,8 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
-from sqlalchemy import select
-from sqlalchemy.orm import Mapper, RelationshipDirection, RelationshipProperty
+from sqlalchemy import func, select
+from sqlalchemy.orm import Mapper, RelationshipDirection, RelationshipProperty, aliased
 from sqlalchemy.orm.attributes import QueryableAttribute
 from sqlalchemy.sql import operators, visitors
 from sqlalchemy.sql.elements import (
@@ -43,6 +43,8 @@ from sqlalchemy.sql.elements import (
     Grouping,
 )
 from sqlalchemy.sql.selectable import FromClause, Select
+
+from ._criteria import Criteria
 
 __all__ = ["Relation", "relation_of"]
 
@@ -69,7 +71,7 @@ class Relation:
 
     __slots__ = (
         "prop", "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_is_identity",
-        "match_columns", "identity", "_secondary", "_secondaryjoin", "_order_by",
+        "match_columns", "identity", "_secondary", "_secondaryjoin", "_own_order", "_pk",
     )
 
     def __init__(self, attribute: QueryableAttribute[Any]) -> None:
@@ -117,17 +119,39 @@ class Relation:
         parent_pk = [self.parent.get_property_by_column(col).key for col in self.parent.primary_key]
         self.parent_is_identity = list(self.parent_attrs) == parent_pk
         self.match_columns: tuple[ColumnElement[Any], ...] = tuple(remote for _, remote in pairs)
-        order: list[Any] = list(prop.order_by or ())
-        self._order_by = tuple(order + [col for col in pk if not any(col is o for o in order)])
+        self._own_order: tuple[Any, ...] = tuple(prop.order_by or ())
+        self._pk = tuple(pk)
 
-    def statement(self) -> Select[Any]:
-        """``SELECT related, match columns`` (joined through ``secondary``), in list order; no key filter yet."""
-        stmt = select(self.target.class_, *self.match_columns)
-        if self._secondary is not None:
-            stmt = stmt.select_from(self.target.class_).join(self._secondary, self._secondaryjoin)
-        # Ordered for to-one too: a one-to-one (uselist=False) with several
-        # rows for one parent then gives the first, the same one every time.
-        return stmt.order_by(*self._order_by)
+    def order(self, criteria: Criteria) -> list[Any]:
+        """The list order: *criteria*'s ``order_by`` or the relationship's, then the related primary key."""
+        order = list(self._own_order if criteria.order_by is None else criteria.order_by)
+        return order + [col for col in self._pk if not any(col is o for o in order)]
+
+    def statement(self, key_clause: ColumnElement[bool], criteria: Criteria) -> Select[Any]:
+        """``SELECT related, match columns`` (joined through ``secondary``) for the keys of *key_clause*.
+
+        Rows come in list order (for to-one too: a one-to-one with several
+        rows for one parent then gives the first, the same one every time).
+        With ``criteria.first``, each parent's rows are numbered in that order
+        by ``row_number() OVER (PARTITION BY match columns ...)`` in a
+        subquery, and only the first N are selected.
+        """
+        order = self.order(criteria)
+        if criteria.first is None:
+            stmt = self._from(select(self.target.class_, *self.match_columns))
+            return stmt.where(key_clause, *criteria.where).order_by(*order)
+        labels = [col.label(f"dataloader_key_{i}") for i, col in enumerate(self.match_columns)]
+        row = func.row_number().over(partition_by=list(self.match_columns), order_by=order)
+        inner = self._from(select(self.target.class_, *labels, row.label("dataloader_row")))
+        sub = inner.where(key_clause, *criteria.where).subquery()
+        entity = aliased(self.target.class_, sub)
+        keys = [sub.c[label.name] for label in labels]
+        return select(entity, *keys).where(sub.c.dataloader_row <= criteria.first).order_by(sub.c.dataloader_row)
+
+    def _from(self, stmt: Select[Any]) -> Select[Any]:
+        if self._secondary is None:
+            return stmt
+        return stmt.select_from(self.target.class_).join(self._secondary, self._secondaryjoin)
 
     def __repr__(self) -> str:
         return f"<Relation {self.name}>"
