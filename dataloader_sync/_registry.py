@@ -291,8 +291,8 @@ class DataLoaderRegistry:
         Args:
             batch_fn: ``fn(keys, *args, **kwargs) -> values``, any shape a
                 ``DataLoader`` batch function may have (a sequence, a mapping,
-                a future of either).
-            *args, **kwargs: the family's arguments; each must be hashable.
+                a future of either).  The positional and keyword
+                arguments after it are the family's; each must be hashable.
 
         Returns:
             The family's ``DataLoader``.

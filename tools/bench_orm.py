@@ -1,0 +1,230 @@
+"""CPU per request of a graphene-django query served by the ORM loaders, against prefetch_related by hand.
+
+The example project's models (examples/django_project/books: authors, books,
+reviews) on an in-memory SQLite database, filled with ``--authors`` authors ×
+``--books`` books × ``--reviews`` reviews.  Every variant answers the same
+query, ``{ authors { name books { title author { name } reviews { rating } } } }``,
+through ``graphene.Schema.execute`` on one thread (graphene-django's
+``DjangoObjectType``; no HTTP), and must return the same data:
+
+  loaders        related_loader(Author.books), (Book.author), (Book.reviews) per field;
+                 a fresh DataLoaderRegistry per request, DataLoaderExecutionContext
+  prefetch       by hand in the root resolver: Author.objects.prefetch_related("books__reviews"),
+                 the fields read the prefetched managers (book.author is Django's cached parent)
+  select+prefetch  Book.author by select_related inside a Prefetch("books", ...), reviews prefetched
+  n-plus-one     the same fields, each relation one query per parent (what users have without either;
+                 book.author is the related manager's known parent, no query)
+
+The variants run in alternating rounds (``--rounds``, each ``--requests`` requests
+per variant after a warm-up), so their ratios hold on a loaded machine; the
+table gives the median and the range of the rounds' CPU ms per request
+(``time.process_time``), and SQL statements per request.  Only the ratios
+measured side by side in one run mean anything.
+
+    python tools/bench_orm.py                 # default settings
+    python tools/bench_orm.py --quick         # small settings, a few seconds
+    python tools/bench_orm.py --json out.json # the same figures as JSON too
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from typing import Any, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+QUERY = "{ authors { name books { title author { name } reviews { rating } } } }"
+VARIANTS = ["loaders", "prefetch", "select+prefetch", "n-plus-one"]
+
+
+def setup_django() -> None:
+    import django
+    from django.conf import settings
+
+    sys.path.insert(0, os.path.join(ROOT, "examples", "django_project"))
+    settings.configure(
+        INSTALLED_APPS=["graphene_django", "books"],
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        USE_TZ=True,
+    )
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def fill(authors: int, books: int, reviews: int) -> None:
+    from books.models import Author, Book, Review
+
+    Author.objects.all().delete()  # the example's sample rows
+    made = Author.objects.bulk_create([Author(name=f"author {a}") for a in range(authors)])
+    made_books = Book.objects.bulk_create([Book(title=f"book {a}.{b}", author=author)
+                                           for a, author in enumerate(made) for b in range(books)])
+    Review.objects.bulk_create([Review(book=book, rating=1 + (i + r) % 5) for i, book in enumerate(made_books)
+                                for r in range(reviews)])
+
+
+class Context:
+    """What DataLoaderMiddleware gives a view: a fresh registry per request, as ``.loaders``."""
+
+    def __init__(self) -> None:
+        from dataloader_sync import DataLoaderRegistry
+
+        self.loaders = DataLoaderRegistry()
+
+
+def schema_for(variant: str) -> Any:
+    """The variant's graphene schema (its types are named apart: one graphene-django registry holds them all)."""
+    import graphene
+    from books import models
+    from django.db.models import Prefetch
+    from graphene_django import DjangoObjectType
+
+    from dataloader_sync.django import related_loader
+
+    loaders = variant == "loaders"
+    suffix = variant.replace("+", "_").replace("-", "_").title().replace("_", "")
+
+    def meta(model: Any, fields: tuple[str, ...], name: str) -> type:
+        return type("Meta", (), {"model": model, "fields": fields, "name": f"{name}{suffix}"})
+
+    def resolve_author(book: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Book.author).load(book) if loaders else book.author
+
+    def resolve_reviews(book: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Book.reviews).load(book) if loaders else book.reviews.all()
+
+    def resolve_books(author: Any, info: Any) -> Any:
+        return related_loader(info.context.loaders, models.Author.books).load(author) if loaders else author.books.all()
+
+    def resolve_authors(root: Any, info: Any) -> Any:
+        authors = models.Author.objects.order_by("id")
+        if variant == "prefetch":
+            return authors.prefetch_related("books__reviews")
+        if variant == "select+prefetch":
+            return authors.prefetch_related(
+                Prefetch("books", queryset=models.Book.objects.select_related("author")), "books__reviews")
+        return authors
+
+    types: dict[str, Any] = {}
+    review = type(f"Review{suffix}", (DjangoObjectType,), {"Meta": meta(models.Review, ("rating",), "Review")})
+    book = type(f"Book{suffix}", (DjangoObjectType,), {
+        "Meta": meta(models.Book, ("title",), "Book"),
+        "author": graphene.Field(lambda: types["author"], required=True),
+        "reviews": graphene.List(graphene.NonNull(review), required=True),
+        "resolve_author": resolve_author, "resolve_reviews": resolve_reviews})
+    types["author"] = type(f"Author{suffix}", (DjangoObjectType,), {
+        "Meta": meta(models.Author, ("name",), "Author"),
+        "books": graphene.List(graphene.NonNull(book), required=True), "resolve_books": resolve_books})
+    query = type(f"Query{suffix}", (graphene.ObjectType,), {
+        "authors": graphene.List(graphene.NonNull(types["author"]), required=True), "resolve_authors": resolve_authors})
+    return graphene.Schema(query=query)
+
+
+def execute(schema: Any) -> Any:
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    result = schema.execute(QUERY, context_value=Context(), execution_context_class=DataLoaderExecutionContext)
+    if result.errors:
+        raise RuntimeError(result.errors[0])
+    return result.data
+
+
+def normalized(data: Any) -> Any:
+    """The data with the variant's type names out of the way (they differ; the values must not)."""
+    return json.loads(json.dumps(data, sort_keys=True))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    setup_django()
+    fill(args.authors, args.books, args.reviews)
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    built = {variant: schema_for(variant) for variant in args.variants}
+    reference = None
+    rows: dict[str, dict[str, Any]] = {}
+    for variant in args.variants:
+        schema = built[variant]
+        with CaptureQueriesContext(connection) as queries:
+            data = normalized(execute(schema))
+        if reference is None:
+            reference = data
+        elif data != reference:
+            raise RuntimeError(f"{variant} answered differently from {args.variants[0]}")
+        rows[variant] = {"variant": variant, "sql_per_request": len(queries), "cpu_ms_per_request_rounds": []}
+        for _ in range(args.warmup):
+            execute(schema)
+    for _ in range(args.rounds):
+        for variant in args.variants:
+            schema = built[variant]
+            start = time.process_time()
+            for _ in range(args.requests):
+                execute(schema)
+            rows[variant]["cpu_ms_per_request_rounds"].append((time.process_time() - start) * 1000 / args.requests)
+    base = statistics.median(rows[args.variants[0]]["cpu_ms_per_request_rounds"])
+    for row in rows.values():
+        rounds = row["cpu_ms_per_request_rounds"]
+        row["cpu_ms_per_request"] = statistics.median(rounds)
+        row["cpu_ms_min"], row["cpu_ms_max"] = min(rounds), max(rounds)
+        row[f"ratio_to_{args.variants[0]}"] = row["cpu_ms_per_request"] / base if base else None
+    import django
+    import graphene
+
+    return {
+        "settings": {"authors": args.authors, "books_per_author": args.books, "reviews_per_book": args.reviews,
+                     "requests_per_round": args.requests, "rounds": args.rounds, "warmup": args.warmup,
+                     "query": QUERY},
+        "environment": {"python": platform.python_version(), "django": django.get_version(),
+                        "graphene": graphene.__version__, "database": "sqlite in-memory"},
+        "variants": list(rows.values()),
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    s = report["settings"]
+    first = report["variants"][0]["variant"]
+    lines = [(f"{s['authors']} authors x {s['books_per_author']} books x {s['reviews_per_book']} reviews; "
+              f"{s['rounds']} rounds x {s['requests_per_round']} requests per variant; {report['environment']}"),
+             f"| variant | SQL / request | CPU ms / request (median) | min-max | vs {first} |",
+             "|---|---|---|---|---|"]
+    for row in report["variants"]:
+        lines.append(f"| {row['variant']} | {row['sql_per_request']} | {row['cpu_ms_per_request']:.2f} | "
+                     f"{row['cpu_ms_min']:.2f}-{row['cpu_ms_max']:.2f} | {row[f'ratio_to_{first}']:.2f}x |")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p.add_argument("--authors", type=int, default=50)
+    p.add_argument("--books", type=int, default=4, help="books per author")
+    p.add_argument("--reviews", type=int, default=3, help="reviews per book")
+    p.add_argument("--requests", type=int, default=20, help="requests per variant per round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--warmup", type=int, default=5, help="requests per variant before the rounds")
+    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
+    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
+    p.add_argument("--quick", action="store_true", help="small settings")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.authors, args.requests, args.rounds, args.warmup = 10, 5, 3, 2
+    return args
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    args = parse_args(argv)
+    report = run(args)
+    print(table(report))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
