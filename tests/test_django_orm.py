@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("django")
 
-from orm_fixtures import library, orm_db, postgres_server  # noqa: F401
+from orm_fixtures import library, orm_db  # noqa: F401
 
 from dataloader_sync import DataLoaderRegistry
 

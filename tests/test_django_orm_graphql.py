@@ -11,7 +11,7 @@ pytest.importorskip("graphene")
 if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
     pytest.skip("graphene_django is not installed", allow_module_level=True)
 
-from orm_fixtures import library, orm_db, postgres_server  # noqa: F401
+from orm_fixtures import library, orm_db  # noqa: F401
 
 from dataloader_sync import DataLoaderRegistry
 

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("django")
 
-from orm_fixtures import committed_library, library, postgres_server  # noqa: F401
+from orm_fixtures import committed_library, library  # noqa: F401
 from postgres_server import use_for_django
 
 from dataloader_sync import DataLoaderRegistry, ScheduledDataLoaderRegistry, ScheduledExecutor
