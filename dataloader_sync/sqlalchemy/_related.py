@@ -34,6 +34,7 @@ from typing import Any, Callable, Optional
 
 from sqlalchemy import inspect
 from sqlalchemy.orm import InstanceState, Session
+from sqlalchemy.orm.attributes import instance_state
 from sqlalchemy.orm.exc import DetachedInstanceError
 
 from ._criteria import Clauses, Criteria
@@ -157,8 +158,7 @@ def _state_of(instance: Any, relation: Relation) -> InstanceState[Any] | Excepti
         return TypeError(
             f"{relation.name} loads {relation.parent.class_.__name__} instances, got {type(instance).__name__}"
         )
-    state: InstanceState[Any] = inspect(instance)
-    return state
+    return instance_state(instance)  # inspect() without its dispatch: a third of a batch's own time
 
 
 def _describe(state: InstanceState[Any]) -> str:
