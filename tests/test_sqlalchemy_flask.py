@@ -73,6 +73,14 @@ def make_app(url: str, registry_factory=DataLoaderRegistry):
         name = graphene.String()
         publisher = graphene.Field(PublisherType)
         books = graphene.List(BookType)
+        latest_books = graphene.List(BookType, first=graphene.Int(required=True), title_not=graphene.String())
+
+        @staticmethod
+        def resolve_latest_books(author, info, first, title_not=None):
+            where = None if title_not is None else Book.title != title_not
+            loader = related_loader(info.context.loaders, Author.books, where=where,
+                                    order_by=Book.title.desc(), first=first)
+            return loader.load(author)
 
         @staticmethod
         def resolve_publisher(author, info):
@@ -152,6 +160,29 @@ def test_flask_sqlalchemy_three_levels_cost_five_statements_whatever_the_number_
     assert len(expected) == limit and all(a["books"] for a in expected)
     assert expected[-1]["publisher"] is None or limit < 12  # the last author has no publisher
     assert count == 5
+
+
+@pytest.mark.parametrize("limit", [2, 12])
+def test_flask_sqlalchemy_field_arguments_become_criteria_in_one_statement_per_field(flask_app, limit):
+    app, db, statements = flask_app
+    query = """query ($limit: Int!) { authors(limit: $limit) {
+        name
+        latest: latestBooks(first: 2) { title }
+        others: latestBooks(first: 2, titleNot: "book 1.2") { title reviews { rating } }
+    } }"""
+    with app.test_client() as client:
+        statements.reset()
+        response = client.post("/graphql", json={"query": query, "variables": {"limit": limit}})
+        count = statements.count
+    body = response.get_json()
+    assert response.status_code == 200 and "errors" not in body, body
+    authors = body["data"]["authors"]
+    assert len(authors) == limit
+    assert authors[0]["latest"] == [{"title": "book 1.2"}, {"title": "book 1.1"}]
+    assert [b["title"] for b in authors[0]["others"]] == ["book 1.1", "book 1.0"]
+    assert authors[1]["others"] == [{"title": t, "reviews": [{"rating": r} for r in rs]}
+                                    for t, rs in (("book 2.2", [3, 4]), ("book 2.1", [5, 1]))]
+    assert count == 4  # authors, the two latestBooks fields (two families), reviews
 
 
 def test_flask_sqlalchemy_each_request_gets_fresh_loaders(flask_app):
