@@ -10,6 +10,9 @@ and bounded).
 ``clock=`` (``from conftest import FakeClock``): time moves only when the test
 says so, so no test sleeps to wait.
 
+``postgres_server`` (session-scoped, from tests/postgres_server.py): one
+PostgreSQL server for the whole run, for any test that asks for it.
+
 ``django_example_project`` (module-scoped, not autouse) configures Django for
 the modules that test against the example project's ``books`` app;
 ``example_books`` fills its tables for one test and rolls them back after.
@@ -24,9 +27,8 @@ from typing import Callable
 
 import pytest
 
-# The session-wide PostgreSQL server, for every module that asks for it by
-# name: one server per run (a module that imports the fixture itself gets a
-# server of its own).
+# One PostgreSQL server per test run (tests/postgres_server.py): a session
+# fixture must be defined once, here, or each module importing it gets its own.
 from postgres_server import postgres_server  # noqa: F401
 
 _ALLOWED_PREFIXES = ("dataloader-sync-default",)

@@ -1,7 +1,7 @@
 """Fixtures for tests of the ORM loaders on the ``orm_library`` app, on SQLite and on PostgreSQL.
 
-Import them into a test module (``from orm_fixtures import library, orm_db,
-postgres_server  # noqa: F401``) and mark it
+Import them into a test module (``from orm_fixtures import library, orm_db  # noqa: F401``;
+``postgres_server`` is tests/conftest.py's, one per run) and mark it
 ``pytestmark = pytest.mark.usefixtures("django_example_project")``.
 
 - ``orm_db`` (parametrized ``"default"`` / ``"postgres"``): the Django
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 import pytest
-from postgres_server import postgres_server, use_for_django  # noqa: F401
+from postgres_server import use_for_django
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

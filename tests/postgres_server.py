@@ -1,8 +1,11 @@
 """A real PostgreSQL server for the tests: ``initdb`` and ``pg_ctl`` in a temporary directory, stopped after.
 
-``postgres_server`` (session-scoped) gives a running ``PostgresServer``:
+``postgres_server`` (session-scoped; tests/conftest.py imports it, so that
+there is one server per run: do not import it into a test module, which
+would make that module a server of its own) gives a running ``PostgresServer``:
 ``host`` (always ``127.0.0.1``), ``port`` (a free loopback port), ``user``
-(``postgres``, trust authentication: no password), ``dsn(dbname)`` and
+(``postgres``, trust authentication: no password), ``dsn(dbname)`` (libpq),
+``url(dbname)`` (SQLAlchemy), ``connect(dbname)`` (psycopg) and
 ``create_database(name)``.  ``running_postgres_server()`` is the same as a
 context manager, for a fixture of another scope.  One server serves the whole
 run; each user of it creates its own database (``create_database``), so
@@ -141,6 +144,10 @@ class PostgresServer:
         """A libpq connection string for *dbname*."""
         return f"host={self.host} port={self.port} user={self.user} dbname={dbname}"
 
+    def url(self, dbname: str = "postgres", driver: str = "psycopg") -> str:
+        """A SQLAlchemy URL for *dbname* (``postgresql+psycopg://postgres@127.0.0.1:PORT/dbname``)."""
+        return f"postgresql+{driver}://{self.user}@{self.host}:{self.port}/{dbname}"
+
     def connect(self, dbname: str = "postgres") -> Any:
         """A new autocommit ``psycopg.Connection`` to *dbname* (close it)."""
         import psycopg
@@ -193,6 +200,7 @@ def use_for_django(server: PostgresServer, dbname: str = "dataloader_sync_django
 
     settings = connections.settings[POSTGRES_ALIAS]  # the dict each connection of the alias is made from
     if settings["PORT"] != str(server.port):
+        connections[POSTGRES_ALIAS].close()  # this thread's, if any, is to another server
         server.create_database(dbname)
         settings.update(HOST=server.host, PORT=str(server.port), NAME=dbname, USER=server.user)
         call_command("migrate", database=POSTGRES_ALIAS, verbosity=0)

@@ -40,3 +40,14 @@ def test_bench_orm_tiny_runs_give_the_statement_counts_it_promises(tmp_path):
     # parent) = 1 + a + 2a
     assert small["n-plus-one"]["sql_per_request"] == 1 + 2 + 4
     assert large["n-plus-one"]["sql_per_request"] == 1 + 6 + 12
+
+
+@pytest.mark.timeout(120)
+def test_bench_orm_big_is_one_statement_per_batch(tmp_path):
+    out = tmp_path / "big.json"
+    proc = subprocess.run([sys.executable, os.path.join(TOOLS, "bench_orm.py"), "--authors", "3", "--big", "500",
+                           "--json", str(out)], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads(out.read_text())["big_batches"]
+    assert [(r["keys"], r["statements"]) for r in rows] == [(500, 1)] * 3
+    assert [r["found"] for r in rows] == [3, 3, 3]  # the three authors (with books: 4 each by default)

@@ -349,3 +349,30 @@ def test_related_loader_chunks_by_sqlites_own_limit(library, models, django_exam
     assert [[b.title for b in v] for v in values[:4]] == [["book 0.0", "book 0.1"], ["book 1.0", "book 1.1"],
                                                           ["book 2.0", "book 2.1"], []]
     assert len(sql) == 3  # 2500 keys in chunks of 1000 - 10
+
+
+def test_related_loader_many_to_many_queryset_filtering_across_the_relation_itself(orm_db, library, models):
+    from django.db.models import Count
+
+    library(orm_db, authors=2, books=2, tags=3)  # books tagged "tag 01": 0.0, 0.1, 1.0
+    tags = list(using(orm_db, models.Tag.objects).all())
+    also_01 = models.Book.objects.filter(tags__name="tag 01").order_by("-title")
+    values, sql = run(orm_db, [(related(models.Tag.books, queryset=also_01), t) for t in tags])
+    assert [[b.title for b in books] for books in values] == [["book 0.0"], ["book 1.0", "book 0.1", "book 0.0"],
+                                                              ["book 1.0", "book 0.1"]]
+    assert len(sql) == 1
+    with pytest.raises(ValueError, match="cannot be annotated"):
+        run(orm_db, [(related(models.Tag.books, queryset=also_01.annotate(n=Count("reviews"))), tags[0])])
+
+
+def test_related_loader_parents_that_deferred_their_key_cost_one_more_statement_not_one_each(orm_db, library,
+                                                                                              models):
+    library(orm_db, authors=3, books=2)
+    books = list(using(orm_db, models.Book.objects).only("title").order_by("pk"))  # author_id deferred
+    values, sql = run(orm_db, [(related(models.Book.author), b) for b in books])
+    assert [a.name for a in values] == ["author 0", "author 0", "author 1", "author 1", "author 2", "author 2"]
+    assert len(sql) == 2  # the deferred author_id of every book, then the authors
+    assert all(b.author_id == a.pk for b, a in zip(books, values))  # loaded, as Django loads a deferred column
+    authors = list(using(orm_db, models.Author.objects).only("name").order_by("pk"))  # the pk is never deferred
+    values, sql = run(orm_db, [(related(models.Author.books), a) for a in authors])
+    assert [len(v) for v in values] == [2, 2, 2] and len(sql) == 1

@@ -5,7 +5,7 @@ import os
 import pwd
 
 import pytest
-from postgres_server import PostgresServer, postgres_bindir, postgres_server, running_postgres_server  # noqa: F401
+from postgres_server import postgres_bindir, running_postgres_server
 
 
 def test_postgres_server_accepts_connections_on_loopback_as_an_unprivileged_user(postgres_server):
@@ -13,10 +13,10 @@ def test_postgres_server_accepts_connections_on_loopback_as_an_unprivileged_user
         version, = conn.execute("SHOW server_version_num").fetchone()
         assert int(version) >= 120000
         pid, = conn.execute("SELECT pg_backend_pid()").fetchone()
-        addr, port = conn.execute("SELECT inet_server_addr()::text, inet_server_port()").fetchone()
-    assert (addr, port) == ("127.0.0.1/32", postgres_server.port) or (addr, port) == ("127.0.0.1", postgres_server.port)
-    with open(f"/proc/{pid}/status") as f:
-        uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+        addr, port = conn.execute("SELECT host(inet_server_addr()), inet_server_port()").fetchone()
+        with open(f"/proc/{pid}/status") as f:  # while connected: the backend ends with the connection
+            uid = next(int(line.split()[1]) for line in f if line.startswith("Uid:"))
+    assert (addr, port) == ("127.0.0.1", postgres_server.port)
     expected = pwd.getpwnam("postgres").pw_uid if os.geteuid() == 0 else os.geteuid()
     assert uid == expected
     assert postgres_server.dir.startswith("/") and os.path.isdir(postgres_server.data)
@@ -73,3 +73,7 @@ def test_orm_db_runs_a_test_on_sqlite_and_on_postgresql_with_the_library_rolled_
             assert [a.publisher_id is None for a in library.authors] == [False, False, True, False]
             transaction.set_rollback(True, using=alias)
         assert not Book.objects.using(alias).exists()
+
+
+def test_postgres_server_url_names_the_server_for_sqlalchemy(postgres_server):
+    assert postgres_server.url("db") == f"postgresql+psycopg://postgres@127.0.0.1:{postgres_server.port}/db"

@@ -24,6 +24,8 @@ measured side by side in one run mean anything.
     python tools/bench_orm.py                 # default settings
     python tools/bench_orm.py --quick         # small settings, a few seconds
     python tools/bench_orm.py --json out.json # the same figures as JSON too
+    python tools/bench_orm.py --big 70000 [--postgres]   # one 70,000-key batch: statements, seconds
+    python tools/bench_orm.py --postgres      # the table on PostgreSQL (a server started for the run)
 """
 from __future__ import annotations
 
@@ -41,14 +43,14 @@ QUERY = "{ authors { name books { title author { name } reviews { rating } } } }
 VARIANTS = ["loaders", "prefetch", "select+prefetch", "n-plus-one"]
 
 
-def setup_django() -> None:
+def setup_django(database: Optional[dict[str, Any]] = None) -> None:
     import django
     from django.conf import settings
 
     sys.path.insert(0, os.path.join(ROOT, "examples", "django_project"))
     settings.configure(
         INSTALLED_APPS=["graphene_django", "books"],
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DATABASES={"default": database or {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,
     )
@@ -140,9 +142,47 @@ def normalized(data: Any) -> Any:
     return json.loads(json.dumps(data, sort_keys=True))
 
 
+def big_batches(keys: int) -> list[dict[str, Any]]:
+    """One batch of *keys* keys through model_loader(Author) and related_loader(Author.books): statements, seconds.
+
+    The parents are unsaved instances with primary keys 1..keys (only the
+    first few exist), so the batch is as large as asked without that many rows.
+    """
+    from books.models import Author
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.django import model_loader, related_loader
+
+    first = Author.objects.order_by("pk").values_list("pk", flat=True).first() or 1
+    parents = [Author(pk=pk) for pk in range(first, first + keys)]
+    for parent in parents:
+        parent._state.db = "default"
+    rows = []
+    for case, loader_of, batch in [
+        ("model_loader(Author).load(pk)", lambda r: model_loader(r, Author), [p.pk for p in parents]),
+        ("related_loader(Author.books).load(author)", lambda r: related_loader(r, Author.books), parents),
+        ("related_loader(Author.books, first=1).load(author)",
+         lambda r: related_loader(r, Author.books, first=1), parents),
+    ]:
+        registry = DataLoaderRegistry()
+        loader = loader_of(registry)
+        with CaptureQueriesContext(connection) as queries:
+            start = time.perf_counter()
+            futures = [loader.load(key) for key in batch]
+            registry.dispatch_all()
+            found = sum(1 for f in futures if f.result(0))
+            seconds = time.perf_counter() - start
+        rows.append({"case": case, "keys": keys, "statements": len(queries), "seconds": seconds, "found": found})
+    return rows
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    setup_django()
+    setup_django(args.database)
     fill(args.authors, args.books, args.reviews)
+    if args.big:
+        return {"database": connection_vendor(), "big_batches": big_batches(args.big)}
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -186,7 +226,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def connection_vendor() -> str:
+    from django.db import connection
+
+    return str(connection.vendor)
+
+
 def table(report: dict[str, Any]) -> str:
+    if "big_batches" in report:
+        lines = [f"one batch on {report['database']}", "| case | keys | statements | seconds (load + dispatch) |",
+                 "|---|---|---|---|"]
+        lines += [f"| {r['case']} | {r['keys']} | {r['statements']} | {r['seconds']:.2f} |"
+                  for r in report["big_batches"]]
+        return "\n".join(lines)
     s = report["settings"]
     first = report["variants"][0]["variant"]
     lines = [(f"{s['authors']} authors x {s['books_per_author']} books x {s['reviews_per_book']} reviews; "
@@ -210,7 +262,12 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     p.add_argument("--quick", action="store_true", help="small settings")
+    p.add_argument("--big", type=int, metavar="KEYS", default=0,
+                   help="instead: one batch of KEYS keys per loader kind (statements, seconds)")
+    p.add_argument("--postgres", action="store_true",
+                   help="on a PostgreSQL server started for the run (tests/postgres_server.py) instead of SQLite")
     args = p.parse_args(argv)
+    args.database = None
     if args.quick:
         args.authors, args.requests, args.rounds, args.warmup = 10, 5, 3, 2
     return args
@@ -218,7 +275,20 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    report = run(args)
+    if args.postgres:
+        sys.path.insert(0, os.path.join(ROOT, "tests"))
+        from postgres_server import running_postgres_server
+
+        with running_postgres_server() as server:
+            name = server.create_database("bench_orm")
+            args.database = {"ENGINE": "django.db.backends.postgresql", "NAME": name, "HOST": server.host,
+                             "PORT": str(server.port), "USER": server.user}
+            report = run(args)
+            from django.db import connections
+
+            connections.close_all()
+    else:
+        report = run(args)
     print(table(report))
     if args.json:
         with open(args.json, "w") as f:

@@ -105,6 +105,7 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
         to-one relation.
     """
     rel = _checked(field, queryset, first)
+    _load_deferred_keys(instances, rel.parent_attname)
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
     found: dict[Any, Any] = {}
     if not _empty(queryset):
@@ -121,10 +122,31 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     return [found.get(key) if key is not None else None for key in parents]
 
 
+def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
+    """Load the key column *attname* of the instances that deferred it: one statement per model and database.
+
+    Reading a deferred column loads it for that instance alone (one query
+    each): ``Book.objects.only("title")``, or strawberry-django's optimizer,
+    would turn a batch back into N+1.  The values are stored as Django
+    stores a loaded deferred column, so later reads are free too.
+    """
+    deferred: dict[tuple[Any, str], list[Model]] = {}
+    for instance in instances:
+        if attname not in instance.__dict__:  # deferred (a loaded column is in the instance's __dict__)
+            db = instance._state.db or router.db_for_read(type(instance), instance=instance)
+            deferred.setdefault((type(instance)._meta.concrete_model, db), []).append(instance)
+    for (model, db), group in deferred.items():
+        with batch_connection(db):
+            values = dict(model._base_manager.using(db).filter(pk__in={i.pk for i in group})
+                          .values_list("pk", attname))
+        for instance in group:
+            instance.__dict__[attname] = values.get(instance.pk)
+
+
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
            keys: list[Any]) -> dict[Any, Any]:
     """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
-    base = (rel.manager().all() if queryset is None else queryset).using(db)
+    base = (rel.manager().all() if queryset is None else _unlinked(rel, queryset)).using(db)
     ordering = ordering_of(base)
     base = base.annotate(**{_PARENT: F(rel.path)})
     if first is not None:
@@ -142,6 +164,27 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
                 else:
                     found.setdefault(key, row)
     return found
+
+
+def _unlinked(rel: Relation, queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """*queryset*, or the same rows selected by primary key when it joins the relation's own through table.
+
+    The parent annotation (``F("books__id")``) reuses a join the queryset
+    already has to that table, so ``Tag.books`` with
+    ``Book.objects.filter(tags__name="x")`` would keep only the links to tag
+    "x".  Selecting the queryset's rows in a subquery keeps its filter apart
+    from the link: the books of each tag that are (also) tagged "x".  The
+    queryset's order is kept; its annotations cannot be (they are refused).
+    """
+    if rel.through_table is None or all(
+            join.table_name != rel.through_table for join in queryset.query.alias_map.values()):
+        return queryset
+    if queryset.query.annotations:
+        raise ValueError(f"a queryset for {rel.label} that joins the relation itself cannot be annotated "
+                         "(filter on a subquery: pk__in=...)")
+    ordered = queryset.query.order_by or (queryset.query.default_ordering and queryset.query.get_meta().ordering)
+    selected = queryset.model._default_manager.filter(pk__in=queryset.order_by().values("pk"))
+    return selected.order_by(*ordering_of(queryset)) if ordered else selected
 
 
 def _related_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None) -> Hashable:

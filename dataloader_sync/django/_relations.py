@@ -35,7 +35,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Optional
 
 from django.db.models import Manager
 from django.db.models.fields.related_descriptors import (
@@ -65,6 +65,8 @@ class Relation:
         base_manager: True when the related rows come from the related
             model's ``_base_manager`` (a forward FK or one-to-one, as in
             Django), False for its ``_default_manager``.
+        through_table: a many-to-many relation's through table (its join
+            links rows to parents), else None.
     """
 
     label: str
@@ -74,6 +76,7 @@ class Relation:
     key_field: Any
     many: bool
     base_manager: bool
+    through_table: Optional[str] = None
 
     def manager(self) -> Manager[Any]:
         model = self.related_model
@@ -108,12 +111,12 @@ def _read(d: Any) -> Relation:
             source_fk = through.get_field(field.m2m_reverse_field_name())
             return Relation(f"{field.related_model.__name__}.{rel.get_accessor_name()}", field.model,
                             source_fk.target_field.attname, f"{field.name}__{source_fk.target_field.name}",
-                            source_fk.target_field, True, False)
+                            source_fk.target_field, True, False, through.db_table)
         source_fk = through.get_field(field.m2m_field_name())  # Book.tags: tags of the book
         return Relation(f"{field.model.__name__}.{field.name}", field.related_model,
                         source_fk.target_field.attname,
                         f"{field.related_query_name()}__{source_fk.target_field.name}",
-                        source_fk.target_field, True, False)
+                        source_fk.target_field, True, False, through.db_table)
     if isinstance(d, ReverseManyToOneDescriptor):  # Author.books
         field = d.field
         return Relation(f"{d.rel.model.__name__}.{d.rel.get_accessor_name()}", d.rel.related_model,
