@@ -14,7 +14,7 @@ import pytest
 sqlalchemy = pytest.importorskip("sqlalchemy")
 
 from sqlalchemy import ForeignKey, select  # noqa: E402
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship  # noqa: E402
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, load_only, mapped_column, relationship  # noqa: E402
 from sqlalchemy.orm.exc import DetachedInstanceError  # noqa: E402
 from sqlalchemy_helpers import (  # noqa: E402
     Author,
@@ -238,6 +238,33 @@ def test_load_related_expired_parents_are_read_from_their_identity(catalogue):
     out = load_related(authors, Author.books)
     assert statements.count == 1  # no refresh of the authors: their keys are their identities
     assert [len(b) for b in out] == [3, 3, 3, 3]
+
+
+def test_load_related_deferred_foreign_keys_cost_one_statement_for_all_parents(catalogue):
+    session, statements = catalogue
+    books = session.scalars(select(Book).options(load_only(Book.title)).order_by(Book.id)).all()
+    assert all("author_id" not in sqlalchemy.inspect(b).dict for b in books)
+    statements.reset()
+    authors = load_related(books, Book.author)
+    assert statements.count == 2  # the books' author_id, then the authors; not one refresh per book
+    with Session(session.get_bind()) as other:
+        expected = [b.author_id for b in _all(other, Book)]
+    assert [a.id if a else None for a in authors] == expected
+    assert all("author_id" not in sqlalchemy.inspect(b).dict for b in books)  # the instances are not changed
+    statements.reset()
+    load_related(books, Book.author)
+    assert statements.count == 1  # the authors are in the identity map now: only the keys
+
+
+def test_load_related_some_expired_foreign_keys_among_loaded_ones(catalogue):
+    session, statements = catalogue
+    books = _all(session, Book)
+    for book in books[::2]:
+        session.expire(book, ["author_id"])
+    statements.reset()
+    authors = load_related(books, Book.author)
+    assert statements.count == 2
+    assert [a.id if a else None for a in authors] == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, None]
 
 
 def test_load_related_through_a_dataloader_is_one_batch(catalogue):

@@ -17,6 +17,9 @@ Guarantees:
   ``session=`` (``DetachedInstanceError``), an instance of another session
   than the batch's (``ValueError``: each batch runs in one session, that of
   the first attached instance when ``session=None``).
+- Parents that did not load their key columns (``load_only()``,
+  ``defer()``, an expired foreign key) cost one more statement for all of
+  them, not one refresh each.
 - A batch on a thread that does not own the session fails all its keys
   (``RuntimeError``, see ``_sessions``) before it touches the session.
 - To-many lists are fresh lists, ordered by the relationship's
@@ -32,7 +35,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional
 
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 from sqlalchemy.orm import InstanceState, Session
 from sqlalchemy.orm.attributes import instance_state
 from sqlalchemy.orm.exc import DetachedInstanceError
@@ -93,6 +96,19 @@ def load_related(
     pending: dict[tuple[Any, ...], list[int]] = {}
     batch_session: Optional[Session] = given
     checked: Optional[Session] = None
+    unloaded: list[tuple[int, InstanceState[Any]]] = []  # key columns deferred or expired: one statement
+
+    def place(index: int, key: Optional[tuple[Any, ...]]) -> None:
+        if key is None:
+            results[index] = [] if relation.to_many else None
+            return
+        if plain and relation.identity and batch_session is not None:
+            found = _from_identity_map(batch_session, relation, key)
+            if found is not None:
+                results[index] = found
+                return
+        pending.setdefault(key, []).append(index)
+
     for index, instance in enumerate(instances):
         state = _state_of(instance, relation)
         if isinstance(state, Exception):
@@ -126,15 +142,15 @@ def load_related(
         except Exception as error:
             results[index] = error
             continue
-        if key is None:
-            results[index] = [] if relation.to_many else None
-            continue
-        if plain and relation.identity and batch_session is not None:
-            found = _from_identity_map(batch_session, relation, key)
-            if found is not None:
-                results[index] = found
-                continue
-        pending.setdefault(key, []).append(index)
+        if key is _UNLOADED:
+            unloaded.append((index, state))
+        else:
+            place(index, key)
+    if unloaded:
+        assert batch_session is not None  # may_load: not a factory batch
+        keys = _load_keys(batch_session, relation, [state for _, state in unloaded])
+        for index, state in unloaded:
+            place(index, keys.get(state.identity, None))
     if not pending:
         return results
     with open_batch_session(session, batch_session) as query_session:
@@ -167,12 +183,18 @@ def _describe(state: InstanceState[Any]) -> str:
     return f"{name} {state.identity}" if state.identity is not None else f"a new {name}"
 
 
+#: What _key_of returns for a persistent instance whose key columns are not loaded.
+_UNLOADED: Any = object()
+
+
 def _key_of(state: InstanceState[Any], relation: Relation, *, may_load: bool) -> Optional[tuple[Any, ...]]:
     """The values of the parent's key attributes on *state* (``None`` if one is ``None``).
 
     Reads the instance's loaded state; an expired primary key comes from the
-    identity; anything else expired is loaded through the instance's session
-    (one statement, as a plain attribute access would) when *may_load*.
+    identity.  A key column that is deferred or expired gives ``_UNLOADED``
+    when *may_load* (the batch loads those of all its instances in one
+    statement, see ``_load_keys``), except on an instance without identity
+    (pending), whose attribute is read as a plain access would.
 
     Raises:
         ValueError: an attribute is not loaded and *may_load* is false.
@@ -183,6 +205,9 @@ def _key_of(state: InstanceState[Any], relation: Relation, *, may_load: bool) ->
             value = state.dict[attr]
         elif relation.parent_is_identity and state.identity is not None:
             value = state.identity[position]
+        elif may_load and state.identity is not None:
+            unloaded: Optional[tuple[Any, ...]] = _UNLOADED
+            return unloaded
         elif may_load:
             value = getattr(state.obj(), attr)
         else:
@@ -194,6 +219,31 @@ def _key_of(state: InstanceState[Any], relation: Relation, *, may_load: bool) ->
             return None
         values.append(value)
     return tuple(values)
+
+
+def _load_keys(
+    session: Session, relation: Relation, states: list[InstanceState[Any]]
+) -> dict[Any, Optional[tuple[Any, ...]]]:
+    """The key columns of persistent instances that did not load them (``load_only``, ``defer``, expired).
+
+    One statement for all of them (split only past the parameter limit):
+    ``SELECT pk, key columns FROM parent WHERE pk IN (...)``, instead of one
+    refresh per instance.  The instances are not changed.
+
+    Returns:
+        ``{identity: key or None}``; an instance whose row is gone is absent.
+    """
+    cls = relation.parent.class_
+    pk = [getattr(cls, attr) for attr in relation.parent_pk_attrs]
+    key_attrs = [getattr(cls, attr) for attr in relation.parent_attrs]
+    statement = select(pk[0], *pk[1:], *key_attrs)
+    identities = list(dict.fromkeys(state.identity for state in states if state.identity is not None))
+    width = len(pk)
+    found: dict[Any, Optional[tuple[Any, ...]]] = {}
+    for row in run_rows(session, statement.where, relation.parent, [c.__clause_element__() for c in pk], identities):
+        values = tuple(row[width:])
+        found[tuple(row[:width])] = None if any(v is None for v in values) else values
+    return found
 
 
 def _from_identity_map(session: Session, relation: Relation, key: tuple[Any, ...]) -> Any:
@@ -231,28 +281,35 @@ def criteria_for(relation: Relation, where: Clauses, order_by: Clauses, first: O
     return criteria
 
 
-def run_keyed(
+def run_rows(
     session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
-) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """Run ``build(key_clause)`` for *keys* (in as few statements as the dialect allows).
+) -> Iterator[Any]:
+    """Run ``build(key_clause)`` for *keys*, in as few statements as the dialect allows; yield the rows.
 
     Args:
         session: where to run the statements.
-        build: makes the statement for one key clause; its rows are the
-            entity, then one value per key column.
-        mapper: the entity's mapper (for the session's bind).
+        build: makes the statement for one key clause.
+        mapper: the mapper of what is selected (for the session's bind).
         columns: the key columns.
         keys: distinct key tuples.
+    """
+    dialect = session.get_bind(mapper=mapper).dialect
+    limit = max_parameters(dialect)
+    if needs_limit(len(keys), len(columns)) and dialect.name == "sqlite":  # ask the connection the batch runs on
+        connection = session.connection(bind_arguments={"mapper": mapper})
+        limit = max_parameters(dialect, connection.connection.driver_connection)
+    for clause in key_filters(columns, keys, dialect, limit):
+        yield from session.execute(build(clause))
+
+
+def run_keyed(
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """:func:`run_rows` for statements selecting an entity, then one value per key column.
 
     Yields:
         ``(entity, key)`` per row.
     """
-    dialect = session.get_bind(mapper=mapper).dialect
     width = len(columns)
-    limit = max_parameters(dialect)
-    if needs_limit(len(keys), width) and dialect.name == "sqlite":  # ask the connection the batch runs on
-        connection = session.connection(bind_arguments={"mapper": mapper})
-        limit = max_parameters(dialect, connection.connection.driver_connection)
-    for clause in key_filters(columns, keys, dialect, limit):
-        for row in session.execute(build(clause)):
-            yield row[0], tuple(row[1:width + 1])
+    for row in run_rows(session, build, mapper, columns, keys):
+        yield row[0], tuple(row[1:width + 1])

@@ -61,6 +61,7 @@ class Relation:
         target: the related mapper.
         to_many: the value is a list (``uselist=True``).
         parent_attrs: the names of the parent's attributes holding the key.
+        parent_pk_attrs: the names of the parent's primary-key attributes.
         parent_is_identity: *parent_attrs* are the parent's primary key, in
             order (read from the instance's identity when expired).
         match_columns: the columns selected beside the related entity, one
@@ -70,7 +71,7 @@ class Relation:
     """
 
     __slots__ = (
-        "prop", "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_is_identity",
+        "prop", "name", "key", "parent", "target", "to_many", "parent_attrs", "parent_pk_attrs", "parent_is_identity",
         "match_columns", "identity", "_secondary", "_secondaryjoin", "_own_order", "_pk",
     )
 
@@ -116,8 +117,8 @@ class Relation:
                 cls = self.parent.class_.__name__
                 raise ValueError(f"{self.name}: column {local} is not mapped on {cls}") from None
         self.parent_attrs = tuple(attrs)
-        parent_pk = [self.parent.get_property_by_column(col).key for col in self.parent.primary_key]
-        self.parent_is_identity = list(self.parent_attrs) == parent_pk
+        self.parent_pk_attrs = tuple(self.parent.get_property_by_column(col).key for col in self.parent.primary_key)
+        self.parent_is_identity = self.parent_attrs == self.parent_pk_attrs
         self.match_columns: tuple[ColumnElement[Any], ...] = tuple(remote for _, remote in pairs)
         self._own_order: tuple[Any, ...] = tuple(prop.order_by or ())
         self._pk = tuple(pk)
