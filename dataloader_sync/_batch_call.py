@@ -134,6 +134,9 @@ class _BatchCall:
         with self._lock:
             self._value_cache_hit_count += len(hits)
             self._value_cache_miss_count += len(queue) - len(hits)
+        if self._instrumentation is not None:
+            _instr.value_cache_lookup(self._instrumentation, cast("DataLoader[Any, Any]", self),
+                                      len(hits), len(queue) - len(hits))
         if not hits:
             return queue, sink
         assert found is not None

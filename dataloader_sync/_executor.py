@@ -122,6 +122,34 @@ class ScheduledExecutor(cf.Executor):
         """
         return self._timer.statistics()
 
+    def add_run_observer(self, observer: Callable[[float, float], None]) -> None:
+        """Call ``observer(queue_wait, run_time)`` after each task run (seconds, on ``clock``).
+
+        The seam for metrics (``dataloader_sync.otel.instrument_executor``):
+        ``queue_wait`` is due time (or ``submit()``) to start, ``run_time``
+        start to end, as in ``statistics()``.  The observer runs on the thread
+        that ran the task, after the run is counted and before its future is
+        completed, outside the executor's lock; it must be quick.  One that
+        raises is logged and ignored.  An executor without observers pays one
+        attribute test per run.
+
+        Raises:
+            TypeError: *observer* is not callable.
+        """
+        check_callable("observer", observer)
+        timer = self._timer
+        with timer.lock:
+            timer.observers = (*timer.observers, observer)
+
+    def remove_run_observer(self, observer: Callable[[float, float], None]) -> None:
+        """Stop calling *observer* (added by ``add_run_observer``); nothing if it is not there."""
+        timer = self._timer
+        with timer.lock:
+            observers = list(timer.observers)
+            if observer in observers:
+                observers.remove(observer)
+            timer.observers = tuple(observers)
+
     def wake(self) -> None:
         """Make the timer thread read the clock now: after a fake ``clock`` moved.
 

@@ -4,7 +4,9 @@ java-dataloader's ``DataLoaderInstrumentation``, for threads: a loader calls
 ``begin_dispatch(loader)`` when a dispatch starts and ``begin_batch(loader,
 keys, environment)`` just before each call of its batch function.  Either may
 return a context object; its ``on_completed(result, error)`` is called once
-when that dispatch or batch call finishes.
+when that dispatch or batch call finishes.  A loader with a ``value_cache=``
+also calls ``value_cache_lookup(loader, hits, misses)`` once per lookup (one
+per dispatch), before the misses go to the batch function.
 
 Guarantees:
 - Zero cost when unused: a loader without an instrumentation tests one
@@ -27,17 +29,27 @@ Guarantees:
   ``dataloader_sync`` logger and ignored: it never fails a load, a dispatch
   or another instrumentation of a chain.
 - No hook is called under a loader's lock.
+- ``value_cache_lookup`` is optional: an instrumentation without it (duck
+  typed, written before it existed) is simply not told.
+- A *context instrumentation* (``set_context_instrumentation``) is added to
+  every registry created in that ``contextvars`` context, after the
+  registry's own: how a debugging tool (the django-debug-toolbar panel) sees
+  one request's loaders without the application's registry factory knowing
+  of it.  Creating a registry costs one ``ContextVar.get`` more; loads,
+  dispatches and batch calls cost nothing more.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from ._batch import BatchLoaderEnvironment
 
-if TYPE_CHECKING:  # typing only: _dataloader imports this module
+if TYPE_CHECKING:  # typing only: _dataloader and _registry import this module
     from ._dataloader import DataLoader
+    from ._registry import DataLoaderRegistry
 
 __all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
 
@@ -101,6 +113,20 @@ class DataLoaderInstrumentation:
             None, or a context told when the batch's keys are decided.
         """
         return None
+
+    def value_cache_lookup(self, loader: DataLoader[Any, Any], hits: int, misses: int) -> None:
+        """Called once per lookup of ``loader``'s ``value_cache`` (one ``get_values`` per dispatch).
+
+        It runs after the lookup, before the hits are settled and the misses
+        go to the batch function (whose ``begin_batch`` follows).  A lookup
+        that failed (the cache raised; logged) counts every key as a miss, as
+        the loader's statistics do.
+
+        Args:
+            loader: the loader.
+            hits: keys the value cache answered.
+            misses: keys that go to the batch function.
+        """
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
@@ -179,6 +205,10 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
     ) -> Optional[DataLoaderInstrumentationContext]:
         return _chain([begin_batch(i, loader, keys, environment) for i in self._instrumentations])
 
+    def value_cache_lookup(self, loader: DataLoader[Any, Any], hits: int, misses: int) -> None:
+        for i in self._instrumentations:
+            value_cache_lookup(i, loader, hits, misses)
+
     def __repr__(self) -> str:
         return f"ChainedInstrumentation({list(self._instrumentations)!r})"
 
@@ -207,8 +237,59 @@ def begin_batch(
         return None
 
 
+def value_cache_lookup(instrumentation: DataLoaderInstrumentation, loader: DataLoader[Any, Any],
+                       hits: int, misses: int) -> None:
+    hook = getattr(instrumentation, "value_cache_lookup", None)  # optional: see the module notes
+    if hook is None:
+        return
+    try:
+        hook(loader, hits, misses)
+    except Exception:
+        _LOGGER.exception("instrumentation %r raised in value_cache_lookup of %r; ignored", instrumentation, loader)
+
+
 def completed(context: DataLoaderInstrumentationContext, result: Any, error: Optional[BaseException]) -> None:
     try:
         context.on_completed(result, error)
     except Exception:
         _LOGGER.exception("instrumentation context %r raised in on_completed; ignored", context)
+
+
+# -- the context instrumentation: added to the registries created in a context -----------------
+_context_instrumentation: contextvars.ContextVar[Optional[DataLoaderInstrumentation]] = contextvars.ContextVar(
+    "dataloader_sync_context_instrumentation", default=None)
+
+
+def set_context_instrumentation(
+        instrumentation: Optional[DataLoaderInstrumentation]) -> contextvars.Token[Optional[DataLoaderInstrumentation]]:
+    """Make every registry created in this context from now on add *instrumentation* to its own.
+
+    Its loaders registered without an instrumentation of their own are then
+    told (a loader's own instrumentation still wins, as with the registry's).
+    If it has ``registry_created(registry)``, that is called with each such
+    registry, from the registry's ``__init__`` (before its fields are set:
+    keep a reference, use it later); one that raises is logged and ignored.
+
+    Returns:
+        The token for ``reset_context_instrumentation``.
+    """
+    return _context_instrumentation.set(check_instrumentation(instrumentation))
+
+
+reset_context_instrumentation = _context_instrumentation.reset
+
+
+def for_new_registry(registry: DataLoaderRegistry,
+                     instrumentation: Optional[DataLoaderInstrumentation]) -> Optional[DataLoaderInstrumentation]:
+    """The instrumentation *registry* (being created) uses: *instrumentation* plus the context's, if any."""
+    extra = _context_instrumentation.get()
+    if extra is None:
+        return instrumentation
+    hook = getattr(extra, "registry_created", None)
+    if hook is not None:
+        try:
+            hook(registry)
+        except Exception:
+            _LOGGER.exception("instrumentation %r raised in registry_created; ignored", extra)
+    return extra if instrumentation is None else ChainedInstrumentation([instrumentation, extra])
+

@@ -29,7 +29,7 @@ from typing import (
 
 from ._dataloader import DataLoader
 from ._family import BoundBatch, family_key, family_label, family_options
-from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
+from ._instrumentation import DataLoaderInstrumentation, check_instrumentation, for_new_registry
 from ._statistics import Statistics
 from ._types import P, Values
 
@@ -132,7 +132,8 @@ class DataLoaderRegistry:
     """
 
     def __init__(self, *, instrumentation: Optional[DataLoaderInstrumentation] = None) -> None:
-        self._instrumentation = check_instrumentation(instrumentation)
+        # plus the context instrumentation, if one is set (a debugging tool's: see _instrumentation)
+        self._instrumentation = for_new_registry(self, check_instrumentation(instrumentation))
         # _lock guards changes of _loaders and _order; readers use _loaders as
         # it is (a dict read is atomic) or a snapshot of it, so dispatch never
         # holds it.  Lock order: _lock, then a loader's lock (register); a

@@ -160,6 +160,9 @@ class _Timer:
         self.queue_wait = Window()
         self.run_time = Window()
         self.lateness = Window()
+        # Run observers (ScheduledExecutor.add_run_observer): replaced, never
+        # mutated, under lock; read without it by each run (one tuple read).
+        self.observers: tuple[Callable[[float, float], None], ...] = ()
         self.shutdown_flag = False
         self.thread: Optional[threading.Thread] = None
         # True while the wrapped executor refuses tasks (a drop was logged).
@@ -333,11 +336,21 @@ class _Timer:
         if slow:
             _LOGGER.warning("slow task: %s took %.3f s (slow_task_threshold is %g s)",
                             _task_name(entry.fn), took, threshold)
+        observers = self.observers
+        if observers:
+            self._observe(observers, waited, took)
         if not periodic:
             fut._settle(result, error)
         elif error is not None:
             _LOGGER.error("periodic task %r raised; it will not run again", entry.fn, exc_info=error)
             fut._settle(None, error)
+
+    def _observe(self, observers: tuple[Callable[[float, float], None], ...], waited: float, took: float) -> None:
+        for observer in observers:
+            try:
+                observer(waited, took)
+            except Exception:
+                _LOGGER.exception("run observer %r raised; ignored", observer)
 
     # -- inspection ----------------------------------------------------------------
     def statistics(self) -> ExecutorStatistics:

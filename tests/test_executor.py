@@ -768,3 +768,41 @@ def test_default_scheduled_executor_slow_task_threshold_is_a_setting(monkeypatch
 
 def slow_report_taking(clock, seconds):
     clock.now += seconds
+
+
+def test_ScheduledExecutor_run_observer_that_raises_is_logged_and_the_task_completes(caplog):
+    executor = ScheduledExecutor(name="observed", max_workers=1)
+    seen: list[tuple[float, float]] = []
+
+    def broken(queue_wait, run_time):
+        raise RuntimeError("observer bug")
+
+    executor.add_run_observer(broken)
+    executor.add_run_observer(lambda w, r: seen.append((w, r)))
+    try:
+        with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+            assert executor.submit(lambda: 7).result(timeout=10) == 7
+            executor.submit(lambda: None).result(timeout=10)
+        assert any("run observer" in r.getMessage() for r in caplog.records)
+        assert seen and all(w >= 0 and r >= 0 for w, r in seen)
+        executor.remove_run_observer(broken)
+        caplog.clear()
+        with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+            executor.submit(lambda: None).result(timeout=10)
+        assert caplog.records == []  # removed
+        with pytest.raises(TypeError, match="observer must be callable"):
+            executor.add_run_observer(None)  # type: ignore[arg-type]
+    finally:
+        executor.shutdown()
+
+
+def test_ScheduledExecutor_run_observer_is_told_queue_wait_and_run_time_on_the_executors_clock():
+    clock = FakeClock()
+    seen: queue.Queue = queue.Queue()
+    with ScheduledExecutor(name="observed-clock", max_workers=1, clock=clock) as executor:
+        executor.add_run_observer(lambda waited, took: seen.put((waited, took)))
+        future = executor.schedule(slow_report_taking, 1.0, clock, 0.25)
+        clock.now += 1.5  # due at 1.0, started at 1.5
+        executor.wake()
+        future.result(timeout=10)
+        assert seen.get(timeout=10) == (0.5, 0.25)

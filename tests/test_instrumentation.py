@@ -296,6 +296,75 @@ def test_DataLoader_instrumentation_begin_batch_sees_only_the_value_cache_misses
     assert rec.events() == ["rec.begin_dispatch", "rec.dispatch_completed"]
 
 
+class Lookups(DataLoaderInstrumentation):
+    """Records value-cache lookups (and the batch calls, to see the order)."""
+
+    def __init__(self, raising: bool = False) -> None:
+        self.log: list[Any] = []
+        self.raising = raising
+
+    def begin_batch(self, loader, keys, environment):
+        self.log.append(("batch", list(keys)))
+        return None
+
+    def value_cache_lookup(self, loader, hits, misses):
+        self.log.append(("lookup", loader.name, hits, misses))
+        if self.raising:
+            raise RuntimeError("broken value_cache_lookup")
+
+
+def test_DataLoader_instrumentation_is_told_of_each_value_cache_lookup_before_the_batch():
+    rec = Lookups()
+    shared = DictValueCache({1: "one"})
+    loader = DataLoader(echo, name="users", value_cache=shared, instrumentation=rec)
+    values = loader.load_many([1, 2, 3])
+    loader.dispatch()
+    assert values.result(timeout=5) == ["one", 2, 3]
+    all_hits = DataLoader(echo, name="users", value_cache=shared, instrumentation=rec)
+    hit = all_hits.load(2)
+    all_hits.dispatch()
+    assert hit.result(timeout=5) == 2
+    assert rec.log == [("lookup", "users", 1, 2), ("batch", [2, 3]), ("lookup", "users", 1, 0)]
+    plain = DataLoader(echo, instrumentation=rec)  # no value cache: no lookup
+    plain.load(1)
+    plain.dispatch()
+    assert rec.log[-1] == ("batch", [1])
+
+
+def test_ChainedInstrumentation_tells_each_of_a_value_cache_lookup_and_survives_a_raising_one(caplog):
+    broken, rec = Lookups(raising=True), Lookups()
+    loader = DataLoader(echo, name="users", value_cache=DictValueCache({}),
+                        instrumentation=ChainedInstrumentation([broken, rec]))
+    with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+        values = loader.load_many([1, 2])
+        loader.dispatch()
+        assert values.result(timeout=5) == [1, 2]
+    assert broken.log[0] == rec.log[0] == ("lookup", "users", 0, 2)
+    assert rec.log[1] == ("batch", [1, 2])
+    assert ["value_cache_lookup" in r.getMessage() for r in caplog.records] == [True]
+    assert loader.statistics().load_error_count == 0
+
+
+def test_DataLoader_instrumentation_without_a_value_cache_lookup_hook_is_not_told():
+    class Old:  # duck typed, written before the hook existed
+        def __init__(self) -> None:
+            self.batches: list[Any] = []
+
+        def begin_dispatch(self, loader):
+            return None
+
+        def begin_batch(self, loader, keys, environment):
+            self.batches.append(list(keys))
+            return None
+
+    old = Old()
+    loader = DataLoader(echo, value_cache=DictValueCache({1: "one"}), instrumentation=old)
+    values = loader.load_many([1, 2])
+    loader.dispatch()
+    assert values.result(timeout=5) == ["one", 2]
+    assert old.batches == [[2]]
+
+
 # -- an instrumentation that raises -------------------------------------------------------------------
 class Raising(DataLoaderInstrumentation):
     def __init__(self, where: str) -> None:
@@ -598,3 +667,58 @@ def test_DataLoader_batch_on_a_ScheduledExecutor_is_the_task_its_slow_task_log_n
     assert seen == ["batch of r1" if instrumented else "r1"]
     [warning] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert "load_users took 2.500 s" in warning
+
+
+# -- the context instrumentation (a debugging tool's: added to registries created in a context) --------------
+def test_context_instrumentation_is_added_to_registries_created_in_that_context_only():
+    from dataloader_sync._instrumentation import reset_context_instrumentation, set_context_instrumentation
+
+    own, extra = Recording("own"), Recording("extra")
+    made: list[Any] = []
+    extra.registry_created = made.append  # type: ignore[attr-defined]
+    before = DataLoaderRegistry(instrumentation=own)
+    token = set_context_instrumentation(extra)
+    try:
+        during = DataLoaderRegistry(instrumentation=own)
+        bare = ScheduledDataLoaderRegistry()
+        elsewhere: list[Any] = []
+        thread = threading.Thread(target=lambda: elsewhere.append(DataLoaderRegistry()))  # another context
+        thread.start()
+        thread.join(timeout=10)
+    finally:
+        reset_context_instrumentation(token)
+    after = DataLoaderRegistry()
+    assert made == [during, bare]
+    assert before.instrumentation is own and after.instrumentation is None
+    assert elsewhere[0].instrumentation is None
+    assert bare.instrumentation is extra
+    assert isinstance(during.instrumentation, ChainedInstrumentation)
+    assert during.instrumentation.instrumentations == (own, extra)  # the registry's own first
+    during.register("users", DataLoader(echo))
+    during.register("mine", DataLoader(echo, instrumentation=Recording("mine")))  # its own wins
+    during["users"].load(1)
+    during["mine"].load(2)
+    during.dispatch_all()
+    assert [e[1] for e in extra.log if e[0] == "extra.begin_batch"] == [[1]]
+    assert [e[1] for e in own.log if e[0] == "own.begin_batch"] == [[1]]
+    bare.close()
+
+
+def test_context_instrumentation_whose_registry_created_raises_is_logged(caplog):
+    from dataloader_sync._instrumentation import reset_context_instrumentation, set_context_instrumentation
+
+    class Broken(Recording):
+        def registry_created(self, registry):
+            raise RuntimeError("broken registry_created")
+
+    extra = Broken()
+    token = set_context_instrumentation(extra)
+    try:
+        with caplog.at_level(logging.ERROR, logger="dataloader_sync"):
+            registry = DataLoaderRegistry()
+    finally:
+        reset_context_instrumentation(token)
+    assert registry.instrumentation is extra
+    assert ["registry_created" in r.getMessage() for r in caplog.records] == [True]
+    with pytest.raises(TypeError, match="instrumentation"):
+        set_context_instrumentation(object())  # type: ignore[arg-type]

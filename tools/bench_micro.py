@@ -1,7 +1,8 @@
 """Per-operation costs for tools/bench.py ``--micro`` and their shape for ``--scaling``.
 
 ``micro()``: ns per ``load()`` (cached, queued), per ``dispatch()`` of 100 keys,
-per tick of an idle 200-loader registry, beside graphql-sync-dataloaders'
+per tick of an idle 200-loader registry, per one-key batch with and without
+the OpenTelemetry instrumentations (when opentelemetry-sdk is installed), beside graphql-sync-dataloaders'
 ``SyncDataLoader`` (when installed) and a bare ``concurrent.futures.Future``
 lifecycle, in the same run.  Each figure is the best of 5 repeats with the
 cyclic GC off (``timeit``'s way); the peer's are measured the same way.
@@ -224,6 +225,45 @@ def _gsd_cases(overhead: float) -> list[Any]:
             ("SyncDataLoader.dispatch_queue, 100 keys", _timed(dispatch))]
 
 
+def _batch_1(instrumentation: Any) -> Callable[[], float]:
+    """Seconds per ``dispatch()`` of one key queued by ``load()``: the per-batch cost of *instrumentation*."""
+    def case() -> float:
+        loader = DataLoader(_echo, name="bench", cache=False, instrumentation=instrumentation)
+        load, dispatch = loader.load, loader.dispatch
+        total = 0.0
+        for k in range(2000):
+            load(k)
+            t = time.perf_counter()
+            dispatch()
+            total += time.perf_counter() - t
+        return total / 2000
+    return case
+
+
+def _otel_cases() -> list[Any]:
+    """``(name, ns)`` of a one-key batch without and with the OpenTelemetry instrumentations (real SDK)."""
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from dataloader_sync import ChainedInstrumentation
+        from dataloader_sync.otel import OpenTelemetryInstrumentation, OpenTelemetryMetrics
+    except ImportError:
+        return []
+    meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    tracers = TracerProvider()  # no span processor: spans are made and dropped
+    metrics = OpenTelemetryMetrics(meter_provider=meters)
+    both = ChainedInstrumentation([OpenTelemetryInstrumentation(tracer_provider=tracers), metrics])
+    try:
+        return [("batch of 1 key: dispatch, no instrumentation", _timed(_batch_1(None))),
+                ("batch of 1 key: dispatch with OpenTelemetryMetrics", _timed(_batch_1(metrics))),
+                ("batch of 1 key: dispatch with spans + OpenTelemetryMetrics", _timed(_batch_1(both)))]
+    finally:
+        meters.shutdown()
+        tracers.shutdown()
+
+
 def micro(quick: bool = False) -> dict[str, float]:
     """Print and return ns per operation (the DataLoader's beside the peer's and the registry's)."""
     overhead = loop_overhead(200_000, REPEAT) * 1e9
@@ -242,8 +282,11 @@ def micro(quick: bool = False) -> dict[str, float]:
         ("concurrent.futures.Future: create, set_result, result",
          bench_future_cycle(cf.Future, REPEAT) * 1e9 - overhead),
     ]
+    otel = _otel_cases()
+    rows += otel
     print(f"\nmicro: ns per operation, best of {REPEAT}, cyclic GC off"
-          + ("" if gsd else "; graphql-sync-dataloaders not installed"))
+          + ("" if gsd else "; graphql-sync-dataloaders not installed")
+          + ("" if otel else "; opentelemetry-sdk not installed"))
     for name, ns in rows:
         print(f"  {name:<66} {ns:>10,.0f}", flush=True)
     return dict(rows)

@@ -75,7 +75,8 @@ def queryset_key(queryset: Optional[QuerySet[Any]]) -> Hashable:
 
 
 def queryset_label(queryset: QuerySet[Any]) -> str:
-    """A short readable form for a loader's name: ``Book WHERE ... ORDER BY ...`` (parameters inlined)."""
+    """A short readable form for a loader's name: ``Book WHERE ... ORDER BY ...`` (parameters inlined),
+    ``Book all``, with `` using ALIAS`` after it when the queryset names its database."""
     key = queryset_key(queryset)
     assert isinstance(key, tuple)
     sql = key[2]
@@ -87,7 +88,8 @@ def queryset_label(queryset: QuerySet[Any]) -> str:
         text = sql
     cut = min([i for i in (text.find(" WHERE "), text.find(" ORDER BY ")) if i >= 0], default=-1)
     text = text[cut + 1:] if cut >= 0 else "all"
-    return f"{queryset.model.__name__} {text if len(text) <= 80 else text[:77] + '...'}"
+    using = f" using {queryset._db}" if queryset._db else ""
+    return f"{queryset.model.__name__} {text if len(text) <= 80 else text[:77] + '...'}{using}"
 
 
 def ordering_of(queryset: QuerySet[Any]) -> list[Any]:
