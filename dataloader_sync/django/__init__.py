@@ -5,6 +5,10 @@
 - ``DataLoaderGraphQLViewMixin`` makes graphene-django's ``GraphQLView``
   execute with ``DataLoaderExecutionContext``; ``GraphQLView`` (imported on
   first use, with graphene-django) is the two combined.
+- ``DjangoDebugExecutionContext`` (imported on first use, with graphql-core)
+  makes graphene-django's ``_debug`` field list every SQL statement of the
+  execution, the batches of later levels included; ``GraphQLView`` executes
+  with it.
 
 Needs Django (``pip install dataloader_sync[django]``); graphene-django is
 imported only when ``GraphQLView`` is used.
@@ -24,8 +28,9 @@ from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
 from ._value_cache import DjangoValueCache as DjangoValueCache
 from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 
-# GraphQLView is left out of __all__ so that a star import does not import
-# graphene-django; it is in __dir__ for discovery.
+# GraphQLView and DjangoDebugExecutionContext are left out of __all__ so that a
+# star import does not import graphene-django or graphql-core; they are in
+# __dir__ for discovery.
 __all__ = ["DataLoaderGraphQLViewMixin", "DataLoaderMiddleware", "DjangoValueCache"]
 
 
@@ -34,8 +39,12 @@ def __getattr__(name: str) -> Any:
         from ._view import graphql_view_class
 
         return graphql_view_class()
+    if name == "DjangoDebugExecutionContext":
+        from ._debug import DjangoDebugExecutionContext
+
+        return DjangoDebugExecutionContext
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*__all__, "GraphQLView"])
+    return sorted([*__all__, "DjangoDebugExecutionContext", "GraphQLView"])
