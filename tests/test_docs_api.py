@@ -25,11 +25,21 @@ def public_names(init: pathlib.Path) -> list[str]:
     """``__all__`` of a package's ``__init__.py``, and the string constants its ``__dir__`` returns."""
     tree = ast.parse(init.read_text(encoding="utf-8"))
     names: list[str] = []
+    constants: dict[str, list[str]] = {}  # module-level lists of names, which __dir__ may spread
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.List):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    constants[target.id] = ast.literal_eval(node.value)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             names += ast.literal_eval(node.value)
         elif isinstance(node, ast.FunctionDef) and node.name == "__dir__":
-            names += [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+            for c in ast.walk(node):
+                if isinstance(c, ast.Constant) and isinstance(c.value, str):
+                    names.append(c.value)
+                elif isinstance(c, ast.Name) and c.id in constants and c.id != "__all__":
+                    names += constants[c.id]
     return sorted(set(names))
 
 
@@ -43,7 +53,7 @@ def packages() -> list[str]:
 
 def test_the_package_list_sees_the_integrations() -> None:
     assert {"dataloader_sync.graphql", "dataloader_sync.django", "dataloader_sync.ariadne"} <= set(packages())
-    assert "GraphQLView" in public_names(PACKAGE / "django" / "__init__.py")
+    assert {"GraphQLView", "DjangoDebugExecutionContext"} <= set(public_names(PACKAGE / "django" / "__init__.py"))
 
 
 @pytest.mark.parametrize("package", packages())
