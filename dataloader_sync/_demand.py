@@ -79,8 +79,8 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
         ticket = getattr(node, "_ticket", None)
         if ticket is not None:  # a loader future: the leaf
             loader = ticket.loader()
-            if loader is None:
-                return False
+            if loader is None:  # nothing is left to dispatch the key: fail it, do not hang
+                return bool(node._settle(None, orphaned_error()))
             taken_in = ticket.taken_in
             if taken_in is not None and taken_in != _fork.generation:
                 return bool(loader._abandoned_at_fork(node))
@@ -100,6 +100,19 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
                 progressed = True
         return progressed
     return False
+
+
+def orphaned_error() -> RuntimeError:
+    """The error of a load whose loader was garbage-collected before it dispatched the key.
+
+    A queued future holds only a weak reference to its loader (a strong one
+    would make the loader, its queue and its futures a cycle that only the
+    cyclic GC frees, for every loader dropped with keys queued); once the
+    loader is gone nothing can ever dispatch the key, so the thread that
+    blocks on it gets this error instead of waiting forever.
+    """
+    return RuntimeError("the DataLoader of this load was garbage-collected before it dispatched the key; "
+                        "keep a reference to the loader until its loads complete")
 
 
 def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:

@@ -2081,8 +2081,38 @@ def test_DataLoader_futures_hold_no_reference_to_their_loader():
     del loader
     gc.collect()
     assert ref() is None  # no cycle loader -> cache -> future -> loader keeps it
-    with pytest.raises(cf.TimeoutError):
-        fut.result(timeout=0)  # its loader is gone: nothing can dispatch it
+    with pytest.raises(RuntimeError, match="garbage-collected before it dispatched"):
+        fut.result(timeout=0)  # its loader is gone: nothing can dispatch it, and it says so
+
+
+@pytest.mark.parametrize("how", ["result", "exception", "then", "gather", "wait", "as_completed"])
+def test_DataLoader_a_load_whose_loader_was_collected_fails_clearly_instead_of_hanging(how):
+    # DataLoader(fn).load(1).result(): the loader is garbage when result() blocks.
+    fut = DataLoader(lambda keys: keys).load(1)
+    gc.collect()
+    if how == "result":
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            fut.result()  # no timeout: before the fix this waited forever
+        return
+    if how == "exception":
+        assert "garbage-collected" in str(fut.exception())
+        return
+    if how == "then":
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            fut.then(lambda v: v).result()
+        return
+    if how == "gather":
+        from dataloader_sync import gather
+
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            gather([fut]).result()
+        return
+    if how == "wait":
+        done, _ = cf.wait([fut])
+        assert done == {fut}
+    else:
+        assert list(cf.as_completed([fut])) == [fut]
+    assert isinstance(fut.exception(0), RuntimeError)
 
 
 def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
