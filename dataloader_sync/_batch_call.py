@@ -29,15 +29,12 @@ import logging
 import threading
 from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from typing import (
-    TYPE_CHECKING,
     Any,
     Callable,
     Optional,
-    cast,
 )
 
-from . import _instrumentation as _instr
-from . import _value_cache
+from . import _hooks, _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -46,12 +43,9 @@ from ._batch import (
 )
 from ._executor import ScheduledExecutor
 from ._future import Future, settle_many
-from ._instrumentation import DataLoaderInstrumentation
+from ._hooks import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
-
-if TYPE_CHECKING:  # typing only: _dataloader imports this module
-    from ._dataloader import DataLoader
 
 __all__: list[str] = []
 
@@ -72,7 +66,7 @@ class _BatchCall:
     _name: Optional[str]
     _batch_load_fn: Callable[..., Any]
     _executor: Optional[cf.Executor]
-    _instrumentation: Optional[DataLoaderInstrumentation]
+    _instrumentation: Optional[InstrumentationHooks]
     _pass_env: bool
     _context: Any
     _context_provider: Optional[Callable[[], Any]]
@@ -204,7 +198,7 @@ class _BatchCall:
             self._value_cache_hit_count += len(hits)
             self._value_cache_miss_count += len(queue) - len(hits)
         if self._instrumentation is not None:
-            _instr.value_cache_lookup(self._instrumentation, cast("DataLoader[Any, Any]", self),
+            _hooks.value_cache_lookup(self._instrumentation, self,
                                       len(hits), len(queue) - len(hits))
         if not hits:
             return list(range(len(queue)))
@@ -275,7 +269,7 @@ class _BatchCall:
         context = contextvars.copy_context()
         if instrumentation is not None:
             batch.instr_context = context.run(
-                _instr.begin_batch, instrumentation, cast("DataLoader[Any, Any]", self), keys, env)
+                _hooks.begin_batch, instrumentation, self, keys, env)
         if executor is None:
             return context.run(self._batch_load_fn, *args)
         if isinstance(executor, ScheduledExecutor):
@@ -288,7 +282,7 @@ class _BatchCall:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""
         context, batch.instr_context = batch.instr_context, None
         if context is not None:
-            _instr.completed(context, result, error)
+            _hooks.completed(context, result, error)
 
     def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()

@@ -43,8 +43,7 @@ from typing import (
     overload,
 )
 
-from . import _fork, _loader_fork, _value_cache
-from . import _instrumentation as _instr
+from . import _fork, _hooks, _loader_fork, _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -57,7 +56,7 @@ from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
 from ._gather import gather
-from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
+from ._hooks import InstrumentationHooks, check_instrumentation
 from ._statistics import Statistics
 from ._time import check_clock
 from ._types import (
@@ -164,7 +163,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -176,7 +175,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -188,7 +187,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -200,7 +199,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -212,7 +211,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -224,7 +223,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -236,7 +235,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -248,7 +247,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     @overload
@@ -260,7 +259,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
         context_provider: Optional[Callable[[], Any]] = ...,
         value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
+        instrumentation: Optional[InstrumentationHooks] = ...,
     ) -> None: ...
 
     def __init__(
@@ -280,7 +279,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
-        instrumentation: Optional[DataLoaderInstrumentation] = None,
+        instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
         for flag, value in (("batch", batch), ("cache", cache), ("cache_exceptions", cache_exceptions),
                             ("pass_env", pass_env)):
@@ -385,11 +384,11 @@ class DataLoader(_BatchCall, Generic[K, V]):
             )
 
     @property
-    def instrumentation(self) -> Optional[DataLoaderInstrumentation]:
+    def instrumentation(self) -> Optional[InstrumentationHooks]:
         """The instrumentation in use: the loader's own, or its registry's, or None."""
         return self._instrumentation
 
-    def _registered(self, name: str, instrumentation: Optional[DataLoaderInstrumentation]) -> None:
+    def _registered(self, name: str, instrumentation: Optional[InstrumentationHooks]) -> None:
         """A registry took this loader under *name*: a loader made without a name
         takes that one, and one made without an instrumentation takes the
         registry's (if it has one; the last such registry wins)."""
@@ -755,7 +754,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             return False
         instrumentation = self._instrumentation
         if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
+            context = _hooks.begin_dispatch(instrumentation, self)
             if context is not None:
                 return self._dispatch_instrumented(context, ticket).keys_count > 0
         queue = self._take_queue(ticket)
@@ -783,7 +782,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         """Dispatch the queued keys; return how many (no result future is built)."""
         instrumentation = self._instrumentation
         if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
+            context = _hooks.begin_dispatch(instrumentation, self)
             if context is not None:
                 return self._dispatch_instrumented(context).keys_count
         queue = self._take_queue()
@@ -796,20 +795,20 @@ class DataLoader(_BatchCall, Generic[K, V]):
         """Dispatch the queued keys; return their future and how many there were."""
         instrumentation = self._instrumentation
         if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
+            context = _hooks.begin_dispatch(instrumentation, self)
             if context is not None:
                 return self._dispatch_instrumented(context)
         return self._dispatch_with_counts()
 
-    def _dispatch_instrumented(self, context: _instr.DataLoaderInstrumentationContext,
+    def _dispatch_instrumented(self, context: _hooks.DataLoaderInstrumentationContext,
                                ticket: Optional[Ticket] = None) -> DispatchResult:
         """A dispatch whose instrumentation context is told how it ended, once."""
         try:
             result = self._dispatch_with_counts(ticket)
         except BaseException as exc:
-            _instr.completed(context, None, exc)
+            _hooks.completed(context, None, exc)
             raise
-        _instr.completed(context, result, None)
+        _hooks.completed(context, result, None)
         return result
 
     def _dispatch_with_counts(self, ticket: Optional[Ticket] = None) -> DispatchResult:

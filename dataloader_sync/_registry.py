@@ -29,7 +29,8 @@ from typing import (
 
 from ._dataloader import DataLoader
 from ._family import BoundBatch, family_key, family_label, family_options
-from ._instrumentation import DataLoaderInstrumentation, check_instrumentation, for_new_registry
+from ._hooks import check_instrumentation
+from ._instrumentation import DataLoaderInstrumentation, for_new_registry
 from ._statistics import Statistics
 from ._types import P, Values
 
