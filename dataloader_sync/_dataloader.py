@@ -1,8 +1,10 @@
 """DataLoader: batching and caching of loads, for threads.
 
 What a dispatch does with the queue it took (the value-cache step, the
-batch calls, matching results to keys, settling and failing them) is
-``_batch_call``'s, a base class of ``DataLoader``.
+batch calls, matching results to keys, settling and failing them) is the
+work of the loader's ``BatchCall`` (``_batch_call``), which the loader
+holds: it owns the batch function, its options and its counters, and shares
+the loader's lock and cache.
 
 Guarantees:
 - ``load()`` queues a key and returns a future; ``dispatch()`` hands every
@@ -51,7 +53,7 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
-from ._batch_call import _BatchCall
+from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
@@ -95,7 +97,38 @@ def _callable_or_none(name: str, value: Any) -> Any:
     return value
 
 
-class DataLoader(_BatchCall, Generic[K, V]):
+def _check_arguments(batch_load_fn: Any, *, name: Any, flags: dict[str, Any], max_batch_size: Any,
+                     cache_key_fn: Any, context: Any, context_provider: Any, executor: Any, cache_map: Any,
+                     value_cache: Any) -> None:
+    """``DataLoader``'s checks of its arguments, each naming the parameter.
+
+    Raises:
+        TypeError, ValueError: the first argument of the wrong kind.
+    """
+    for flag, value in flags.items():
+        if not isinstance(value, bool):  # cache="false" from a config file would be truthy
+            raise TypeError(f"{flag} must be a bool")
+    if not callable(batch_load_fn):
+        raise TypeError("batch_load_fn must be callable")
+    if name is not None and not isinstance(name, str):
+        raise TypeError("name must be a str or None")
+    _positive_int_or_none("max_batch_size", max_batch_size)
+    _callable_or_none("cache_key_fn", cache_key_fn)
+    _callable_or_none("context_provider", context_provider)
+    if context is not None and context_provider is not None:
+        raise ValueError("give context or context_provider, not both")
+    if executor is not None and not callable(getattr(executor, "submit", None)):
+        raise TypeError("executor must be a concurrent.futures.Executor or None")
+    if cache_map is not None and not all(
+        callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
+    ):
+        raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
+    _value_cache.check_value_cache(value_cache)
+    if value_cache is not None and not flags["cache"]:
+        raise ValueError("value_cache needs cache=True")
+
+
+class DataLoader(Generic[K, V]):
     """Batches and caches loads of keys through one batch function.
 
     Thread-safe: any number of threads may load, prime, clear and dispatch at
@@ -281,48 +314,30 @@ class DataLoader(_BatchCall, Generic[K, V]):
         clock: Callable[[], float] = time.monotonic,
         instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
-        for flag, value in (("batch", batch), ("cache", cache), ("cache_exceptions", cache_exceptions),
-                            ("pass_env", pass_env)):
-            if not isinstance(value, bool):  # cache="false" from a config file would be truthy
-                raise TypeError(f"{flag} must be a bool")
-        if not callable(batch_load_fn):
-            raise TypeError("batch_load_fn must be callable")
-        if name is not None and not isinstance(name, str):
-            raise TypeError("name must be a str or None")
-        self._max_batch_size = _positive_int_or_none("max_batch_size", max_batch_size)
-        self._cache_key_fn = _callable_or_none("cache_key_fn", cache_key_fn)
-        self._context_provider = _callable_or_none("context_provider", context_provider)
-        if context is not None and context_provider is not None:
-            raise ValueError("give context or context_provider, not both")
-        if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise TypeError("executor must be a concurrent.futures.Executor or None")
-        if cache_map is not None and not all(
-            callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
-        ):
-            raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
+        _check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
+                         "cache_exceptions": cache_exceptions, "pass_env": pass_env},
+                         max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
+                         context_provider=context_provider, executor=executor, cache_map=cache_map,
+                         value_cache=value_cache)
         first_reading = check_clock("clock", clock)
-        self._value_cache = _value_cache.check_value_cache(value_cache)
-        if value_cache is not None and not cache:
-            raise ValueError("value_cache needs cache=True")
         # The loader's own instrumentation, and the one in use (its own, or a
         # registry's); read without the lock: None costs one test per dispatch.
-        self._own_instrumentation = check_instrumentation(instrumentation)
-        self._instrumentation = self._own_instrumentation
+        self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
+        self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
         self._name = name
-        self._batch = bool(batch)
-        self._cache_enabled = bool(cache)
+        self._batch = batch
+        self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
-        self._cache_exceptions = bool(cache_exceptions)
-        self._executor = executor
-        self._pass_env = bool(pass_env)
-        self._context = context
+        self._cache_key_fn = cache_key_fn
+        self._max_batch_size = max_batch_size
         self._clock = clock
-        # _lock guards _queue, _ticket, _cache, _last_dispatch and the statistics
-        # counters, and it is the lock of this loader's futures (see _future's
-        # loader_future).  Re-entrant, at the cost of a plain lock: a cache_map's
-        # methods run under it, and may touch the futures they hold.
+        # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
+        # counters (the batch call's too), and it is the lock of this loader's
+        # futures (see _future's lock protocol).  Re-entrant, at the cost of a
+        # plain lock: a cache_map's methods run under it, and may touch the
+        # futures they hold.
         self._lock = threading.RLock()
         self._queue = _Queue(cache_key_fn is not None)
         # Stamped on each future queued in _queue, replaced whenever _queue is
@@ -330,14 +345,15 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
         self._ticket = Ticket(weakref.ref(self))
         _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
+        # What a dispatch does with the queue it took: held, not inherited.
+        self._batch_call = BatchCall(
+            self._ticket.loader, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
+            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
+            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
+            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
         self._last_dispatch = first_reading
         self._load_count = 0
-        self._load_error_count = 0
-        self._batch_invoke_count = 0
-        self._batch_load_count = 0
-        self._batch_load_exception_count = 0
         self._cache_hit_count = 0
-        self._cache_errors_logged: set[str] = set()  # "read"/"write"/"delete" already logged; guarded by _lock
         # The registries holding this loader: (weakref to their _Queued, name),
         # told when a load makes the queue non-empty.  Replaced whole under
         # _lock; read without it.
@@ -352,8 +368,6 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # very key).  _MIXED stays until the queue is taken; the scopes that
         # load meanwhile are still told.
         self._told: Any = None
-        self._value_cache_hit_count = 0
-        self._value_cache_miss_count = 0
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -372,16 +386,9 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def statistics(self) -> Statistics:
         """A frozen snapshot of this loader's counters."""
         with self._lock:
-            return Statistics(
-                self._load_count,
-                self._load_error_count,
-                self._batch_invoke_count,
-                self._batch_load_count,
-                self._batch_load_exception_count,
-                self._cache_hit_count,
-                self._value_cache_hit_count,
-                self._value_cache_miss_count,
-            )
+            errors, invokes, loads, exceptions, vc_hits, vc_misses = self._batch_call.counts_locked()
+            return Statistics(self._load_count, errors, invokes, loads, exceptions, self._cache_hit_count,
+                              vc_hits, vc_misses)
 
     @property
     def instrumentation(self) -> Optional[InstrumentationHooks]:
@@ -396,6 +403,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             self._name = name
         if instrumentation is not None and self._own_instrumentation is None:
             self._instrumentation = instrumentation
+        self._batch_call.registered(self._name, self._instrumentation)
 
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
@@ -403,6 +411,16 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def _after_fork_in_child(self) -> None:
         # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
         _loader_fork.repair_in_child(self)
+
+    # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call.
+    def _label(self) -> str:
+        return self._batch_call.label()
+
+    def _cache_failed(self, kind: str, exc: Exception) -> None:
+        self._batch_call.cache_failed(kind, exc)
+
+    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
+        self._batch_call.fail_keys(batch, exc, sink)
 
     def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
         # A child's thread blocks on a key a parent dispatched (see _loader_fork).
@@ -760,22 +778,22 @@ class DataLoader(_BatchCall, Generic[K, V]):
         queue = self._take_queue(ticket)
         if queue is None:
             return False
-        self._send(queue)
+        self._batch_call.send(queue)
         return True
 
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
-        self._send(one)
+        self._batch_call.send(one)
 
     def _call_each(self, new: _Queue) -> None:
         """``batch=False`` and ``load_many``: one batch call per key, now."""
         for i in range(len(new)):
             try:
-                self._send(new.slice(i, i + 1))
+                self._batch_call.send(new.slice(i, i + 1))
             except BaseException as exc:
-                self._abandon(new.slice(i + 1, len(new)), exc)
+                self._batch_call.abandon(new.slice(i + 1, len(new)), exc)
                 raise
 
     def dispatch_count(self) -> int:
@@ -788,7 +806,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         queue = self._take_queue()
         if queue is None:
             return 0
-        self._send(queue)
+        self._batch_call.send(queue)
         return len(queue)
 
     def dispatch_with_counts(self) -> DispatchResult:
@@ -815,9 +833,8 @@ class DataLoader(_BatchCall, Generic[K, V]):
         queue = self._take_queue(ticket)
         if queue is None:
             return DispatchResult(completed_future([]), 0)
-        size = self._max_batch_size or len(queue)
-        sink = _DispatchSink(len(queue), -(-len(queue) // size))
-        self._send(queue, sink)
+        sink = _DispatchSink(len(queue), self._batch_call.slices(len(queue)))
+        self._batch_call.send(queue, sink)
         return DispatchResult(sink.future, len(queue))
 
     def dispatch(self) -> Future[list[V]]:
