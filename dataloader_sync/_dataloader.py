@@ -35,11 +35,13 @@ import time
 import weakref
 from collections.abc import Hashable, Iterable, Mapping, MutableMapping
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Generic,
     Literal,
     Optional,
+    TypedDict,
     TypeVar,
     Union,
     overload,
@@ -73,6 +75,9 @@ from ._types import (
 )
 from ._value_cache import ValueCache
 
+if TYPE_CHECKING:  # typing only: typing.Unpack is 3.11+, typing_extensions is not a dependency
+    from typing_extensions import Unpack
+
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
 K = TypeVar("K")
@@ -95,6 +100,30 @@ def _callable_or_none(name: str, value: Any) -> Any:
     if value is not None and not callable(value):
         raise TypeError(f"{name} must be callable")
     return value
+
+
+class LoaderOptions(TypedDict, total=False):
+    """The keyword arguments of ``DataLoader`` whose types do not depend on its key type.
+
+    Every one is optional, with the default and meaning the ``DataLoader``
+    docstring gives; ``pass_env`` and ``cache_key_fn`` are named by each
+    constructor overload itself (their types follow the batch function's).
+    For typing only (``**options: Unpack[LoaderOptions]``): at run time the
+    constructor takes these as ordinary keyword arguments.
+    """
+
+    name: Optional[str]
+    batch: bool
+    cache: bool
+    max_batch_size: Optional[int]
+    cache_map: Optional[MutableMapping[Hashable, Future[Any]]]
+    cache_exceptions: bool
+    executor: Optional[cf.Executor]
+    context: Any
+    context_provider: Optional[Callable[[], Any]]
+    value_cache: Optional[ValueCache[Any, Any]]
+    clock: Callable[[], float]
+    instrumentation: Optional[InstrumentationHooks]
 
 
 def _check_arguments(batch_load_fn: Any, *, name: Any, flags: dict[str, Any], max_batch_size: Any,
@@ -184,116 +213,54 @@ class DataLoader(Generic[K, V]):
     # any other callable (a lambda, a function typed otherwise) as
     # DataLoader[Any, Any]; it has no pass_env=True twin, because a typed
     # env function (BatchLoaderEnvironment holds Any) would then match two
-    # overloads and mypy would infer Any.  Every overload carries every
-    # parameter of the implementation below, defaults as "..." (tests/test_types.py
-    # checks it): add a new parameter to each.
+    # overloads and mypy would infer Any.  Each overload names the two
+    # parameters whose types depend on it (pass_env, cache_key_fn) and takes
+    # every other one as LoaderOptions (PEP 692): a new parameter goes to the
+    # implementation and to LoaderOptions (tests/test_types.py checks both).
     @overload
-    def __init__(
-        self, batch_load_fn: SequenceBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: SequenceBatchFn[K, V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: MappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: MappedBatchFn[_K, _V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: FutureBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: FutureBatchFn[K, V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: FutureMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: FutureMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: EnvBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: EnvBatchFn[K, V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: EnvFutureBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: EnvFutureBatchFn[K, V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvFutureMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvFutureMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[Any, Any], batch_load_fn: Callable[..., Any], *, name: Optional[str] = ...,
-        batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[Any], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[InstrumentationHooks] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[Any, Any], batch_load_fn: Callable[..., Any], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[Any], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     def __init__(
         self,
