@@ -41,13 +41,12 @@ from typing import (
     Generic,
     Literal,
     Optional,
-    TypedDict,
     TypeVar,
     Union,
     overload,
 )
 
-from . import _fork, _hooks, _loader_fork, _value_cache
+from . import _fork, _hooks, _loader_fork
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -61,6 +60,7 @@ from ._dispatch_scope import current_scope
 from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
 from ._gather import gather
 from ._hooks import InstrumentationHooks, check_instrumentation
+from ._loader_options import LoaderOptions, check_arguments
 from ._statistics import Statistics
 from ._time import check_clock
 from ._types import (
@@ -84,77 +84,6 @@ K = TypeVar("K")
 V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
-
-
-def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0")
-    return value
-
-
-def _callable_or_none(name: str, value: Any) -> Any:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable")
-    return value
-
-
-class LoaderOptions(TypedDict, total=False):
-    """The keyword arguments of ``DataLoader`` whose types do not depend on its key type.
-
-    Every one is optional, with the default and meaning the ``DataLoader``
-    docstring gives; ``pass_env`` and ``cache_key_fn`` are named by each
-    constructor overload itself (their types follow the batch function's).
-    For typing only (``**options: Unpack[LoaderOptions]``): at run time the
-    constructor takes these as ordinary keyword arguments.
-    """
-
-    name: Optional[str]
-    batch: bool
-    cache: bool
-    max_batch_size: Optional[int]
-    cache_map: Optional[MutableMapping[Hashable, Future[Any]]]
-    cache_exceptions: bool
-    executor: Optional[cf.Executor]
-    context: Any
-    context_provider: Optional[Callable[[], Any]]
-    value_cache: Optional[ValueCache[Any, Any]]
-    clock: Callable[[], float]
-    instrumentation: Optional[InstrumentationHooks]
-
-
-def _check_arguments(batch_load_fn: Any, *, name: Any, flags: dict[str, Any], max_batch_size: Any,
-                     cache_key_fn: Any, context: Any, context_provider: Any, executor: Any, cache_map: Any,
-                     value_cache: Any) -> None:
-    """``DataLoader``'s checks of its arguments, each naming the parameter.
-
-    Raises:
-        TypeError, ValueError: the first argument of the wrong kind.
-    """
-    for flag, value in flags.items():
-        if not isinstance(value, bool):  # cache="false" from a config file would be truthy
-            raise TypeError(f"{flag} must be a bool")
-    if not callable(batch_load_fn):
-        raise TypeError("batch_load_fn must be callable")
-    if name is not None and not isinstance(name, str):
-        raise TypeError("name must be a str or None")
-    _positive_int_or_none("max_batch_size", max_batch_size)
-    _callable_or_none("cache_key_fn", cache_key_fn)
-    _callable_or_none("context_provider", context_provider)
-    if context is not None and context_provider is not None:
-        raise ValueError("give context or context_provider, not both")
-    if executor is not None and not callable(getattr(executor, "submit", None)):
-        raise TypeError("executor must be a concurrent.futures.Executor or None")
-    if cache_map is not None and not all(
-        callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
-    ):
-        raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
-    _value_cache.check_value_cache(value_cache)
-    if value_cache is not None and not flags["cache"]:
-        raise ValueError("value_cache needs cache=True")
 
 
 class DataLoader(Generic[K, V]):
@@ -281,7 +210,7 @@ class DataLoader(Generic[K, V]):
         clock: Callable[[], float] = time.monotonic,
         instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
-        _check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
+        check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
                          "cache_exceptions": cache_exceptions, "pass_env": pass_env},
                          max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
                          context_provider=context_provider, executor=executor, cache_map=cache_map,
@@ -737,11 +666,10 @@ class DataLoader(Generic[K, V]):
         """
         if ticket is not self._ticket:  # a cheap first look; _take_queue decides under the lock
             return False
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _hooks.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context, ticket).keys_count > 0
+        if self._instrumentation is not None:  # the one test an uninstrumented dispatch pays
+            told = self._dispatch_told(ticket)
+            if told is not None:
+                return told.keys_count > 0
         queue = self._take_queue(ticket)
         if queue is None:
             return False
@@ -765,11 +693,10 @@ class DataLoader(Generic[K, V]):
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _hooks.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context).keys_count
+        if self._instrumentation is not None:
+            told = self._dispatch_told()
+            if told is not None:
+                return told.keys_count
         queue = self._take_queue()
         if queue is None:
             return 0
@@ -778,16 +705,27 @@ class DataLoader(Generic[K, V]):
 
     def dispatch_with_counts(self) -> DispatchResult:
         """Dispatch the queued keys; return their future and how many there were."""
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _hooks.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context)
+        if self._instrumentation is not None:
+            told = self._dispatch_told()
+            if told is not None:
+                return told
         return self._dispatch_with_counts()
 
-    def _dispatch_instrumented(self, context: _hooks.DataLoaderInstrumentationContext,
-                               ticket: Optional[Ticket] = None) -> DispatchResult:
-        """A dispatch whose instrumentation context is told how it ended, once."""
+    def _dispatch_told(self, ticket: Optional[Ticket] = None) -> Optional[DispatchResult]:
+        """The instrumentation preamble of every dispatch path: ``begin_dispatch``, then
+        the dispatch, its context told once how it ended.
+
+        Returns:
+            The dispatch's result; None when there is no instrumentation or
+            ``begin_dispatch`` returned no context (the caller then
+            dispatches its own lean way, nothing done yet).
+        """
+        instrumentation = self._instrumentation
+        if instrumentation is None:
+            return None
+        context = _hooks.begin_dispatch(instrumentation, self)
+        if context is None:
+            return None
         try:
             result = self._dispatch_with_counts(ticket)
         except BaseException as exc:

@@ -129,6 +129,7 @@ from ._run import (
     PENDING,
     TYPE,
     VALUE,
+    Frame,
     FutureType,
     Pending,
     Run,
@@ -184,7 +185,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     stall_timeout: Optional[float] = 30.0
     clear_loaders_after_mutation_fields: bool = False
 
-    _frame: Any = None  # [parent frame, info, path, nodes, results, type, rest] of the object being completed
+    _frame: Optional[Frame] = None  # the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _own_leaf = False  # graphql-core's complete_leaf_value may be inlined (set per instance)
@@ -333,8 +334,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
             frame = self._frame
             if frame is not None and path is info.path and _compat.REBUILDS_INFO and (
-                    rest is frame[6]  # 3.2: () and ()
-                    or (_HOT_REST and len(rest) == 1 == len(frame[6]) and rest[0] is frame[6][0])):
+                    rest is frame.rest  # 3.2: () and ()
+                    or (_HOT_REST and len(rest) == 1 == len(frame.rest) and rest[0] is frame.rest[0])):
                 # The hot path of every loaded field of an object: four slots
                 # say where the value goes; the future is the placeholder; the
                 # info and path are let go (built again only if needed).
@@ -379,11 +380,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                          rest: tuple[Any, ...]) -> Any:
         parent = self._frame
-        frame = self._frame = [parent, info, path, field_nodes, None, return_type, rest]
+        frame = self._frame = Frame(parent, info, path, field_nodes, return_type, rest)
         try:
             # The fields' results dict: where the values of this object's
             # waiting fields go (Pending.frame -> results, without a path walk).
-            results = frame[4] = _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
+            results = frame.results = _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
             return results
         finally:
             self._frame = parent
@@ -532,7 +533,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 if known_type(value.__class__) is not False or isinstance(value, _Future):  # not is_plain(...)
                     resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
-                container = frame[4]
+                container = frame.results
                 if container is None:
                     continue  # its object failed: nothing to write
                 node = nodes[0]
@@ -589,7 +590,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             self._resume(run, pending, None)
             return
         frame = pending.frame
-        container = run.root if frame is None else frame[4]
+        container = run.root if frame is None else frame.results
         key = path.key
         if container is None or container[key] is not pending:
             return  # its object failed (or it was completed): nothing to write
@@ -624,7 +625,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             # object's results dict, kept in the frame; None when the object's
             # completion raised (its position is nulled: nothing to do).
             frame = pending.frame
-            container = run.root if frame is None else frame[4]
+            container = run.root if frame is None else frame.results
             if container is None:
                 return
             key = path.key
@@ -694,4 +695,4 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if frame is None:  # past the root fields: the whole data is null
                 run.root_error = error
                 return
-            frame, info, path, nodes = frame[0], frame[1], frame[2], frame[3]
+            frame, info, path, nodes = frame.parent, frame.info, frame.path, frame.nodes
