@@ -26,6 +26,14 @@ Guarantees:
 - A cached or queued ``load()`` is constant work: a few dict/list operations
   and, for a miss, one lean future.  Nothing scans the pending keys.
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
+
+Duplicated for speed (said once here): ``load()`` is the path of every
+GraphQL field that loads, so it inlines ``_cache_key`` and the common case of
+``_Queue.add``, and takes the lock with ``acquire``/``release`` rather than
+``with``.  Keep each copy in step with its original; what the copies save is
+measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
+here).  Everything that runs once per queue rather than once per load
+(``_retell_locked``, ``_announce``) is a method like any other.
 """
 from __future__ import annotations
 
@@ -216,8 +224,7 @@ class DataLoader(Generic[K, V]):
                          context_provider=context_provider, executor=executor, cache_map=cache_map,
                          value_cache=value_cache)
         first_reading = check_clock("clock", clock)
-        # The loader's own instrumentation, and the one in use (its own, or a
-        # registry's); read without the lock: None costs one test per dispatch.
+        # Its own instrumentation, and the one in use (its own, or a registry's).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
         self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
@@ -227,7 +234,6 @@ class DataLoader(Generic[K, V]):
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
         self._cache_key_fn = cache_key_fn
-        self._max_batch_size = max_batch_size
         self._clock = clock
         # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
         # counters (the batch call's too), and it is the lock of this loader's
@@ -248,22 +254,11 @@ class DataLoader(Generic[K, V]):
             context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
             cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
         self._last_dispatch = first_reading
-        self._load_count = 0
-        self._cache_hit_count = 0
-        # The registries holding this loader: (weakref to their _Queued, name),
-        # told when a load makes the queue non-empty.  Replaced whole under
-        # _lock; read without it.
+        self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
+        # The registries holding this loader, told when a load makes the queue
+        # non-empty: (weakref to their _Queued, name); replaced whole under _lock.
         self._registries: tuple[tuple[Any, str], ...] = ()
-        # The dispatch scope told about the current queue (reset when the
-        # queue is taken), so a scope hears of a loader once per batch, not
-        # once per load; or _MIXED once the queue holds keys loaded outside
-        # any scope beside keys of a scope (either order): a ticker leaves a
-        # queue told to an execution that dispatches itself to it (one batch
-        # per level), but must not leave an outside key waiting for that
-        # execution (it may be busy in a slow resolver, or waiting for that
-        # very key).  _MIXED stays until the queue is taken; the scopes that
-        # load meanwhile are still told.
-        self._told: Any = None
+        self._told: Any = None  # the dispatch scope told of the current queue, or _MIXED: see _retell_locked
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -342,6 +337,40 @@ class DataLoader(Generic[K, V]):
     def _watched_by(self, queued: Any) -> bool:
         return any(ref() is queued for ref, _ in self._registries)
 
+    def _retell_locked(self, scope: Any, first: bool) -> tuple[bool, bool]:
+        """Keys were just queued in *scope*, which ``_told`` is not: update ``_told``.
+
+        ``_told`` is the dispatch scope told about the current queue (reset
+        when the queue is taken), so a scope hears of a loader once per
+        batch, not once per load; or ``_MIXED`` once the queue holds keys
+        loaded outside any scope beside keys of a scope (either order): a
+        ticker leaves a queue told to an execution that dispatches itself to
+        it (one batch per level), but must not leave an outside key waiting
+        for that execution (it may be busy in a slow resolver, or waiting
+        for that very key).  ``_MIXED`` stays until the queue is taken; the
+        scopes that load meanwhile are still told.  Called under ``_lock``,
+        once per queue and scope, not per load.
+
+        Returns:
+            ``(tell, mixed)``: whether *scope* is to be told of this loader,
+            and whether the queue just became a mix of scopes.
+        """
+        told = self._told
+        mixed = False
+        if first or (scope is not None and told is not None and told is not _MIXED):
+            self._told = scope
+        elif told is not _MIXED:
+            self._told = _MIXED
+            mixed = True
+        return scope is not None, mixed
+
+    def _announce(self, scope: Any, report: bool, tell: bool) -> None:
+        """After a load made the queue non-empty (or mixed), or queued keys in a new scope (outside the lock)."""
+        if report and self._registries:
+            self._report_queued(scope)
+        if tell:
+            scope.loader_queued(self)
+
     def _report_queued(self, scope: Any) -> None:
         """The queue became non-empty: tell the registries holding this loader (outside the lock).
 
@@ -370,11 +399,7 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        # The hot path: _cache_key inlined (a cached or queued load is a few
-        # dict/list operations; every GraphQL field that loads comes here).
-        # Calling _cache_key and _Queue.add instead costs a measurable share
-        # of a cached and of a queued load, measured side by side: keep the
-        # copies in step with them.
+        # The hot path: _cache_key and _Queue.add inlined (see the module notes).
         ck = None
         if self._cache_enabled:
             ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
@@ -406,9 +431,7 @@ class DataLoader(Generic[K, V]):
                     self._cache[ck] = fut
                 except Exception as exc:  # uncached, still loaded
                     cache_error = ("write", exc)
-            if not self._batch:
-                first = tell = False
-            else:
+            if self._batch:
                 queue = self._queue
                 first = not queue.keys
                 fut._ticket = self._ticket
@@ -417,26 +440,17 @@ class DataLoader(Generic[K, V]):
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
-                told = self._told
                 tell = mixed = False
-                if told is not scope:  # see _told: a new queue, another execution's, or a mix
-                    if first or (scope is not None and told is not None and told is not _MIXED):
-                        self._told = scope
-                    elif told is not _MIXED:
-                        self._told = _MIXED
-                        mixed = True
-                    tell = scope is not None
+                if self._told is not scope:  # once per queue and scope (see _retell_locked)
+                    tell, mixed = self._retell_locked(scope, first)
         finally:
             lock.release()
         if cache_error is not None:
             self._cache_failed(*cache_error)
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
-            return fut
-        if (first or mixed) and self._registries:
-            self._report_queued(scope)
-        if tell:
-            scope.loader_queued(self)
+        elif first or mixed or tell:  # once per queue and scope
+            self._announce(scope, first or mixed, tell)
         return fut
 
     @overload
@@ -473,17 +487,7 @@ class DataLoader(Generic[K, V]):
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
             raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
         keys = list(keys)
-        if key_contexts is None:
-            contexts: list[Any] = [None] * len(keys)
-        elif isinstance(key_contexts, Mapping):
-            contexts = [key_contexts.get(k) for k in keys]
-        else:
-            if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
-                raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
-                                f"not a {type(key_contexts).__name__}")
-            contexts = list(key_contexts)
-            if len(contexts) != len(keys):
-                raise ValueError("key_contexts must have the same length as keys")
+        contexts = _contexts_for(keys, key_contexts)
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
         futures: list[Future[Any]] = []
         new = _Queue(self._cache_key_fn is not None)
@@ -491,56 +495,54 @@ class DataLoader(Generic[K, V]):
         scope = current_scope()
         first = tell = mixed = False
         with self._lock:
-            cache = self._cache if self._cache_enabled else None
-            ticket = self._ticket if self._batch else None
-            # Invariant: a key is in ``futures`` iff it is either answered from
-            # the cache or in ``new`` (cached or not); even a BaseException from
-            # the cache map leaves no key cached without being queued.
             try:
-                for key, ck, kc in zip(keys, cks, contexts):
-                    if cache is not None:
-                        try:
-                            fut = cache.get(ck)
-                        except Exception as exc:  # a failing cache_map: a miss
-                            fut = None
-                            cache_errors.append(("read", exc))
-                        if fut is not None:
-                            self._cache_hit_count += 1
-                            futures.append(fut)
-                            continue
-                    fut = loader_future(self._lock)
-                    fut._ticket = ticket
-                    if cache is not None:
-                        try:
-                            cache[ck] = fut
-                        except Exception as exc:  # uncached, still loaded
-                            cache_errors.append(("write", exc))
-                    new.add(key, ck, kc, fut)
-                    futures.append(fut)
+                self._register_many_locked(keys, cks, contexts, futures, new, cache_errors)
             finally:
                 self._load_count += len(futures)
                 if self._batch and new:
                     first = not self._queue
                     self._queue.extend(new)
-                    told = self._told
-                    if told is not scope:  # as in load()
-                        if first or (scope is not None and told is not None and told is not _MIXED):
-                            self._told = scope
-                        elif told is not _MIXED:
-                            self._told = _MIXED
-                            mixed = True
-                        tell = scope is not None
+                    if self._told is not scope:  # as in load()
+                        tell, mixed = self._retell_locked(scope, first)
         for kind, error in cache_errors:
             self._cache_failed(kind, error)
-        if new:
-            if not self._batch:
-                self._call_each(new)
-            else:
-                if (first or mixed) and self._registries:
-                    self._report_queued(scope)
-                if tell:
-                    scope.loader_queued(self)
+        if new and not self._batch:
+            self._call_each(new)
+        elif first or mixed or tell:
+            self._announce(scope, first or mixed, tell)
         return gather(futures, return_exceptions=return_exceptions)
+
+    def _register_many_locked(self, keys: list[Any], cks: list[Any], contexts: list[Any],
+                              futures: list[Future[Any]], new: _Queue,
+                              cache_errors: list[tuple[str, Exception]]) -> None:
+        """``load_many``'s keys, under ``_lock``: each key's future (cached, or new in *new*) to *futures*.
+
+        Invariant: a key is in *futures* iff it is either answered from the
+        cache or in *new* (cached or not); even a ``BaseException`` from the
+        cache map leaves no key cached without being queued.
+        """
+        cache = self._cache if self._cache_enabled else None
+        ticket = self._ticket if self._batch else None
+        for key, ck, kc in zip(keys, cks, contexts):
+            if cache is not None:
+                try:
+                    fut = cache.get(ck)
+                except Exception as exc:  # a failing cache_map: a miss
+                    fut = None
+                    cache_errors.append(("read", exc))
+                if fut is not None:
+                    self._cache_hit_count += 1
+                    futures.append(fut)
+                    continue
+            fut = loader_future(self._lock)
+            fut._ticket = ticket
+            if cache is not None:
+                try:
+                    cache[ck] = fut
+                except Exception as exc:  # uncached, still loaded
+                    cache_errors.append(("write", exc))
+            new.add(key, ck, kc, fut)
+            futures.append(fut)
 
     def prime(self, key: K, value: Union[V, Exception, cf.Future[V]]) -> DataLoader[K, V]:
         """Put *value* in the cache for *key*, unless *key* is cached already.
@@ -766,6 +768,26 @@ class DataLoader(Generic[K, V]):
 # The _told of a queue that holds keys loaded outside any scope beside a
 # scope's (see DataLoader.__init__): no dispatches_itself, so ticks dispatch it.
 _MIXED: Any = object()
+
+
+def _contexts_for(keys: list[Any], key_contexts: Any) -> list[Any]:
+    """``load_many``'s key contexts as a list parallel to *keys*.
+
+    Raises:
+        TypeError, ValueError: *key_contexts* is not a mapping, None or a
+        sequence of the same length as *keys*.
+    """
+    if key_contexts is None:
+        return [None] * len(keys)
+    if isinstance(key_contexts, Mapping):
+        return [key_contexts.get(k) for k in keys]
+    if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
+        raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
+                        f"not a {type(key_contexts).__name__}")
+    contexts = list(key_contexts)
+    if len(contexts) != len(keys):
+        raise ValueError("key_contexts must have the same length as keys")
+    return contexts
 
 
 def _unhashable(ck: Any) -> TypeError:

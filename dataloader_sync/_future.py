@@ -4,10 +4,36 @@
 
 Every ``load()`` creates a future, so its cost is the cost of a load.  The
 standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
-waiter list and bound methods) for every future; this one holds a plain
-``Lock`` — a loader's futures share the loader's (``loader_future``) — and
-builds a Condition only when a thread actually has to wait
-(``tools/bench.py --micro`` measures both side by side).
+waiter list and bound methods) for every future; this one holds a lock —
+its own ``Lock``, or, for a loader's futures, the loader's ``RLock``
+(``loader_future``) — and builds a Condition only when a thread actually has
+to wait (``tools/bench.py --micro`` measures both side by side).
+
+Duplicated for speed (said once here, as cachetools does): ``settle_many``
+has ``_settle``'s steps inline for a batch under one lock acquisition;
+``then`` and ``loader_future`` have ``__init__``'s stores inline; the hot
+paths take the lock with ``acquire``/``release`` rather than ``with``.  Keep
+each copy in step with its original; the figures are in
+docs/performance.rst, not in docstrings.
+
+The lock protocol (who may move a future's ``_lock``, and when):
+
+  ============  ==========================  ====================================
+  state         ``_lock``                   moved by, under
+  ============  ==========================  ====================================
+  own           a ``Lock`` of its own       never moves (fork repair rebuilds it
+                (``_shared`` is None)       in a child: ``_abandon_in_child``)
+  sharing       ``_shared``, the loader's   ``_own_lock`` (the first Condition),
+                ``RLock``                   holding ``_shared``: -> detached
+  detached      a ``Lock`` of its own       never moves again
+                (``_shared`` is not None)
+  ============  ==========================  ====================================
+
+  Invariants: sharing => ``_cond is None``; ``_cond is not None`` =>
+  ``_cond`` is over ``_lock`` (the final one).  A future's ``_lock`` changes
+  at most once, while the old lock is held, so whoever acquires it checks it
+  is still the future's (``_acquire``); ``settle_many`` holds the loader's
+  lock, so a future it finds sharing cannot detach under it.
 
 Guarantees:
 - It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
@@ -70,17 +96,16 @@ class Future(cf.Future[T], Generic[T]):
     # signalling "done") and _w (waiters installed by concurrent.futures.wait)
     # exist only once needed.
     #
-    # A loader's futures share their loader's lock (see loader_future): no
-    # lock object per load (a lock is one more object for the cyclic GC to
-    # walk), and a batch settles under one acquisition (settle_many).  A
-    # future *detaches* from the shared lock, taking one of its own, when it
-    # first gets a Condition (_own_lock): concurrent.futures.wait and
-    # as_completed acquire the _condition of every future they are given, one
-    # after another, which on a shared lock would be the same lock twice (and,
-    # between threads, two loaders' locks in either order).  _lock changes
-    # at most that once, while the old lock is held; so whoever acquires a
-    # future's lock checks that it is still the future's afterwards (see
-    # _acquire), and _cond, once it exists, is over the final lock.
+    # A loader's futures share their loader's lock (see loader_future and the
+    # lock protocol in the module notes): no lock object per load (a lock is
+    # one more object for the cyclic GC to walk), and a batch settles under
+    # one acquisition (settle_many).  A future *detaches* from the shared lock,
+    # taking one of its own, when it first gets a Condition (_own_lock):
+    # concurrent.futures.wait and as_completed acquire the _condition of every
+    # future they are given, one after another; on shared locks that would,
+    # between two threads, take two loaders' locks in either order (a
+    # deadlock), and a Condition's wait over a re-entrant lock held twice
+    # would not release it.
     #
     # Sync on demand (see _demand.py); class-level defaults, so a future that
     # needs none of them costs nothing:
@@ -131,6 +156,7 @@ class Future(cf.Future[T], Generic[T]):
         class's comments); any other keeps its lock.
         """
         lock = self._acquire()
+        assert self._cond is None or self._cond._lock is lock, "a Condition is over the final lock"  # type: ignore[attr-defined]
         if self._cond is None and lock is not self._shared:
             self._cond = threading.Condition(lock)
         elif self._cond is None:
@@ -577,10 +603,9 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
     """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
 
     The futures guarded by *lock* (their loader's) are settled under one
-    acquisition of it, with ``_settle``'s steps inline (keep the two in
-    step: calling ``_settle`` per key costs 184 ns per key against 130, a
-    batch of 100 measured with timeit); any other (one that detached, see
-    ``Future``) by ``_settle``.  Every future is settled before any done-callback runs; a
+    acquisition of it, with ``_settle``'s steps inline (a copy for speed: see
+    the module notes); any other (one that detached, see ``Future``) by
+    ``_settle``.  Every future is settled before any done-callback runs; a
     callback's ``BaseException`` that is not an ``Exception`` propagates once
     all the callbacks ran (see ``_invoke_callbacks``).
     """

@@ -315,15 +315,20 @@ class DataLoaderRegistry:
         with self._lock:
             loader = self._families.get(key)
             if loader is None:  # first caller wins; a racing thread's loader is dropped unused
-                name, n = label, 1
-                while name in self._loaders:
-                    n += 1
-                    name = f"{label} #{n}"
+                name = self._free_name_locked(label)
                 self._put_locked(name, made)
                 self._families[key] = made
                 self._family_names[name] = key  # after _put_locked, which forgets a replaced family
                 loader = made
         return loader
+
+    def _free_name_locked(self, label: str) -> str:
+        """*label*, or *label* with `` #2``, `` #3``... appended: the first name not registered."""
+        name, n = label, 1
+        while name in self._loaders:
+            n += 1
+            name = f"{label} #{n}"
+        return name
 
     def __getitem__(self, name: str) -> DataLoader[Any, Any]:
         return self._loaders[name]
