@@ -91,10 +91,11 @@ class Future(cf.Future[T], Generic[T]):
     Thread-safe: any thread may complete it, wait on it or add callbacks.
     """
 
-    # _lock guards _state, _result, _exception, _done_callbacks, _w, _follow,
-    # _demand and the creation of _cond.  _cond (a Condition over _lock,
-    # signalling "done") and _w (waiters installed by concurrent.futures.wait)
-    # exist only once needed.
+    # _lock guards _state, _result, _exception, _done_callbacks, _waiter_list,
+    # _follow, _drivers and the creation of _cond.  _cond (a Condition over
+    # _lock, signalling "done") and _waiter_list (the waiters of
+    # concurrent.futures.wait/as_completed, and Blockers: threads blocked in
+    # result()) exist only once needed.
     #
     # A loader's futures share their loader's lock (see loader_future and the
     # lock protocol in the module notes): no lock object per load (a lock is
@@ -115,15 +116,15 @@ class Future(cf.Future[T], Generic[T]):
     # _follow: what this future currently waits on: a then() future's source,
     #   then the future its function returned; a gather's _Gather; a primed
     #   future's source.  None once it completes (that breaks the cycle).
-    # _demand: blockers to notify when _follow changes (threads blocked on a
-    #   future whose chain passes through this one).
+    # _drivers: blockers to notify when _follow changes (threads blocked on a
+    #   future whose chain passes through this one, driving it).
     _ticket: Any = None
     _follow: Any = None
     # _shared: the loader's lock this future was made to share (see above), or
     # None; never changes (detaching changes _lock only), so a then() future
     # reads it without a lock.  A future shares while _lock is _shared.
     _shared: Any = None
-    _demand: Optional[list[Any]] = None
+    _drivers: Optional[list[Any]] = None
 
     def __init__(self) -> None:
         # Every attribute a settle reads is an instance attribute from the
@@ -135,7 +136,7 @@ class Future(cf.Future[T], Generic[T]):
         self._exception: Optional[BaseException] = None
         self._done_callbacks: Any = None  # None, one callable, or a list of them
         self._cond: Optional[threading.Condition] = None
-        self._w: Optional[list[Any]] = None
+        self._waiter_list: Optional[list[Any]] = None
         self._follow = None
 
     # -- the lock ----------------------------------------------------------------
@@ -182,9 +183,9 @@ class Future(cf.Future[T], Generic[T]):
     def _waiters(self) -> list[Any]:  # type: ignore[override]
         # Callers (wait/as_completed) hold _condition, i.e. _lock.  A future
         # that can be driven gets a list that makes their wait drive it.
-        if self._w is None:
-            self._w = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
-        return self._w
+        if self._waiter_list is None:
+            self._waiter_list = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
+        return self._waiter_list
 
     # -- inspection ----------------------------------------------------------
     def __repr__(self) -> str:
@@ -317,8 +318,8 @@ class Future(cf.Future[T], Generic[T]):
         self._state = state
         if self._cond is not None:
             self._cond.notify_all()
-        if self._w:
-            for waiter in self._w:
+        if self._waiter_list:
+            for waiter in self._waiter_list:
                 if state == FINISHED:
                     if self._exception is None:
                         waiter.add_result(self)
@@ -344,11 +345,11 @@ class Future(cf.Future[T], Generic[T]):
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
                 return True
             self._state = CANCELLED_AND_NOTIFIED
-            self._follow = self._demand = None
+            self._follow = self._drivers = None
             if self._cond is not None:
                 self._cond.notify_all()
-            if self._w:  # concurrent.futures' waiters, and Blockers (threads blocked in result())
-                for waiter in self._w:
+            if self._waiter_list:  # concurrent.futures' waiters, and Blockers (threads blocked in result())
+                for waiter in self._waiter_list:
                     waiter.add_cancelled(self)
         finally:
             lock.release()
@@ -367,8 +368,8 @@ class Future(cf.Future[T], Generic[T]):
                 return False
             if self._state == CANCELLED:
                 self._state = CANCELLED_AND_NOTIFIED
-                if self._w:
-                    for waiter in self._w:
+                if self._waiter_list:
+                    for waiter in self._waiter_list:
                         waiter.add_cancelled(self)
                 return False
             if self._state == PENDING:
@@ -421,8 +422,8 @@ class Future(cf.Future[T], Generic[T]):
             self._result = result
             self._exception = exception
             if self._follow is not None:
-                self._follow = self._demand = None
-            if self._cond is None and not self._w:
+                self._follow = self._drivers = None
+            if self._cond is None and not self._waiter_list:
                 self._state = FINISHED
             else:
                 self._finish_locked(FINISHED)
@@ -450,11 +451,11 @@ class Future(cf.Future[T], Generic[T]):
         assert self._shared is None, "a loader's future is repaired by its loader"
         self._lock = _Lock()
         self._cond = None
-        self._w = None
+        self._waiter_list = None
         if self._state not in (PENDING, RUNNING):
             return False
         self._state = CANCELLED_AND_NOTIFIED
-        self._follow = self._demand = None
+        self._follow = self._drivers = None
         return self._done_callbacks is not None
 
     # -- chaining --------------------------------------------------------------
@@ -491,7 +492,7 @@ class Future(cf.Future[T], Generic[T]):
         out._exception = None
         out._done_callbacks = None
         out._cond = None
-        out._w = None
+        out._waiter_list = None
         out._follow = self
         out._shared = shared
         # A copy per then(): one context cannot be entered twice at once, and
@@ -507,7 +508,7 @@ class Future(cf.Future[T], Generic[T]):
             if self._state is not PENDING and self._state is not RUNNING:
                 return
             self._follow = inner
-            demand = self._demand
+            demand = self._drivers
             if demand:
                 demand = list(demand)
         finally:
@@ -590,7 +591,7 @@ def loader_future(lock: Any) -> Future[Any]:
     fut._exception = None
     fut._done_callbacks = None
     fut._cond = None
-    fut._w = None
+    fut._waiter_list = None
     fut._follow = None
     fut._shared = lock
     return fut
@@ -629,8 +630,8 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
                 fut._result = value
                 fut._exception = None
             if fut._follow is not None:
-                fut._follow = fut._demand = None
-            if fut._cond is None and not fut._w:
+                fut._follow = fut._drivers = None
+            if fut._cond is None and not fut._waiter_list:
                 fut._state = FINISHED
             else:
                 fut._finish_locked(FINISHED)

@@ -107,7 +107,7 @@ class ScheduledFuture(Future[T], Generic[T]):
             if self._state != CANCELLED:
                 return
             self._state = CANCELLED_AND_NOTIFIED
-            for waiter in self._w or ():
+            for waiter in self._waiter_list or ():
                 waiter.add_cancelled(self)
 
     def _start(self) -> bool:
@@ -411,7 +411,7 @@ class _Timer:
             if entry.period is not None and not fut.done() and not self.shutdown_flag:
                 # Its context may be "entered" by a parent's thread: a fresh copy.
                 entry.ctx = entry.ctx.copy()
-                fut._lock, fut._cond, fut._w = threading.Lock(), None, None
+                fut._lock, fut._cond, fut._waiter_list = threading.Lock(), None, None
                 entry.due = entry.due + entry.period if entry.fixed_rate else self.clock() + entry.period
                 entry.in_heap = True
                 self.live += 1

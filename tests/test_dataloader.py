@@ -2025,7 +2025,7 @@ def wait_until_blocked_on(fut: Future) -> None:
     deadline = time.monotonic() + TIMEOUT
     pause = threading.Event()
     while time.monotonic() < deadline:
-        if any(type(w) is Blocker and w._cond._waiters for w in list(fut._w or ())):
+        if any(type(w) is Blocker and w._cond._waiters for w in list(fut._waiter_list or ())):
             return
         pause.wait(0.001)
     raise AssertionError("no thread started waiting")
@@ -2067,7 +2067,7 @@ def test_DataLoader_result_timeout_leaves_no_waiter_behind():
         chained = loader.load(1).then(lambda v: v)
         with pytest.raises(cf.TimeoutError):
             chained.result(timeout=0.01)
-        assert not chained._w and not chained._demand
+        assert not chained._waiter_list and not chained._drivers
         release.set()
         assert chained.result(TIMEOUT) == 1
 
@@ -2178,7 +2178,7 @@ def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_
 
     def waiting_in_cf_wait() -> bool:
         return any(isinstance(getattr(w, "event", None), _DrivingEvent) and w.event._cond._waiters
-                   for w in list(chained._w or ()))
+                   for w in list(chained._waiter_list or ()))
 
     def first(keys: list[int]) -> list[int]:
         pause = threading.Event()
