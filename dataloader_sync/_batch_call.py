@@ -43,7 +43,7 @@ from ._batch import (
     _Queue,
 )
 from ._executor import ScheduledExecutor
-from ._future import Future, settle_many
+from ._future import Future, settle, settle_many
 from ._hooks import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
@@ -209,7 +209,7 @@ class BatchCall:
             if sink is not None:
                 sink.values[i] = value
             try:
-                futures[i]._settle(value, None)
+                settle(futures[i], value, None)
             except BaseException as exc:  # a callback's: settle the others first
                 if escaped is None:
                     escaped = exc

@@ -74,9 +74,11 @@ from typing import (
     overload,
 )
 
+from . import _fork
 from ._demand import drive_and_wait, waiters_for
 
-__all__ = ["Future", "completed_future", "failed_future", "loader_future", "settle_many"]
+__all__ = ["Future", "abandon_in_child", "completed_future", "failed_future", "loader_future", "renew_lock_in_child",
+           "settle", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -657,6 +659,33 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
                 escaped = exc
     if escaped is not None:
         raise escaped
+
+
+#: ``settle(fut, result, exception)``: complete *fut* unless it is done already
+#: (``Future._settle``); what the other modules of the package call to complete
+#: a future of theirs.  The method itself, not a wrapper: the same cost.
+settle: Callable[[Future[Any], Any, Optional[BaseException]], bool] = Future._settle
+
+
+def abandon_in_child(fut: Future[Any]) -> None:
+    """Fork repair of a task's future, in a forked child, inside ``os.fork()``: see ``Future._abandon_in_child``.
+
+    The future is cancelled at once, running nothing; its done-callbacks run
+    after the at-fork hooks, on the repair thread (``_fork.soon``).
+    """
+    if fut._abandon_in_child():
+        _fork.soon(fut._invoke_callbacks)
+
+
+def renew_lock_in_child(fut: Future[Any]) -> None:
+    """Fork repair of a future that stays pending in a forked child (a periodic task's, re-armed there).
+
+    Its lock may have been held by a parent thread at the fork, and its
+    waiters are the parent's threads: both are rebuilt (its own lock, no
+    Condition, no waiters).
+    """
+    assert fut._shared is None, "a loader's future is repaired by its loader"
+    fut._lock, fut._cond, fut._waiter_list = threading.Lock(), None, None
 
 
 def completed_future(value: T) -> Future[T]:

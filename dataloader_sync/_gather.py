@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Literal, Optional, TypeVar, Union, overload
 
-from ._future import Future, completed_future
+from ._future import Future, completed_future, settle
 from ._types import ResultOf
 
 __all__ = ["gather"]
@@ -70,7 +70,7 @@ class _Gather:
                 self.left = 0
             if first:
                 self.futures = None
-                self.out._settle(None, exc)
+                settle(self.out, None, exc)
             return
         value = exc if exc is not None else fut.result()
         where = self.positions[id(fut)]
@@ -84,7 +84,7 @@ class _Gather:
             last = self.left == 0
         if last:
             self.futures = None
-            self.out._settle(self.values, None)
+            settle(self.out, self.values, None)
 
 
 @overload

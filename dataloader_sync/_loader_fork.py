@@ -45,7 +45,7 @@ from typing import Any, Optional, Protocol
 from . import _fork
 from ._batch import _DispatchSink, _Queue
 from ._demand import Ticket
-from ._future import Future
+from ._future import Future, settle
 
 __all__ = ["abandon", "repair_in_child"]
 
@@ -119,5 +119,5 @@ def abandon(loader: _ForkedLoader, fut: Future[Any]) -> bool:
                 evict_error = exc
     if evict_error is not None:
         loader._cache_failed("delete", evict_error)
-    fut._settle(None, error)
+    settle(fut, None, error)
     return True

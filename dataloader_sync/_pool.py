@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _fork
-from ._future import Future
+from ._future import Future, abandon_in_child, settle
 from ._time import check_clock, seconds, wait_timeout
 
 __all__ = ["ElasticPool", "PoolStatistics"]
@@ -239,9 +239,9 @@ class ElasticPool(cf.Executor):
                 try:
                     result = fn(*args, **kwargs)
                 except BaseException as exc:
-                    future._settle(None, exc)
+                    settle(future, None, exc)
                 else:
-                    future._settle(result, None)
+                    settle(future, result, None)
                 result = None
             del fn, args, kwargs, future  # drop references before idling
             with lock:
@@ -385,5 +385,5 @@ class ElasticPool(cf.Executor):
         self._init_state()
         self._shutdown = shutdown
         for future in abandoned:
-            if future is not None and future._abandon_in_child():
-                _fork.soon(future._invoke_callbacks)
+            if future is not None:
+                abandon_in_child(future)
