@@ -371,6 +371,16 @@ class DataLoader(Generic[K, V]):
         if tell:
             scope.loader_queued(self)
 
+    def _left_to_execution(self) -> bool:
+        """Its queued keys were told to a scope that dispatches them itself (a GraphQL execution at work).
+
+        The one question a ticker-mode registry's tick asks a loader (see
+        ``_scheduled_registry``): such a queue is left to the execution, one
+        batch per level.  A racy look (no lock), as the tick's own.
+        """
+        told = self._told
+        return told is not None and told is not _MIXED and told.dispatches_itself
+
     def _report_queued(self, scope: Any) -> None:
         """The queue became non-empty: tell the registries holding this loader (outside the lock).
 
@@ -378,7 +388,7 @@ class DataLoader(Generic[K, V]):
         dispatches its loaders itself (a GraphQL execution at work, see
         ``_dispatch_scope``): that scope will dispatch this queue.
         """
-        wake = scope is None or not getattr(scope, "dispatches_itself", False)
+        wake = scope is None or not scope.dispatches_itself
         for ref, name in self._registries:
             queued = ref()
             if queued is not None:
@@ -766,7 +776,7 @@ class DataLoader(Generic[K, V]):
 
 
 # The _told of a queue that holds keys loaded outside any scope beside a
-# scope's (see DataLoader.__init__): no dispatches_itself, so ticks dispatch it.
+# scope's (see DataLoader._retell_locked): never left to an execution, so ticks dispatch it.
 _MIXED: Any = object()
 
 

@@ -57,6 +57,8 @@ def id_loader(**kwargs: Any):
 class RecordingScope:
     """A dispatch scope recording which loaders reported queued keys."""
 
+    dispatches_itself = False  # a DispatchScope (see _dispatch_scope): a tick may dispatch what it was told
+
     def __init__(self) -> None:
         self.queued: list[DataLoader] = []
 
@@ -1211,6 +1213,8 @@ def test_DataLoader_scope_is_told_outside_the_loader_lock():
     seen: list[int] = []
 
     class ReentrantScope:
+        dispatches_itself = False
+
         def loader_queued(self, queued: DataLoader) -> None:
             seen.append(queued.dispatch_depth)
             queued.statistics()  # takes the loader's lock: would deadlock under it
