@@ -82,6 +82,9 @@ __all__ = ["Future", "abandon_in_child", "completed_future", "failed_future", "l
 
 T = TypeVar("T")
 U = TypeVar("U")
+# Bound to the bare class (not cf.Future[Any]): pyright solves a lambda's
+# future against the bound, and Future[Any] would make its type Any.
+_FutureT = TypeVar("_FutureT", bound="cf.Future")  # type: ignore[type-arg]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 _Lock = threading.Lock
@@ -461,13 +464,25 @@ class Future(cf.Future[T], Generic[T]):
         return self._done_callbacks is not None
 
     # -- chaining --------------------------------------------------------------
+    # Three overloads, so that a lambda returning a future types as well as a
+    # named function does.  mypy first types a lambda argument without
+    # context (its parameters Any) and, when several overloads then match
+    # with different parameter and return types, gives up (Any).  So every
+    # overload that a lambda returning this library's Future[U] matches has
+    # the same parameter type once inferred: Callable[[T], Future[U]] for
+    # the first, the future type itself (_FutureT) for the second, which
+    # covers any other concurrent.futures.Future (its result() is typed; the
+    # chain is one of ours at run time), and U for the last, plain values.
     @overload
-    def then(self, fn: Callable[[T], cf.Future[U]]) -> Future[U]: ...
+    def then(self, fn: Callable[[T], Future[U]]) -> Future[U]: ...
+
+    @overload
+    def then(self, fn: Callable[[T], _FutureT]) -> _FutureT: ...  # type: ignore[overload-overlap]
 
     @overload
     def then(self, fn: Callable[[T], U]) -> Future[U]: ...
 
-    def then(self, fn: Callable[[T], Any]) -> Future[Any]:
+    def then(self, fn: Callable[[T], Any]) -> Any:
         """Return a future of ``fn(value)``; an error or cancellation propagates.
 
         ``fn`` may return a value or another ``concurrent.futures.Future``

@@ -96,8 +96,10 @@ class ScheduledFuture(Future[T], Generic[T]):
     def cancel(self) -> bool:
         if not super().cancel():
             return False
-        if self._timer.discard(self._entry) or self._entry.period is not None:
-            # It will never reach a worker that would notify waiters, so
+        if self._timer.discard(self._entry) or self._timer.withdraw(self._entry) or self._entry.period is not None:
+            # It will never reach a worker that would notify waiters (off the
+            # heap, or withdrawn from the pool's queue, where run_entry will
+            # find it gone), so
             # concurrent.futures.wait() must hear of the cancellation now.
             self._notify_cancelled()
         return True
@@ -206,6 +208,19 @@ class _Timer:
                 # Stale entries outnumber live ones: rebuild without them.
                 self.heap = [item for item in self.heap if item[2].in_heap]
                 heapq.heapify(self.heap)
+            return True
+
+    def withdraw(self, entry: _Entry) -> bool:
+        """Take *entry* out of ``queued`` (handed to the executor, not started); True if it was there.
+
+        Its run then does nothing (``run_entry`` finds it gone), so a
+        cancelled task no longer counts in ``queued_count`` while it waits
+        for a pool thread.
+        """
+        with self.lock:
+            if entry not in self.queued:
+                return False
+            self.queued.discard(entry)
             return True
 
     def schedule(self, entry: _Entry, delay: float) -> None:

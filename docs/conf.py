@@ -11,6 +11,42 @@ import sys
 # Document the package of this checkout, installed or not.
 sys.path.insert(0, os.path.abspath(".."))
 
+
+def _configure_django() -> None:
+    """Minimal Django settings, so that autodoc can import every Django integration module.
+
+    Modules that import models, the ORM or django-debug-toolbar need
+    configured settings and ready apps; a build never touches a database.
+    Apps of this list that are installed are added (the ``docs`` extra
+    installs the integrations' packages).  Nothing happens without Django or
+    when settings are already configured (``DJANGO_SETTINGS_MODULE``).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("django") is None:
+        return
+    import django
+    from django.conf import settings
+
+    if settings.configured or os.environ.get("DJANGO_SETTINGS_MODULE"):
+        return
+    optional_apps = ["graphene_django", "debug_toolbar", "strawberry_django"]
+    settings.configure(
+        SECRET_KEY="docs-build-only",
+        INSTALLED_APPS=[
+            "django.contrib.contenttypes",
+            "django.contrib.auth",
+            *(app for app in optional_apps if importlib.util.find_spec(app) is not None),
+        ],
+        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+        USE_TZ=True,
+    )
+    django.setup()
+
+
+_configure_django()
+
 project = "dataloader_sync"
 author = "dataloader_sync contributors"
 copyright = "dataloader_sync contributors"

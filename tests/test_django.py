@@ -230,11 +230,12 @@ def test_GraphQLView_mixin_sets_the_execution_context_class_unless_given_one():
     from books.schema import schema
     from graphene_django.views import GraphQLView as Base
 
-    from dataloader_sync.django import DataLoaderGraphQLViewMixin, GraphQLView
+    from dataloader_sync.django import DataLoaderGraphQLViewMixin, DjangoDebugExecutionContext, GraphQLView
     from dataloader_sync.graphql import DataLoaderExecutionContext
 
     assert issubclass(GraphQLView, DataLoaderGraphQLViewMixin) and issubclass(GraphQLView, Base)
-    assert GraphQLView(schema=schema).execution_context_class is DataLoaderExecutionContext
+    assert GraphQLView(schema=schema).execution_context_class is DjangoDebugExecutionContext
+    assert issubclass(DjangoDebugExecutionContext, DataLoaderExecutionContext)
 
     class Custom(DataLoaderExecutionContext):
         pass

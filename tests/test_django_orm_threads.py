@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
+import time
 
 import pytest
 
@@ -30,17 +31,27 @@ def executor():
     ex.shutdown(wait=True, cancel_futures=True)
 
 
-def other_connections(postgres_server, alias):
-    """Backends connected to the alias's database, other than this thread's own Django connection."""
+def other_connections(postgres_server, alias, within=10.0):
+    """Backends connected to the alias's database, other than this thread's own Django connection.
+
+    A backend leaves ``pg_stat_activity`` when its process has ended, a
+    moment after the client closed the connection: the count is asked again
+    until it is empty or *within* seconds have passed, so a connection just
+    closed is not counted, and one left open (it never goes) is.
+    """
     from django.db import connections
 
     own = connections[alias]
     own.ensure_connection()
     own_pid = own.connection.info.backend_pid
+    deadline = time.monotonic() + within
     with postgres_server.connect() as conn:
-        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s AND pid <> "
-                            "pg_backend_pid()", [own.settings_dict["NAME"], own_pid]).fetchall()
-    return [pid for pid, in rows]
+        while True:
+            rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> %s AND pid <> "
+                                "pg_backend_pid()", [own.settings_dict["NAME"], own_pid]).fetchall()
+            if not rows or time.monotonic() > deadline:
+                return [pid for pid, in rows]
+            conn.execute("SELECT pg_sleep(0.02)")  # the server waits, not this test: then ask again
 
 
 def settled(futures):

@@ -185,6 +185,30 @@ def test_ScheduledFuture_cancel_drops_the_pending_count_at_once(executor):
     assert 59 < futures[1].delay() <= 60
 
 
+def test_ScheduledFuture_cancel_of_a_task_waiting_for_a_pool_thread_drops_the_queued_count_at_once():
+    # A due task handed to a busy pool is "queued"; cancelled there, it must leave the count (a
+    # registry's close() relies on it: no tick of a closed registry is counted) and be done for
+    # concurrent.futures.wait at once, and never run.
+    with ScheduledExecutor(name="queued-cancel", max_workers=1) as ex:
+        started, release = threading.Event(), threading.Event()
+        blocker = ex.schedule(lambda: (started.set(), release.wait(WAIT)), 0)
+        assert started.wait(WAIT)
+        ran = []
+        waiting = ex.schedule(ran.append, 0, "ran")
+        deadline = time.monotonic() + WAIT
+        while ex.queued_count == 0 and time.monotonic() < deadline:  # the timer hands it over
+            threading.Event().wait(0.001)
+        assert ex.queued_count == 1
+        assert waiting.cancel()
+        assert ex.queued_count == 0
+        done, not_done = cf.wait([waiting], timeout=0)
+        assert done == {waiting} and not not_done
+        release.set()
+        blocker.result(timeout=WAIT)
+        ex.submit(lambda: None).result(timeout=WAIT)  # the pool thread went past the cancelled run
+    assert ran == []
+
+
 def test_ScheduledExecutor_prunes_cancelled_entries(executor):
     futures = [executor.schedule(lambda: None, 60) for _ in range(1000)]
     for fut in futures[10:]:

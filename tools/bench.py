@@ -36,6 +36,8 @@ that concurrent requests keep alive (the cyclic GC walks them).
     python tools/bench.py --value-cache        # value-cache costs per key; the Bench shape on a shared Redis
     python tools/bench.py --hol                # head-of-line blocking in the shared executor (tools/bench_hol.py)
     python tools/bench.py --json out.json      # the same figures as JSON too
+    python tools/bench.py --io-ms 0 --plot cpu.png  # the run at 1 and at 48 request threads, drawn
+                                               # (--plot-concurrency; needs matplotlib: the [plot] extra)
 """
 from __future__ import annotations
 
@@ -386,6 +388,11 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
                    help="gc.freeze() the heap once the bench and its libraries are imported, as a server does at "
                         "startup (dataloader_sync.tune_gc; add --gc-threshold 100000 for its full tuning)")
     p.add_argument("--json", metavar="PATH", help="also write every figure as JSON to PATH")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="run the end-to-end table at each --plot-concurrency and draw process CPU per request "
+                        "against the floor (needs matplotlib)")
+    p.add_argument("--plot-concurrency", type=int, nargs="+", default=[1, 48], metavar="N",
+                   help="request threads of the --plot runs (default: 1 48)")
     p.add_argument("--quick", action="store_true", help="small settings: the whole run takes under a minute")
     p.add_argument("--micro", action="store_true", help="ns per load/dispatch/tick (tools/bench_micro.py)")
     p.add_argument("--scaling", action="store_true", help="cost vs keys pending; the executor case")
@@ -407,6 +414,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
                 setattr(args, opt.replace("-", "_"), value)
     args.variants = args.variants or VARIANTS
     args.warmup = max(args.requests // 10, 1) if args.warmup is None else args.warmup
+    args.io_threads_given = args.io_threads is not None
     args.io_threads = args.io_threads or args.concurrency * 16
     for name in ("requests", "concurrency", "io_threads", "items", "tick_ms", "variant_timeout"):
         if getattr(args, name) <= 0:
@@ -419,6 +427,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         p.error("--io-ms, --depth and --warmup must be >= 0")
     if args.loaders < bw.FIELDS + 3:
         p.error(f"--loaders must be >= {bw.FIELDS + 3}")
+    if any(n <= 0 for n in args.plot_concurrency):
+        p.error("--plot-concurrency must be > 0")
     return args
 
 
@@ -443,12 +453,38 @@ def main(argv: Optional[list[str]] = None) -> int:
         import bench_hol
         report["hol"] = bench_hol.hol(seconds=args.hol_seconds, threads=args.hol_threads,
                                       heavy_every=args.hol_heavy_every)
-    if not (args.micro or args.scaling or args.value_cache or args.hol) or args.explicit:
+    if args.plot:
+        report["plot"] = plot_runs(args)
+    elif not (args.micro or args.scaling or args.value_cache or args.hol) or args.explicit:
         report.update(end_to_end(args))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, indent=2, default=str)
     return 0
+
+
+def plot_runs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The end-to-end table at each ``--plot-concurrency``, one after the other, drawn to ``--plot``."""
+    import plots
+
+    plots.check_path(args.plot)
+    plots.pyplot()  # a missing matplotlib is said before anything runs
+    runs = []
+    for concurrency in args.plot_concurrency:
+        args.concurrency = concurrency
+        if not args.io_threads_given:
+            args.io_threads = concurrency * 16
+        report = end_to_end(args)
+        report["concurrency"] = concurrency
+        runs.append(report)
+        print()
+    s = runs[0]["settings"]
+    io = f"{args.io_ms:g} ms I/O per batch call" if args.io_ms else "CPU-bound (no I/O)"
+    title = (f"tools/bench.py: process CPU per request, {s['loaders']} loaders, {s['items_per_request']} items "
+             f"per request, {io}, {args.requests} requests per variant")
+    plots.plot_bench([(r["concurrency"], r["variants"]) for r in runs], args.plot, title=title)
+    print(f"figure: {args.plot}")
+    return runs
 
 
 def end_to_end(args: argparse.Namespace) -> dict[str, Any]:

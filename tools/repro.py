@@ -12,6 +12,7 @@ that are due and waiting for the worker (``pending_count + queued_count``).
 
     python tools/repro.py            # the table
     python tools/repro.py --json     # the rows as JSON
+    python tools/repro.py --plot repro.png   # and a figure of them (needs matplotlib: the [plot] extra)
 """
 from __future__ import annotations
 
@@ -80,9 +81,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=1.0, help="how long each row ticks")
     parser.add_argument("--calls", type=int, nargs="+", default=[1, 2, 10, 50])
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
+    parser.add_argument("--plot", metavar="FILE.png", help="also draw the rows (needs matplotlib)")
     args = parser.parse_args(argv)
     if args.loaders <= 0 or args.schedule_ms <= 0 or args.seconds <= 0:
         parser.error("--loaders, --schedule-ms and --seconds must be > 0")
+    if args.plot:  # before measuring: a missing matplotlib is said at once
+        import plots
+
+        plots.check_path(args.plot)
+        plots.pyplot()
     schedule = args.schedule_ms / 1000.0
     if not args.json:
         print(f"dataloader_sync repro: {args.loaders} data loaders, ticker mode, schedule {args.schedule_ms:g} ms, "
@@ -99,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
                       f"{row['pending_after_close']:>27,}", flush=True)
     if args.json:
         print(json.dumps(rows, indent=2))
+    if args.plot:
+        plots.plot_repro(rows, args.plot, loaders=args.loaders, schedule_ms=args.schedule_ms)
+        if not args.json:
+            print(f"figure: {args.plot}")
     return 0
 
 

@@ -14,6 +14,10 @@
   graphene-django's fields whose resolvers may also return a
   ``related_loader`` future: the field's filters, order and page are applied
   inside the batch.
+- ``DjangoDebugExecutionContext`` (imported on first use, with graphql-core)
+  makes graphene-django's ``_debug`` field list every SQL statement of the
+  execution, the batches of later levels included; ``GraphQLView`` executes
+  with it.
 
 Needs Django (``pip install dataloader_sync[django]``); graphene-django is
 imported only when ``GraphQLView`` is used.
@@ -37,8 +41,9 @@ from ._orm import related_loader as related_loader
 from ._value_cache import DjangoValueCache as DjangoValueCache
 from ._view import DataLoaderGraphQLViewMixin as DataLoaderGraphQLViewMixin
 
-# GraphQLView and the connection fields are left out of __all__ so that a
-# star import does not import graphene-django; they are in __dir__ for discovery.
+# GraphQLView, the connection fields and DjangoDebugExecutionContext are left
+# out of __all__ so that a star import does not import graphene-django or
+# graphql-core; they are in __dir__ for discovery.
 __all__ = [
     "DataLoaderGraphQLViewMixin",
     "DataLoaderMiddleware",
@@ -48,7 +53,12 @@ __all__ = [
     "model_loader",
     "related_loader",
 ]
-_GRAPHENE_NAMES = ["DjangoConnectionField", "DjangoFilterConnectionField", "GraphQLView"]
+_LAZY_NAMES = [
+    "DjangoConnectionField",
+    "DjangoDebugExecutionContext",
+    "DjangoFilterConnectionField",
+    "GraphQLView",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -64,8 +74,12 @@ def __getattr__(name: str) -> Any:
         from ._graphene_fields import filter_connection_field_class
 
         return filter_connection_field_class()
+    if name == "DjangoDebugExecutionContext":
+        from ._debug import DjangoDebugExecutionContext
+
+        return DjangoDebugExecutionContext
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted([*__all__, *_GRAPHENE_NAMES])
+    return sorted([*__all__, *_LAZY_NAMES])

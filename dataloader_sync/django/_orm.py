@@ -66,6 +66,7 @@ def _checked(field: Any, queryset: Optional[QuerySet[Any]], first: Optional[int]
     rel = relation(field)
     if queryset is not None:
         check_queryset(queryset, rel.related_model)
+        ordering_of(queryset)  # refuses order_by("?") now, not when the batch runs
     _check_first(first, rel)
     return rel
 
@@ -296,6 +297,7 @@ def _model_field(model: Any, field: str) -> Any:
 def _model_key(model_or_queryset: Any, field: Any = "pk") -> Hashable:
     if isinstance(model_or_queryset, QuerySet):
         check_queryset(model_or_queryset, model_or_queryset.model, "model_or_queryset")
+        ordering_of(model_or_queryset)  # refuses order_by("?") now, not when the batch runs
         source: Hashable = queryset_key(model_or_queryset)
         model = model_or_queryset.model
     elif isinstance(model_or_queryset, type) and issubclass(model_or_queryset, Model):

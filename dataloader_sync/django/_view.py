@@ -4,8 +4,10 @@ This module never imports graphene-django; ``graphql_view_class()`` does,
 when ``dataloader_sync.django.GraphQLView`` is first used.
 
 Guarantees:
-- The view executes with ``DataLoaderExecutionContext`` unless the view is
-  given another ``execution_context_class``.
+- The view executes with ``DjangoDebugExecutionContext`` (a
+  ``DataLoaderExecutionContext`` that completes graphene-django's ``_debug``
+  field last, see ``_debug``) unless the view is given another
+  ``execution_context_class``.
 - Resolvers find the request's registry as ``info.context.loaders``: the one
   ``DataLoaderMiddleware`` made, or, without the middleware, one the view
   makes for the request and closes when ``dispatch`` returns (the response of
@@ -70,9 +72,9 @@ class DataLoaderGraphQLViewMixin:
         if "registry_factory" in kwargs:
             self.registry_factory = kwargs.pop("registry_factory")
         if kwargs.get("execution_context_class") is None and self.execution_context_class is None:
-            from ..graphql import DataLoaderExecutionContext
+            from ._debug import DjangoDebugExecutionContext
 
-            kwargs["execution_context_class"] = DataLoaderExecutionContext
+            kwargs["execution_context_class"] = DjangoDebugExecutionContext
         super().__init__(*args, **kwargs)
 
     def get_registry_factory(self) -> RegistryFactory:

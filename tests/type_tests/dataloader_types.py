@@ -12,6 +12,7 @@ from dataloader_sync import BatchLoaderEnvironment, DataLoader, Future, complete
 
 class User:
     name: str = "ann"
+    id: int = 1
 
 
 # -- the shapes of batch function ------------------------------------------------------------
@@ -118,8 +119,22 @@ def name_later(user: User) -> cf.Future[str]:
 
 
 assert_type(users.load(1).then(best_friend), Future[User])
-assert_type(users.load(1).then(name_later), Future[str])
+# A plain concurrent.futures.Future is flattened too: its value type is kept
+# (the future's own type is Future for pyright, cf.Future for mypy).
+assert_type(users.load(1).then(name_later).result(), str)
 assert_type(users.load(1).then(best_friend).then(lambda user: user.name), Future[str])
+
+# A lambda returning a loader's future (or a chain) is flattened as a named
+# function is: mypy types the lambda without context first, and the
+# overloads of then() are built so that this does not make the result Any.
+assert_type(users.load(1).then(lambda user: users.load(user.id + 1)), Future[User])
+assert_type(users.load(1).then(lambda user: users.load(user.id + 1)).result(), User)
+assert_type(users.load(1).then(lambda user: users.load(user.id + 1).then(lambda u: u.name)), Future[str])
+assert_type(users.load(1).then(lambda user: completed_future(len(user.name))).result(), int)
+by_name = DataLoader(load_users_by_name)
+assert_type(users.load(1).then(lambda user: by_name.load(user.name)), Future[Optional[User]])
+assert_type(users.load(1).then(lambda user: by_name.load(user.name)).then(lambda u: u is None), Future[bool])
+assert_type(users.load(1).then(lambda user: None), Future[None])
 
 # -- gather: the futures' common type ----------------------------------------------------------
 assert_type(gather([users.load(1), users.load(2)]), Future[list[User]])
