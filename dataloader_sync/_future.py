@@ -362,7 +362,7 @@ class Future(cf.Future[T], Generic[T]):
         if ticket is not None:  # a loader's future: its key is forgotten before any callback runs
             loader = ticket.loader()
             if loader is not None:
-                loader._forget_cancelled(self, ticket)
+                loader._forget_cancelled(self, ticket)  # the loader's own: its queue and cache
         self._invoke_callbacks()
         return True
 

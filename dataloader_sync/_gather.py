@@ -119,7 +119,7 @@ def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future
         return completed_future([])
     g = _Gather(futures, return_exceptions)
     distinct = list({id(f): f for f in futures}.values())  # each distinct future once
-    g.out._follow = g
+    g.out._follow = g  # Drivable._follow (_demand's seam): blocking on the gather drives its futures
     g.futures = distinct  # for blocked drivers; dropped when the gather completes
     done = g.done
     try:

@@ -87,7 +87,7 @@ def repair_in_child(loader: _ForkedLoader) -> None:
     cks = torn.cached_under()
     for i, fut in enumerate(torn.futures):  # keys and futures may differ in length by one
         ck = cks[i] if i < len(cks) else None
-        fut._drivers = None  # the parent's blocked threads
+        fut._drivers = None  # the parent's blocked threads (Drivable._drivers; the loader's lock is reset)
         batch.add(ck, ck, None, fut)
     error = cf.CancelledError(f"{loader._label()}: this key was queued in the parent process while "
                               "a thread of the parent held the loader's lock at os.fork(); load it again")

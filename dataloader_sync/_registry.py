@@ -207,7 +207,7 @@ class DataLoaderRegistry:
             if key is not None:  # a family's loader replaced by name: the family forgets it
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)
+                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
             loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
 
     def unregister(self, name: str) -> DataLoaderRegistry:
@@ -219,7 +219,7 @@ class DataLoaderRegistry:
             if key is not None:
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)
+                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
         self._queued.discard(name)
         return self
 
@@ -397,7 +397,7 @@ class DataLoaderRegistry:
 
     def _holds(self, loader: Any) -> bool:
         """True when *loader* is registered here (under any name); O(its registries)."""
-        held: bool = loader._watched_by(self._queued)
+        held: bool = loader._watched_by(self._queued)  # the loader's registry seam (DataLoader: registries)
         return held
 
     def __repr__(self) -> str:

@@ -278,7 +278,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         walk = self._walk_queued()
         try:
             for name, loader in walk:
-                if loader._left_to_execution():
+                if loader._left_to_execution():  # the loader's seam for ticks
                     # A GraphQL execution at work will dispatch it at the end of
                     # its level (see _dispatch_scope): one batch per level.
                     refused.append(name)

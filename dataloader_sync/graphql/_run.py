@@ -238,7 +238,7 @@ class Run:
                 registry.dispatch_all()
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
-            loaders = {loader: None for loader in loaders if not registry._holds(loader)}
+            loaders = {loader: None for loader in loaders if not registry._holds(loader)}  # registry seam
         for loader in loaders:
             try:
                 loader.dispatch_count()
@@ -281,9 +281,9 @@ class Run:
         """
         for loader in {**self.seen, **self.to_dispatch}:
             if loader.dispatch_depth:
-                loader._report_queued(None)
+                loader._report_queued(None)  # the loader's registry seam: wake the tickers holding it
         if self.registry is not None:
-            self.registry._wake()
+            self.registry._wake()  # the registry's seam for executions (DataLoaderRegistry._wake)
 
     def clear_loaders(self) -> None:
         """``clear_all()`` every loader of the registry and every loader this execution dispatched."""
