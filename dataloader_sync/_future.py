@@ -64,7 +64,7 @@ from concurrent.futures._base import (
     PENDING,
     RUNNING,
 )
-from contextvars import Context, copy_context
+from contextvars import copy_context
 from typing import (
     Any,
     Callable,
@@ -502,7 +502,7 @@ class Future(cf.Future[T], Generic[T]):
         # a lock of this future's own: its Condition may be held (by
         # concurrent.futures.wait) while the chain detaches through it.
         shared = self._shared
-        out: Future[Any] = _new(Future)
+        out: _Chain = _new(_Chain)
         out._lock = _Lock() if shared is None else shared
         out._state = PENDING
         out._result = None
@@ -515,7 +515,9 @@ class Future(cf.Future[T], Generic[T]):
         # A copy per then(): one context cannot be entered twice at once, and
         # fn runs once.  The completing thread may be inside another
         # execution's scope; the copy holds the then()-time scope (even None).
-        self.add_done_callback(_ThenStep(out, fn, copy_context()))
+        out._fn = fn
+        out._context = copy_context()
+        self.add_done_callback(out._step)  # a bound method: the future itself is not callable
         return out
 
     def _move_to(self, inner: cf.Future[Any]) -> None:
@@ -535,54 +537,49 @@ class Future(cf.Future[T], Generic[T]):
                 blocker.moved()
 
 
-class _ThenStep:
-    """The done-callback of a ``then()`` chain: of its source, then of the future ``fn`` returned, if any.
+class _Chain(Future[Any]):
+    """The future ``then(fn)`` returns.
 
-    A callback object of its own, not the chain's future: a future must not
-    be callable (frameworks call a callable resolver result, as
-    strawberry-django's ``django_resolver`` does).  One small slotted object
-    per ``then()`` call, used for both stages (no closure per stage).
+    Its bound method ``_step`` is the done-callback of its source, and then
+    of the future ``fn`` returned, if any (no closure per call: a chained load
+    is on the hot path of every nested GraphQL field).  The future itself is
+    not callable: frameworks call a callable resolver result (strawberry-django's
+    ``django_resolver`` does), and must get the chain's value.
 
-    ``fn`` and ``context`` (``fn`` and the copy of the ``then()`` caller's
-    context) are let go when ``fn`` runs: ``fn`` None means the second stage,
-    where the outcome is copied.  ``out`` may have been cancelled by its
-    holder meanwhile: ``_settle`` (not ``set_result``) so that is not an
-    error logged by the source's callback.
+    ``_fn`` and ``_context`` (``fn`` and the copy of the ``then()`` caller's
+    context) are set by ``then`` and let go when ``fn`` runs: ``_fn`` None
+    means the second stage, where the outcome is copied.  The chain may have
+    been cancelled by its holder meanwhile: ``_settle`` (not ``set_result``)
+    so that is not an error logged by the source's callback.
     """
 
-    __slots__ = ("out", "fn", "context")
+    _fn: Any = None
+    _context: Any = None
 
-    def __init__(self, out: Future[Any], fn: Callable[[Any], Any], context: Context) -> None:
-        self.out = out
-        self.fn: Optional[Callable[[Any], Any]] = fn
-        self.context: Optional[Context] = context
-
-    def __call__(self, src: cf.Future[Any]) -> None:
-        out = self.out
+    def _step(self, src: cf.Future[Any]) -> None:
         try:
             value = src.result()
         except BaseException as exc:  # includes CancelledError
-            out._settle(None, exc)
+            self._settle(None, exc)
             return
-        fn = self.fn
+        fn = self._fn
         if fn is None:  # src is what fn returned: its outcome is ours
-            out._settle(value, None)
+            self._settle(value, None)
             return
-        context = self.context
-        assert context is not None  # set with fn, let go with it
-        self.fn = self.context = None
+        context = self._context
+        self._fn = self._context = None
         try:
             value = context.run(fn, value)
         except BaseException as exc:
-            out._settle(None, exc)
+            self._settle(None, exc)
             if not isinstance(exc, Exception):
                 raise
             return
         if isinstance(value, cf.Future):
-            out._move_to(value)
-            value.add_done_callback(self)
+            self._move_to(value)
+            value.add_done_callback(self._step)
         else:
-            out._settle(value, None)
+            self._settle(value, None)
 
 
 def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
