@@ -9,7 +9,7 @@ import threading
 from collections.abc import Hashable
 from typing import Any, NamedTuple, Optional
 
-from ._future import Future
+from ._future import Future, settle
 
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DispatchResult"]
 
@@ -157,7 +157,7 @@ class _DispatchSink:
         with self.lock:
             self.slices_left = n_slices
         if n_slices == 0:
-            self.future._settle(self.values, None)
+            settle(self.future, self.values, None)
 
     def add_slices(self, n_slices: int) -> None:
         """While a report is still expected (one slice held back): *n_slices* more (may be -1)."""
@@ -167,7 +167,7 @@ class _DispatchSink:
             self.slices_left += n_slices
             decided = self.slices_left == 0
         if decided:
-            self.future._settle(self.values, None)
+            settle(self.future, self.values, None)
 
     def part(self, positions: list[int]) -> _SinkPart:
         """A sink for a sub-queue whose load j is load ``positions[j]`` of this dispatch."""
@@ -182,7 +182,7 @@ class _DispatchSink:
             self.slices_left = 0 if error is not None else self.slices_left - 1
             decided = self.slices_left == 0
         if decided:
-            self.future._settle(None if error is not None else self.values, error)
+            settle(self.future, None if error is not None else self.values, error)
 
 
 class _SinkPart:

@@ -1,7 +1,7 @@
 """The batch call of a DataLoader: from the queue a dispatch took to settled futures.
 
 ``DataLoader`` (``_dataloader``) queues and caches loads and takes the queue
-when it dispatches; what happens to that queue is here: the value-cache
+when it dispatches; what happens to that queue is its ``BatchCall``'s, here: the value-cache
 step, the batch function's calls (one per ``max_batch_size`` slice, on the
 dispatching thread or an executor, in a copy of the dispatcher's context),
 matching its result to the keys, settling the keys' futures, failing and
@@ -27,17 +27,15 @@ import concurrent.futures as cf
 import contextvars
 import logging
 import threading
+import weakref
 from collections.abc import Hashable, Mapping, MutableMapping, Sequence
 from typing import (
-    TYPE_CHECKING,
     Any,
     Callable,
     Optional,
-    cast,
 )
 
-from . import _instrumentation as _instr
-from . import _value_cache
+from . import _hooks, _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -45,49 +43,92 @@ from ._batch import (
     _Queue,
 )
 from ._executor import ScheduledExecutor
-from ._future import Future, settle_many
-from ._instrumentation import DataLoaderInstrumentation
+from ._future import Future, settle, settle_many
+from ._hooks import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
 
-if TYPE_CHECKING:  # typing only: _dataloader imports this module
-    from ._dataloader import DataLoader
-
-__all__: list[str] = []
+__all__ = ["BatchCall"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
 
-class _BatchCall:
-    """The batch call of a ``DataLoader``: a base class of ``DataLoader``, its only subclass.
+class BatchCall:
+    """The batch call of one ``DataLoader``, which holds it (as java-dataloader's
+    ``DataLoader`` holds its ``DataLoaderHelper``).
 
-    Its methods work on the loader's fields, set by ``DataLoader.__init__``
-    and declared below.  They take the loader's ``_lock`` (it guards the
-    counters, ``_cache`` and ``_cache_errors_logged``; see
-    ``DataLoader.__init__``) only around updates of those fields.
+    It owns the batch function and everything a batch call needs (executor,
+    instrumentation, environment, slicing, the value cache) and the counters
+    of what its calls did.  It shares the loader's lock (the lock of the
+    loader's futures, see ``_future``) and the loader's cache, whose failed
+    keys it evicts; it holds the loader only by weak reference (the loader
+    is what instrumentation hooks are told of), so a loader is freed without
+    the cyclic GC, and a batch in flight still settles its keys when the
+    loader is gone.
+
+    Thread-safe: ``_lock`` (the loader's) guards the counters, ``_cache``
+    and ``_cache_errors_logged``, taken only around their updates; user code
+    (batch function, ``context_provider``, hooks, callbacks) runs outside it.
     """
 
-    # The loader's fields these methods use (set by DataLoader.__init__).
-    _lock: threading.RLock
-    _name: Optional[str]
-    _batch_load_fn: Callable[..., Any]
-    _executor: Optional[cf.Executor]
-    _instrumentation: Optional[DataLoaderInstrumentation]
-    _pass_env: bool
-    _context: Any
-    _context_provider: Optional[Callable[[], Any]]
-    _max_batch_size: Optional[int]
-    _cache_enabled: bool
-    _cache: MutableMapping[Hashable, Future[Any]]
-    _cache_exceptions: bool
-    _cache_errors_logged: set[str]
-    _value_cache: Optional[ValueCache[Any, Any]]
-    _load_error_count: int
-    _batch_invoke_count: int
-    _batch_load_count: int
-    _batch_load_exception_count: int
-    _value_cache_hit_count: int
-    _value_cache_miss_count: int
+    def __init__(
+        self,
+        loader: weakref.ref[Any],
+        lock: threading.RLock,
+        *,
+        batch_load_fn: Callable[..., Any],
+        name: Optional[str],
+        executor: Optional[cf.Executor],
+        instrumentation: Optional[InstrumentationHooks],
+        pass_env: bool,
+        context: Any,
+        context_provider: Optional[Callable[[], Any]],
+        max_batch_size: Optional[int],
+        cache_enabled: bool,
+        cache: MutableMapping[Hashable, Future[Any]],
+        cache_exceptions: bool,
+        value_cache: Optional[ValueCache[Any, Any]],
+    ) -> None:
+        self._loader = loader
+        self._lock = lock
+        self._batch_load_fn = batch_load_fn
+        self._name = name
+        self._executor = executor
+        self._instrumentation = instrumentation
+        self._pass_env = pass_env
+        self._context = context
+        self._context_provider = context_provider
+        self._max_batch_size = max_batch_size
+        self._cache_enabled = cache_enabled
+        self._cache = cache
+        self._cache_exceptions = cache_exceptions
+        self._value_cache = value_cache
+        self._cache_errors_logged: set[str] = set()  # "read"/"write"/"delete" already logged
+        self._load_error_count = 0
+        self._batch_invoke_count = 0
+        self._batch_load_count = 0
+        self._batch_load_exception_count = 0
+        self._value_cache_hit_count = 0
+        self._value_cache_miss_count = 0
+
+    def registered(self, name: Optional[str], instrumentation: Optional[InstrumentationHooks]) -> None:
+        """The loader's name and instrumentation in use changed (a registry took it)."""
+        self._name = name
+        self._instrumentation = instrumentation
+
+    def counts_locked(self) -> tuple[int, int, int, int, int, int]:
+        """The counters, for the loader's ``statistics()`` (which holds ``_lock``):
+        load errors, batch invokes, batch loads, batch exceptions, value-cache hits, misses."""
+        return (self._load_error_count, self._batch_invoke_count, self._batch_load_count,
+                self._batch_load_exception_count, self._value_cache_hit_count, self._value_cache_miss_count)
+
+    def send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
+        """Settle every key of *queue* (a queue the loader took): the value cache, then the batch calls."""
+        self._send(queue, sink)
+
+    def slices(self, n_keys: int) -> int:
+        """How many batch calls *n_keys* keys make (``max_batch_size``)."""
+        return self._slices(n_keys)
 
     def _send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
         if self._value_cache is not None:
@@ -108,22 +149,22 @@ class _BatchCall:
                 try:
                     self._call_batch(queue.slice(i, i + size), sink, i)
                 except BaseException as exc:  # only non-Exceptions get here: see _call_batch
-                    self._abandon(queue.slice(i + size, len(queue)), exc, sink)
+                    self.abandon(queue.slice(i + size, len(queue)), exc, sink)
                     raise
 
     def _slices(self, n_keys: int) -> int:
         size = self._max_batch_size or n_keys or 1
         return -(-n_keys // size)
 
-    def _abandon(self, rest: _Queue, exc: BaseException, sink: Optional[Any] = None) -> None:
+    def abandon(self, rest: _Queue, exc: BaseException, sink: Optional[Any] = None) -> None:
         """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
         if not rest:
             return
         error = cf.CancelledError(
-            f"{self._label()}: batch not called, an earlier batch of the same dispatch raised {type(exc).__name__}"
+            f"{self.label()}: batch not called, an earlier batch of the same dispatch raised {type(exc).__name__}"
         )
         error.__cause__ = exc
-        self._fail_keys(rest, error, sink)
+        self.fail_keys(rest, error, sink)
 
     # -- the value cache -----------------------------------------------------------
     def _send_through_value_cache(self, queue: _Queue, sink: Optional[_DispatchSink]) -> None:
@@ -149,7 +190,7 @@ class _BatchCall:
             except BaseException as exc:  # not an Exception: the waiting keys settle too
                 if waiting:
                     rest = [i for i, _ in waiting]
-                    self._abandon(queue.take(rest), exc, None if sink is None else sink.part(rest))
+                    self.abandon(queue.take(rest), exc, None if sink is None else sink.part(rest))
                 raise
         if waiting:
             self._wait_for_flights(flights, queue, sink, waiting)  # type: ignore[arg-type]
@@ -168,13 +209,13 @@ class _BatchCall:
             if sink is not None:
                 sink.values[i] = value
             try:
-                futures[i]._settle(value, None)
+                settle(futures[i], value, None)
             except BaseException as exc:  # a callback's: settle the others first
                 if escaped is None:
                     escaped = exc
         if escaped is not None:
             if fallback:
-                self._abandon(queue.take(fallback), escaped, None if sink is None else sink.part(fallback))
+                self.abandon(queue.take(fallback), escaped, None if sink is None else sink.part(fallback))
             elif sink is not None:
                 sink.add_slices(-1)
             raise escaped
@@ -196,7 +237,7 @@ class _BatchCall:
         try:
             found = _value_cache.look_up(self._value_cache, list(queue.cached_under()))
         except BaseException as exc:  # not an Exception (those are logged): every key settles first
-            self._fail_keys(queue, exc, sink)
+            self.fail_keys(queue, exc, sink)
             raise
         # The one place where a lookup's hits and misses are known.
         hits = [] if found is None else [i for i, value in enumerate(found) if value is not MISSING]
@@ -204,7 +245,7 @@ class _BatchCall:
             self._value_cache_hit_count += len(hits)
             self._value_cache_miss_count += len(queue) - len(hits)
         if self._instrumentation is not None:
-            _instr.value_cache_lookup(self._instrumentation, cast("DataLoader[Any, Any]", self),
+            _hooks.value_cache_lookup(self._instrumentation, self._loader(),
                                       len(hits), len(queue) - len(hits))
         if not hits:
             return list(range(len(queue)))
@@ -233,7 +274,7 @@ class _BatchCall:
         if escaped is not None:
             if sink is not None:
                 sink.expect(self._slices(len(misses)))
-            self._abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
+            self.abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
             raise escaped
         return misses
 
@@ -275,7 +316,7 @@ class _BatchCall:
         context = contextvars.copy_context()
         if instrumentation is not None:
             batch.instr_context = context.run(
-                _instr.begin_batch, instrumentation, cast("DataLoader[Any, Any]", self), keys, env)
+                _hooks.begin_batch, instrumentation, self._loader(), keys, env)
         if executor is None:
             return context.run(self._batch_load_fn, *args)
         if isinstance(executor, ScheduledExecutor):
@@ -288,7 +329,7 @@ class _BatchCall:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""
         context, batch.instr_context = batch.instr_context, None
         if context is not None:
-            _instr.completed(context, result, error)
+            _hooks.completed(context, result, error)
 
     def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
@@ -306,7 +347,7 @@ class _BatchCall:
     def _on_batch_future(self, batch: _Queue, fut: cf.Future[Any],
                          sink: Optional[_DispatchSink], offset: int) -> None:
         if fut.cancelled():
-            self._fail_batch(batch, cf.CancelledError(f"batch of {self._label()} was cancelled"), sink)
+            self._fail_batch(batch, cf.CancelledError(f"batch of {self.label()} was cancelled"), sink)
             return
         exc = fut.exception()
         if exc is not None:
@@ -318,7 +359,7 @@ class _BatchCall:
         else:
             self._complete_batch(batch, result, sink, offset)
 
-    def _label(self) -> str:
+    def label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
 
     def _values_for(self, batch: _Queue, result: Any) -> list[Any]:
@@ -334,12 +375,12 @@ class _BatchCall:
             values = list(result)
             if len(values) != len(batch):
                 raise BatchLoadError(
-                    f"{self._label()}: batch function returned {len(values)} values "
+                    f"{self.label()}: batch function returned {len(values)} values "
                     f"for {len(batch)} keys; it must return one per key, in order"
                 )
             return values
         raise BatchLoadError(
-            f"{self._label()}: batch function must return a sequence (one value per key) "
+            f"{self.label()}: batch function must return a sequence (one value per key) "
             f"or a mapping, got {type(result).__name__}"
         )
 
@@ -368,7 +409,7 @@ class _BatchCall:
                 if not self._cache_exceptions:
                     evict_error = self._evict_locked(batch, failed)
             if evict_error is not None:
-                self._cache_failed("delete", evict_error)
+                self.cache_failed("delete", evict_error)
         # A callback's BaseException (see Future._invoke_callbacks) must not
         # leave the rest of the batch pending: settle_many settles every key
         # first, and the exception is re-raised last.
@@ -416,15 +457,15 @@ class _BatchCall:
             self._end_batch(batch, None, exc)
         with self._lock:
             self._batch_load_exception_count += 1
-        self._fail_keys(batch, exc, sink)
+        self.fail_keys(batch, exc, sink)
 
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[Any]) -> None:
+    def fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[Any]) -> None:
         """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
         with self._lock:
             self._load_error_count += len(batch)
             evict_error = self._evict_locked(batch)
         if evict_error is not None:
-            self._cache_failed("delete", evict_error)
+            self.cache_failed("delete", evict_error)
         if self._value_cache is not None:
             flights = _value_cache.flights_of(self._value_cache)
             if flights is not None:  # the keys this batch owned: their waiters load them themselves
@@ -439,7 +480,7 @@ class _BatchCall:
         if escaped is not None:
             raise escaped
 
-    def _cache_failed(self, kind: str, exc: Exception) -> None:
+    def cache_failed(self, kind: str, exc: Exception) -> None:
         """Log a failing ``cache_map`` once per loader and kind ("read", "write", "delete")."""
         with self._lock:
             if kind in self._cache_errors_logged:
@@ -447,5 +488,5 @@ class _BatchCall:
             self._cache_errors_logged.add(kind)
         what = {"read": "a miss", "write": "the key stays uncached but is loaded",
                 "delete": "the entry stays"}[kind]
-        _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self._label(), kind, what,
+        _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self.label(), kind, what,
                         exc_info=exc)

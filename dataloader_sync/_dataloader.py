@@ -1,8 +1,10 @@
 """DataLoader: batching and caching of loads, for threads.
 
 What a dispatch does with the queue it took (the value-cache step, the
-batch calls, matching results to keys, settling and failing them) is
-``_batch_call``'s, a base class of ``DataLoader``.
+batch calls, matching results to keys, settling and failing them) is the
+work of the loader's ``BatchCall`` (``_batch_call``), which the loader
+holds: it owns the batch function, its options and its counters, and shares
+the loader's lock and cache.
 
 Guarantees:
 - ``load()`` queues a key and returns a future; ``dispatch()`` hands every
@@ -24,6 +26,14 @@ Guarantees:
 - A cached or queued ``load()`` is constant work: a few dict/list operations
   and, for a miss, one lean future.  Nothing scans the pending keys.
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
+
+Duplicated for speed (said once here): ``load()`` is the path of every
+GraphQL field that loads, so it inlines ``_cache_key`` and the common case of
+``_Queue.add``, and takes the lock with ``acquire``/``release`` rather than
+``with``.  Keep each copy in step with its original; what the copies save is
+measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
+here).  Everything that runs once per queue rather than once per load
+(``_retell_locked``, ``_announce``) is a method like any other.
 """
 from __future__ import annotations
 
@@ -33,6 +43,7 @@ import time
 import weakref
 from collections.abc import Hashable, Iterable, Mapping, MutableMapping
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Generic,
@@ -43,8 +54,7 @@ from typing import (
     overload,
 )
 
-from . import _fork, _loader_fork, _value_cache
-from . import _instrumentation as _instr
+from . import _fork, _hooks, _loader_fork
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -52,12 +62,13 @@ from ._batch import (
     _DispatchSink,
     _Queue,
 )
-from ._batch_call import _BatchCall
+from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
 from ._gather import gather
-from ._instrumentation import DataLoaderInstrumentation, check_instrumentation
+from ._hooks import InstrumentationHooks, check_instrumentation
+from ._loader_options import LoaderOptions, check_arguments
 from ._statistics import Statistics
 from ._time import check_clock
 from ._types import (
@@ -72,6 +83,9 @@ from ._types import (
 )
 from ._value_cache import ValueCache
 
+if TYPE_CHECKING:  # typing only: typing.Unpack is 3.11+, typing_extensions is not a dependency
+    from typing_extensions import Unpack
+
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DataLoader", "DispatchResult"]
 
 K = TypeVar("K")
@@ -80,23 +94,7 @@ _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
 
 
-def _positive_int_or_none(name: str, value: Optional[int]) -> Optional[int]:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int or None")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0")
-    return value
-
-
-def _callable_or_none(name: str, value: Any) -> Any:
-    if value is not None and not callable(value):
-        raise TypeError(f"{name} must be callable")
-    return value
-
-
-class DataLoader(_BatchCall, Generic[K, V]):
+class DataLoader(Generic[K, V]):
     """Batches and caches loads of keys through one batch function.
 
     Thread-safe: any number of threads may load, prime, clear and dispatch at
@@ -152,116 +150,54 @@ class DataLoader(_BatchCall, Generic[K, V]):
     # any other callable (a lambda, a function typed otherwise) as
     # DataLoader[Any, Any]; it has no pass_env=True twin, because a typed
     # env function (BatchLoaderEnvironment holds Any) would then match two
-    # overloads and mypy would infer Any.  Every overload carries every
-    # parameter of the implementation below, defaults as "..." (tests/test_types.py
-    # checks it): add a new parameter to each.
+    # overloads and mypy would infer Any.  Each overload names the two
+    # parameters whose types depend on it (pass_env, cache_key_fn) and takes
+    # every other one as LoaderOptions (PEP 692): a new parameter goes to the
+    # implementation and to LoaderOptions (tests/test_types.py checks both).
     @overload
-    def __init__(
-        self, batch_load_fn: SequenceBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: SequenceBatchFn[K, V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: MappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: MappedBatchFn[_K, _V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: FutureBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: FutureBatchFn[K, V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: FutureMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: FutureMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: EnvBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: EnvBatchFn[K, V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self, batch_load_fn: EnvFutureBatchFn[K, V], *, name: Optional[str] = ..., batch: bool = ...,
-        cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self, batch_load_fn: EnvFutureBatchFn[K, V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvFutureMappedBatchFn[_K, _V], *,
-        name: Optional[str] = ..., batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[_K], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[True], context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[_K, Optional[_V]], batch_load_fn: EnvFutureMappedBatchFn[_K, _V], *,
+                 pass_env: Literal[True],
+                 cache_key_fn: Optional[Callable[[_K], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     @overload
-    def __init__(
-        self: DataLoader[Any, Any], batch_load_fn: Callable[..., Any], *, name: Optional[str] = ...,
-        batch: bool = ..., cache: bool = ..., max_batch_size: Optional[int] = ...,
-        cache_key_fn: Optional[Callable[[Any], Hashable]] = ...,
-        cache_map: Optional[MutableMapping[Hashable, Future[Any]]] = ..., cache_exceptions: bool = ...,
-        executor: Optional[cf.Executor] = ..., pass_env: Literal[False] = ..., context: Any = ...,
-        context_provider: Optional[Callable[[], Any]] = ...,
-        value_cache: Optional[ValueCache[Any, Any]] = ..., clock: Callable[[], float] = ...,
-        instrumentation: Optional[DataLoaderInstrumentation] = ...,
-    ) -> None: ...
+    def __init__(self: DataLoader[Any, Any], batch_load_fn: Callable[..., Any], *,
+                 pass_env: Literal[False] = ...,
+                 cache_key_fn: Optional[Callable[[Any], Hashable]] = ..., **options: Unpack[LoaderOptions]) -> None: ...
 
     def __init__(
         self,
@@ -280,50 +216,30 @@ class DataLoader(_BatchCall, Generic[K, V]):
         context_provider: Optional[Callable[[], Any]] = None,
         value_cache: Optional[ValueCache[Any, Any]] = None,
         clock: Callable[[], float] = time.monotonic,
-        instrumentation: Optional[DataLoaderInstrumentation] = None,
+        instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
-        for flag, value in (("batch", batch), ("cache", cache), ("cache_exceptions", cache_exceptions),
-                            ("pass_env", pass_env)):
-            if not isinstance(value, bool):  # cache="false" from a config file would be truthy
-                raise TypeError(f"{flag} must be a bool")
-        if not callable(batch_load_fn):
-            raise TypeError("batch_load_fn must be callable")
-        if name is not None and not isinstance(name, str):
-            raise TypeError("name must be a str or None")
-        self._max_batch_size = _positive_int_or_none("max_batch_size", max_batch_size)
-        self._cache_key_fn = _callable_or_none("cache_key_fn", cache_key_fn)
-        self._context_provider = _callable_or_none("context_provider", context_provider)
-        if context is not None and context_provider is not None:
-            raise ValueError("give context or context_provider, not both")
-        if executor is not None and not callable(getattr(executor, "submit", None)):
-            raise TypeError("executor must be a concurrent.futures.Executor or None")
-        if cache_map is not None and not all(
-            callable(getattr(cache_map, m, None)) for m in ("get", "__setitem__", "__delitem__", "clear")
-        ):
-            raise TypeError("cache_map must be a MutableMapping (get, __setitem__, __delitem__, clear)")
+        check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
+                         "cache_exceptions": cache_exceptions, "pass_env": pass_env},
+                         max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
+                         context_provider=context_provider, executor=executor, cache_map=cache_map,
+                         value_cache=value_cache)
         first_reading = check_clock("clock", clock)
-        self._value_cache = _value_cache.check_value_cache(value_cache)
-        if value_cache is not None and not cache:
-            raise ValueError("value_cache needs cache=True")
-        # The loader's own instrumentation, and the one in use (its own, or a
-        # registry's); read without the lock: None costs one test per dispatch.
-        self._own_instrumentation = check_instrumentation(instrumentation)
-        self._instrumentation = self._own_instrumentation
+        # Its own instrumentation, and the one in use (its own, or a registry's).
+        self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
+        self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
         self._name = name
-        self._batch = bool(batch)
-        self._cache_enabled = bool(cache)
+        self._batch = batch
+        self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
-        self._cache_exceptions = bool(cache_exceptions)
-        self._executor = executor
-        self._pass_env = bool(pass_env)
-        self._context = context
+        self._cache_key_fn = cache_key_fn
         self._clock = clock
-        # _lock guards _queue, _ticket, _cache, _last_dispatch and the statistics
-        # counters, and it is the lock of this loader's futures (see _future's
-        # loader_future).  Re-entrant, at the cost of a plain lock: a cache_map's
-        # methods run under it, and may touch the futures they hold.
+        # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
+        # counters (the batch call's too), and it is the lock of this loader's
+        # futures (see _future's lock protocol).  Re-entrant, at the cost of a
+        # plain lock: a cache_map's methods run under it, and may touch the
+        # futures they hold.
         self._lock = threading.RLock()
         self._queue = _Queue(cache_key_fn is not None)
         # Stamped on each future queued in _queue, replaced whenever _queue is
@@ -331,30 +247,18 @@ class DataLoader(_BatchCall, Generic[K, V]):
         # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
         self._ticket = Ticket(weakref.ref(self))
         _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
+        # What a dispatch does with the queue it took: held, not inherited.
+        self._batch_call = BatchCall(
+            self._ticket.loader, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
+            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
+            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
+            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
         self._last_dispatch = first_reading
-        self._load_count = 0
-        self._load_error_count = 0
-        self._batch_invoke_count = 0
-        self._batch_load_count = 0
-        self._batch_load_exception_count = 0
-        self._cache_hit_count = 0
-        self._cache_errors_logged: set[str] = set()  # "read"/"write"/"delete" already logged; guarded by _lock
-        # The registries holding this loader: (weakref to their _Queued, name),
-        # told when a load makes the queue non-empty.  Replaced whole under
-        # _lock; read without it.
+        self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
+        # The registries holding this loader, told when a load makes the queue
+        # non-empty: (weakref to their _Queued, name); replaced whole under _lock.
         self._registries: tuple[tuple[Any, str], ...] = ()
-        # The dispatch scope told about the current queue (reset when the
-        # queue is taken), so a scope hears of a loader once per batch, not
-        # once per load; or _MIXED once the queue holds keys loaded outside
-        # any scope beside keys of a scope (either order): a ticker leaves a
-        # queue told to an execution that dispatches itself to it (one batch
-        # per level), but must not leave an outside key waiting for that
-        # execution (it may be busy in a slow resolver, or waiting for that
-        # very key).  _MIXED stays until the queue is taken; the scopes that
-        # load meanwhile are still told.
-        self._told: Any = None
-        self._value_cache_hit_count = 0
-        self._value_cache_miss_count = 0
+        self._told: Any = None  # the dispatch scope told of the current queue, or _MIXED: see _retell_locked
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -373,23 +277,16 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def statistics(self) -> Statistics:
         """A frozen snapshot of this loader's counters."""
         with self._lock:
-            return Statistics(
-                self._load_count,
-                self._load_error_count,
-                self._batch_invoke_count,
-                self._batch_load_count,
-                self._batch_load_exception_count,
-                self._cache_hit_count,
-                self._value_cache_hit_count,
-                self._value_cache_miss_count,
-            )
+            errors, invokes, loads, exceptions, vc_hits, vc_misses = self._batch_call.counts_locked()
+            return Statistics(self._load_count, errors, invokes, loads, exceptions, self._cache_hit_count,
+                              vc_hits, vc_misses)
 
     @property
-    def instrumentation(self) -> Optional[DataLoaderInstrumentation]:
+    def instrumentation(self) -> Optional[InstrumentationHooks]:
         """The instrumentation in use: the loader's own, or its registry's, or None."""
         return self._instrumentation
 
-    def _registered(self, name: str, instrumentation: Optional[DataLoaderInstrumentation]) -> None:
+    def _registered(self, name: str, instrumentation: Optional[InstrumentationHooks]) -> None:
         """A registry took this loader under *name*: a loader made without a name
         takes that one, and one made without an instrumentation takes the
         registry's (if it has one; the last such registry wins)."""
@@ -397,6 +294,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
             self._name = name
         if instrumentation is not None and self._own_instrumentation is None:
             self._instrumentation = instrumentation
+        self._batch_call.registered(self._name, self._instrumentation)
 
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
@@ -404,6 +302,16 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def _after_fork_in_child(self) -> None:
         # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
         _loader_fork.repair_in_child(self)
+
+    # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call.
+    def _label(self) -> str:
+        return self._batch_call.label()
+
+    def _cache_failed(self, kind: str, exc: Exception) -> None:
+        self._batch_call.cache_failed(kind, exc)
+
+    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
+        self._batch_call.fail_keys(batch, exc, sink)
 
     def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
         # A child's thread blocks on a key a parent dispatched (see _loader_fork).
@@ -429,6 +337,50 @@ class DataLoader(_BatchCall, Generic[K, V]):
     def _watched_by(self, queued: Any) -> bool:
         return any(ref() is queued for ref, _ in self._registries)
 
+    def _retell_locked(self, scope: Any, first: bool) -> tuple[bool, bool]:
+        """Keys were just queued in *scope*, which ``_told`` is not: update ``_told``.
+
+        ``_told`` is the dispatch scope told about the current queue (reset
+        when the queue is taken), so a scope hears of a loader once per
+        batch, not once per load; or ``_MIXED`` once the queue holds keys
+        loaded outside any scope beside keys of a scope (either order): a
+        ticker leaves a queue told to an execution that dispatches itself to
+        it (one batch per level), but must not leave an outside key waiting
+        for that execution (it may be busy in a slow resolver, or waiting
+        for that very key).  ``_MIXED`` stays until the queue is taken; the
+        scopes that load meanwhile are still told.  Called under ``_lock``,
+        once per queue and scope, not per load.
+
+        Returns:
+            ``(tell, mixed)``: whether *scope* is to be told of this loader,
+            and whether the queue just became a mix of scopes.
+        """
+        told = self._told
+        mixed = False
+        if first or (scope is not None and told is not None and told is not _MIXED):
+            self._told = scope
+        elif told is not _MIXED:
+            self._told = _MIXED
+            mixed = True
+        return scope is not None, mixed
+
+    def _announce(self, scope: Any, report: bool, tell: bool) -> None:
+        """After a load made the queue non-empty (or mixed), or queued keys in a new scope (outside the lock)."""
+        if report and self._registries:
+            self._report_queued(scope)
+        if tell:
+            scope.loader_queued(self)
+
+    def _left_to_execution(self) -> bool:
+        """Its queued keys were told to a scope that dispatches them itself (a GraphQL execution at work).
+
+        The one question a ticker-mode registry's tick asks a loader (see
+        ``_scheduled_registry``): such a queue is left to the execution, one
+        batch per level.  A racy look (no lock), as the tick's own.
+        """
+        told = self._told
+        return told is not None and told is not _MIXED and told.dispatches_itself
+
     def _report_queued(self, scope: Any) -> None:
         """The queue became non-empty: tell the registries holding this loader (outside the lock).
 
@@ -436,7 +388,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         dispatches its loaders itself (a GraphQL execution at work, see
         ``_dispatch_scope``): that scope will dispatch this queue.
         """
-        wake = scope is None or not getattr(scope, "dispatches_itself", False)
+        wake = scope is None or not scope.dispatches_itself
         for ref, name in self._registries:
             queued = ref()
             if queued is not None:
@@ -457,11 +409,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        # The hot path: _cache_key inlined (a cached or queued load is a few
-        # dict/list operations; every GraphQL field that loads comes here).
-        # Calling _cache_key and _Queue.add instead costs a measurable share
-        # of a cached and of a queued load, measured side by side: keep the
-        # copies in step with them.
+        # The hot path: _cache_key and _Queue.add inlined (see the module notes).
         ck = None
         if self._cache_enabled:
             ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
@@ -493,9 +441,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
                     self._cache[ck] = fut
                 except Exception as exc:  # uncached, still loaded
                     cache_error = ("write", exc)
-            if not self._batch:
-                first = tell = False
-            else:
+            if self._batch:
                 queue = self._queue
                 first = not queue.keys
                 fut._ticket = self._ticket
@@ -504,26 +450,17 @@ class DataLoader(_BatchCall, Generic[K, V]):
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
-                told = self._told
                 tell = mixed = False
-                if told is not scope:  # see _told: a new queue, another execution's, or a mix
-                    if first or (scope is not None and told is not None and told is not _MIXED):
-                        self._told = scope
-                    elif told is not _MIXED:
-                        self._told = _MIXED
-                        mixed = True
-                    tell = scope is not None
+                if self._told is not scope:  # once per queue and scope (see _retell_locked)
+                    tell, mixed = self._retell_locked(scope, first)
         finally:
             lock.release()
         if cache_error is not None:
             self._cache_failed(*cache_error)
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
-            return fut
-        if (first or mixed) and self._registries:
-            self._report_queued(scope)
-        if tell:
-            scope.loader_queued(self)
+        elif first or mixed or tell:  # once per queue and scope
+            self._announce(scope, first or mixed, tell)
         return fut
 
     @overload
@@ -560,17 +497,7 @@ class DataLoader(_BatchCall, Generic[K, V]):
         if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
             raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
         keys = list(keys)
-        if key_contexts is None:
-            contexts: list[Any] = [None] * len(keys)
-        elif isinstance(key_contexts, Mapping):
-            contexts = [key_contexts.get(k) for k in keys]
-        else:
-            if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
-                raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
-                                f"not a {type(key_contexts).__name__}")
-            contexts = list(key_contexts)
-            if len(contexts) != len(keys):
-                raise ValueError("key_contexts must have the same length as keys")
+        contexts = _contexts_for(keys, key_contexts)
         cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
         futures: list[Future[Any]] = []
         new = _Queue(self._cache_key_fn is not None)
@@ -578,56 +505,54 @@ class DataLoader(_BatchCall, Generic[K, V]):
         scope = current_scope()
         first = tell = mixed = False
         with self._lock:
-            cache = self._cache if self._cache_enabled else None
-            ticket = self._ticket if self._batch else None
-            # Invariant: a key is in ``futures`` iff it is either answered from
-            # the cache or in ``new`` (cached or not); even a BaseException from
-            # the cache map leaves no key cached without being queued.
             try:
-                for key, ck, kc in zip(keys, cks, contexts):
-                    if cache is not None:
-                        try:
-                            fut = cache.get(ck)
-                        except Exception as exc:  # a failing cache_map: a miss
-                            fut = None
-                            cache_errors.append(("read", exc))
-                        if fut is not None:
-                            self._cache_hit_count += 1
-                            futures.append(fut)
-                            continue
-                    fut = loader_future(self._lock)
-                    fut._ticket = ticket
-                    if cache is not None:
-                        try:
-                            cache[ck] = fut
-                        except Exception as exc:  # uncached, still loaded
-                            cache_errors.append(("write", exc))
-                    new.add(key, ck, kc, fut)
-                    futures.append(fut)
+                self._register_many_locked(keys, cks, contexts, futures, new, cache_errors)
             finally:
                 self._load_count += len(futures)
                 if self._batch and new:
                     first = not self._queue
                     self._queue.extend(new)
-                    told = self._told
-                    if told is not scope:  # as in load()
-                        if first or (scope is not None and told is not None and told is not _MIXED):
-                            self._told = scope
-                        elif told is not _MIXED:
-                            self._told = _MIXED
-                            mixed = True
-                        tell = scope is not None
+                    if self._told is not scope:  # as in load()
+                        tell, mixed = self._retell_locked(scope, first)
         for kind, error in cache_errors:
             self._cache_failed(kind, error)
-        if new:
-            if not self._batch:
-                self._call_each(new)
-            else:
-                if (first or mixed) and self._registries:
-                    self._report_queued(scope)
-                if tell:
-                    scope.loader_queued(self)
+        if new and not self._batch:
+            self._call_each(new)
+        elif first or mixed or tell:
+            self._announce(scope, first or mixed, tell)
         return gather(futures, return_exceptions=return_exceptions)
+
+    def _register_many_locked(self, keys: list[Any], cks: list[Any], contexts: list[Any],
+                              futures: list[Future[Any]], new: _Queue,
+                              cache_errors: list[tuple[str, Exception]]) -> None:
+        """``load_many``'s keys, under ``_lock``: each key's future (cached, or new in *new*) to *futures*.
+
+        Invariant: a key is in *futures* iff it is either answered from the
+        cache or in *new* (cached or not); even a ``BaseException`` from the
+        cache map leaves no key cached without being queued.
+        """
+        cache = self._cache if self._cache_enabled else None
+        ticket = self._ticket if self._batch else None
+        for key, ck, kc in zip(keys, cks, contexts):
+            if cache is not None:
+                try:
+                    fut = cache.get(ck)
+                except Exception as exc:  # a failing cache_map: a miss
+                    fut = None
+                    cache_errors.append(("read", exc))
+                if fut is not None:
+                    self._cache_hit_count += 1
+                    futures.append(fut)
+                    continue
+            fut = loader_future(self._lock)
+            fut._ticket = ticket
+            if cache is not None:
+                try:
+                    cache[ck] = fut
+                except Exception as exc:  # uncached, still loaded
+                    cache_errors.append(("write", exc))
+            new.add(key, ck, kc, fut)
+            futures.append(fut)
 
     def prime(self, key: K, value: Union[V, Exception, cf.Future[V]]) -> DataLoader[K, V]:
         """Put *value* in the cache for *key*, unless *key* is cached already.
@@ -753,72 +678,80 @@ class DataLoader(_BatchCall, Generic[K, V]):
         """
         if ticket is not self._ticket:  # a cheap first look; _take_queue decides under the lock
             return False
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context, ticket).keys_count > 0
+        if self._instrumentation is not None:  # the one test an uninstrumented dispatch pays
+            told = self._dispatch_told(ticket)
+            if told is not None:
+                return told.keys_count > 0
         queue = self._take_queue(ticket)
         if queue is None:
             return False
-        self._send(queue)
+        self._batch_call.send(queue)
         return True
 
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         """``batch=False``: one batch call for this one load, now."""
         one = _Queue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
-        self._send(one)
+        self._batch_call.send(one)
 
     def _call_each(self, new: _Queue) -> None:
         """``batch=False`` and ``load_many``: one batch call per key, now."""
         for i in range(len(new)):
             try:
-                self._send(new.slice(i, i + 1))
+                self._batch_call.send(new.slice(i, i + 1))
             except BaseException as exc:
-                self._abandon(new.slice(i + 1, len(new)), exc)
+                self._batch_call.abandon(new.slice(i + 1, len(new)), exc)
                 raise
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context).keys_count
+        if self._instrumentation is not None:
+            told = self._dispatch_told()
+            if told is not None:
+                return told.keys_count
         queue = self._take_queue()
         if queue is None:
             return 0
-        self._send(queue)
+        self._batch_call.send(queue)
         return len(queue)
 
     def dispatch_with_counts(self) -> DispatchResult:
         """Dispatch the queued keys; return their future and how many there were."""
-        instrumentation = self._instrumentation
-        if instrumentation is not None:
-            context = _instr.begin_dispatch(instrumentation, self)
-            if context is not None:
-                return self._dispatch_instrumented(context)
+        if self._instrumentation is not None:
+            told = self._dispatch_told()
+            if told is not None:
+                return told
         return self._dispatch_with_counts()
 
-    def _dispatch_instrumented(self, context: _instr.DataLoaderInstrumentationContext,
-                               ticket: Optional[Ticket] = None) -> DispatchResult:
-        """A dispatch whose instrumentation context is told how it ended, once."""
+    def _dispatch_told(self, ticket: Optional[Ticket] = None) -> Optional[DispatchResult]:
+        """The instrumentation preamble of every dispatch path: ``begin_dispatch``, then
+        the dispatch, its context told once how it ended.
+
+        Returns:
+            The dispatch's result; None when there is no instrumentation or
+            ``begin_dispatch`` returned no context (the caller then
+            dispatches its own lean way, nothing done yet).
+        """
+        instrumentation = self._instrumentation
+        if instrumentation is None:
+            return None
+        context = _hooks.begin_dispatch(instrumentation, self)
+        if context is None:
+            return None
         try:
             result = self._dispatch_with_counts(ticket)
         except BaseException as exc:
-            _instr.completed(context, None, exc)
+            _hooks.completed(context, None, exc)
             raise
-        _instr.completed(context, result, None)
+        _hooks.completed(context, result, None)
         return result
 
     def _dispatch_with_counts(self, ticket: Optional[Ticket] = None) -> DispatchResult:
         queue = self._take_queue(ticket)
         if queue is None:
             return DispatchResult(completed_future([]), 0)
-        size = self._max_batch_size or len(queue)
-        sink = _DispatchSink(len(queue), -(-len(queue) // size))
-        self._send(queue, sink)
+        sink = _DispatchSink(len(queue), self._batch_call.slices(len(queue)))
+        self._batch_call.send(queue, sink)
         return DispatchResult(sink.future, len(queue))
 
     def dispatch(self) -> Future[list[V]]:
@@ -843,8 +776,28 @@ class DataLoader(_BatchCall, Generic[K, V]):
 
 
 # The _told of a queue that holds keys loaded outside any scope beside a
-# scope's (see DataLoader.__init__): no dispatches_itself, so ticks dispatch it.
+# scope's (see DataLoader._retell_locked): never left to an execution, so ticks dispatch it.
 _MIXED: Any = object()
+
+
+def _contexts_for(keys: list[Any], key_contexts: Any) -> list[Any]:
+    """``load_many``'s key contexts as a list parallel to *keys*.
+
+    Raises:
+        TypeError, ValueError: *key_contexts* is not a mapping, None or a
+        sequence of the same length as *keys*.
+    """
+    if key_contexts is None:
+        return [None] * len(keys)
+    if isinstance(key_contexts, Mapping):
+        return [key_contexts.get(k) for k in keys]
+    if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
+        raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
+                        f"not a {type(key_contexts).__name__}")
+    contexts = list(key_contexts)
+    if len(contexts) != len(keys):
+        raise ValueError("key_contexts must have the same length as keys")
+    return contexts
 
 
 def _unhashable(ck: Any) -> TypeError:

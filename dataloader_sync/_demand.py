@@ -33,18 +33,18 @@ Guarantees:
   is simply waited for.
 - A blocked thread is woken by its future's completion (through the
   future's waiter list, as ``concurrent.futures.wait``) or by a move of a
-  chain it follows (``Future._demand``), never by polling.
+  chain it follows (``Future._drivers``), never by polling.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 import threading
 import time
-from typing import Any, Optional
+from typing import Any, Optional, Protocol
 
 from . import _fork
 
-__all__ = ["Blocker", "Ticket", "drive_and_wait", "waiters_for"]
+__all__ = ["Blocker", "Drivable", "Ticket", "drive_and_wait", "waiters_for"]
 
 _monotonic = time.monotonic
 
@@ -68,19 +68,45 @@ class Ticket:
         self.taken_in: Optional[int] = None
 
 
-def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
+class Drivable(Protocol):
+    """The seam between this module and ``_future.Future``: what a driver reads and writes of a future.
+
+    The fields are the future's (see its comments and its lock protocol);
+    ``_acquire`` returns its current lock, held, under which ``_drivers``,
+    ``_follow`` and ``_waiter_list`` are read and changed.  What a chain
+    follows may also be a plain ``concurrent.futures.Future`` (an
+    executor's): ``_drive`` reads these fields of such a node with
+    ``getattr`` and waits on it without driving it.
+    """
+
+    _ticket: Any  # Optional[Ticket]
+    _follow: Any
+    _drivers: Optional[list[Any]]
+    _waiter_list: Optional[list[Any]]
+
+    def done(self) -> bool: ...
+
+    def _acquire(self) -> Any: ...
+
+    def _settle(self, result: Any, exception: Optional[BaseException]) -> bool: ...
+
+    @property
+    def _waiters(self) -> list[Any]: ...
+
+
+def _drive(fut: Drivable, blocker: Any, stages: Optional[list[Drivable]]) -> bool:
     """Dispatch the loaders *fut* waits on whose keys are still queued; True if any was.
 
     With a *blocker*, register it on every chain future passed (appended to
     *stages*), so it is woken when one of them moves on.
     """
-    node = fut
+    node: Any = fut  # along the chain: a Drivable, or a plain concurrent.futures.Future
     while not node.done():
         ticket = getattr(node, "_ticket", None)
         if ticket is not None:  # a loader future: the leaf
             loader = ticket.loader()
-            if loader is None:
-                return False
+            if loader is None:  # nothing is left to dispatch the key: fail it, do not hang
+                return bool(node._settle(None, orphaned_error()))
             taken_in = ticket.taken_in
             if taken_in is not None and taken_in != _fork.generation:
                 return bool(loader._abandoned_at_fork(node))
@@ -102,13 +128,26 @@ def _drive(fut: Any, blocker: Any, stages: Optional[list[Any]]) -> bool:
     return False
 
 
-def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:
+def orphaned_error() -> RuntimeError:
+    """The error of a load whose loader was garbage-collected before it dispatched the key.
+
+    A queued future holds only a weak reference to its loader (a strong one
+    would make the loader, its queue and its futures a cycle that only the
+    cyclic GC frees, for every loader dropped with keys queued); once the
+    loader is gone nothing can ever dispatch the key, so the thread that
+    blocks on it gets this error instead of waiting forever.
+    """
+    return RuntimeError("the DataLoader of this load was garbage-collected before it dispatched the key; "
+                        "keep a reference to the loader until its loads complete")
+
+
+def _watch(node: Drivable, blocker: Any, stages: Optional[list[Drivable]]) -> Any:
     """Register *blocker* for moves of *node*; return what *node* follows now (one step under its lock)."""
     lock = node._acquire()  # the future's current lock (see Future)
     try:
-        demand = node._demand
+        demand = node._drivers
         if demand is None:
-            demand = node._demand = []
+            demand = node._drivers = []
         if blocker not in demand:
             demand.append(blocker)
             if stages is not None:
@@ -118,11 +157,11 @@ def _watch(node: Any, blocker: Any, stages: Optional[list[Any]]) -> Any:
         lock.release()
 
 
-def _unwatch(stages: list[Any], blocker: Any) -> None:
+def _unwatch(stages: list[Drivable], blocker: Any) -> None:
     for node in stages:
         lock = node._acquire()  # the future's current lock (see Future)
         try:
-            demand = node._demand
+            demand = node._drivers
             if demand is not None and blocker in demand:
                 demand.remove(blocker)
         finally:
@@ -161,7 +200,7 @@ class Blocker:
                 self._cond.wait(timeout)
 
 
-def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
+def drive_and_wait(fut: Drivable, timeout: Optional[float]) -> None:
     """Drive *fut* (see the module notes) and wait until it is done or *timeout* seconds passed.
 
     Returns without raising either way: the caller reads the outcome (and
@@ -176,7 +215,7 @@ def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
     if fut.done():
         return
     blocker = Blocker()
-    stages: list[Any] = []
+    stages: list[Drivable] = []
     lock = fut._acquire()  # the future's current lock (see Future)
     try:
         if fut.done():
@@ -201,7 +240,7 @@ def drive_and_wait(fut: Any, timeout: Optional[float]) -> None:
     finally:
         lock = fut._acquire()  # the future's current lock (see Future)
         try:
-            waiters = fut._w
+            waiters = fut._waiter_list
             if waiters is not None and blocker in waiters:
                 waiters.remove(blocker)
         finally:
@@ -292,7 +331,7 @@ class _DrivingWaiters(list[Any]):
         list.append(self, waiter)
 
 
-def waiters_for(fut: Any) -> list[Any]:
+def waiters_for(fut: Drivable) -> list[Any]:
     """A new waiter list for the drivable future *fut* (see ``_DrivingWaiters``)."""
     waiters = _DrivingWaiters()
     waiters.owner = fut

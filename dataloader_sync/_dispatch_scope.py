@@ -14,7 +14,7 @@ This is what lets ``DataLoaderExecutionContext`` batch loads without a
 registry: it installs a scope for the duration of the execution and dispatches
 the loaders it was told about when it has nothing else to do.
 
-A scope may also have a ``dispatches_itself`` attribute: while it is true,
+A scope (``DispatchScope``) also has a ``dispatches_itself`` flag: while it is true,
 its owner will dispatch the loaders it was told of itself (an execution at
 work on a level dispatches them when the level's resolvers are done), so a
 ticker-mode registry's tick leaves a loader whose current queue that scope
@@ -31,9 +31,23 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional, Protocol
 
-_current: contextvars.ContextVar[Any] = contextvars.ContextVar(
+__all__ = ["DispatchScope", "current_scope", "reset_scope", "set_scope", "using_scope"]
+
+
+class DispatchScope(Protocol):
+    """What a loader and a registry's tick know of a scope (a GraphQL execution's, see the module notes)."""
+
+    #: True while its owner dispatches the loaders it was told of itself
+    #: (an execution at work on a level): a tick leaves them to it.
+    dispatches_itself: bool
+
+    def loader_queued(self, loader: Any) -> None:
+        """*loader* queued a key in this scope (once per batch); called outside every lock."""
+
+
+_current: contextvars.ContextVar[Optional[DispatchScope]] = contextvars.ContextVar(
     "dataloader_sync_dispatch_scope", default=None
 )
 
@@ -42,7 +56,7 @@ current_scope = _current.get
 
 
 @contextlib.contextmanager
-def using_scope(scope: Any) -> Iterator[Any]:
+def using_scope(scope: Optional[DispatchScope]) -> Iterator[Optional[DispatchScope]]:
     """Make *scope* current in this context until the block exits."""
     token = _current.set(scope)
     try:
@@ -51,7 +65,7 @@ def using_scope(scope: Any) -> Iterator[Any]:
         _current.reset(token)
 
 
-def set_scope(scope: Any) -> contextvars.Token[Any]:
+def set_scope(scope: Optional[DispatchScope]) -> contextvars.Token[Optional[DispatchScope]]:
     """Make *scope* current; pass the token to :func:`reset_scope` (fast path for callbacks)."""
     return _current.set(scope)
 

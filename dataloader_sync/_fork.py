@@ -159,7 +159,7 @@ def _after_fork_in_child() -> None:
     # that held its re-entrant lock, and so seem to own it.
     for obj in watched + _alive():
         try:
-            obj._after_fork_in_child()
+            obj._after_fork_in_child()  # the at-fork protocol every watched object implements (see above)
         except Exception:  # one broken object must not leave the others broken
             _LOGGER.exception("repairing %r after fork failed", obj)
     work = _soon[:]

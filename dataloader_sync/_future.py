@@ -4,10 +4,36 @@
 
 Every ``load()`` creates a future, so its cost is the cost of a load.  The
 standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
-waiter list and bound methods) for every future; this one holds a plain
-``Lock`` — a loader's futures share the loader's (``loader_future``) — and
-builds a Condition only when a thread actually has to wait
-(``tools/bench.py --micro`` measures both side by side).
+waiter list and bound methods) for every future; this one holds a lock —
+its own ``Lock``, or, for a loader's futures, the loader's ``RLock``
+(``loader_future``) — and builds a Condition only when a thread actually has
+to wait (``tools/bench.py --micro`` measures both side by side).
+
+Duplicated for speed (said once here, as cachetools does): ``settle_many``
+has ``_settle``'s steps inline for a batch under one lock acquisition;
+``then`` and ``loader_future`` have ``__init__``'s stores inline; the hot
+paths take the lock with ``acquire``/``release`` rather than ``with``.  Keep
+each copy in step with its original; the figures are in
+docs/performance.rst, not in docstrings.
+
+The lock protocol (who may move a future's ``_lock``, and when):
+
+  ============  ==========================  ====================================
+  state         ``_lock``                   moved by, under
+  ============  ==========================  ====================================
+  own           a ``Lock`` of its own       never moves (fork repair rebuilds it
+                (``_shared`` is None)       in a child: ``_abandon_in_child``)
+  sharing       ``_shared``, the loader's   ``_own_lock`` (the first Condition),
+                ``RLock``                   holding ``_shared``: -> detached
+  detached      a ``Lock`` of its own       never moves again
+                (``_shared`` is not None)
+  ============  ==========================  ====================================
+
+  Invariants: sharing => ``_cond is None``; ``_cond is not None`` =>
+  ``_cond`` is over ``_lock`` (the final one).  A future's ``_lock`` changes
+  at most once, while the old lock is held, so whoever acquires it checks it
+  is still the future's (``_acquire``); ``settle_many`` holds the loader's
+  lock, so a future it finds sharing cannot detach under it.
 
 Guarantees:
 - It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
@@ -48,9 +74,11 @@ from typing import (
     overload,
 )
 
+from . import _fork
 from ._demand import drive_and_wait, waiters_for
 
-__all__ = ["Future", "completed_future", "failed_future", "loader_future", "settle_many"]
+__all__ = ["Future", "abandon_in_child", "completed_future", "failed_future", "loader_future", "renew_lock_in_child",
+           "settle", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -68,22 +96,22 @@ class Future(cf.Future[T], Generic[T]):
     Thread-safe: any thread may complete it, wait on it or add callbacks.
     """
 
-    # _lock guards _state, _result, _exception, _done_callbacks, _w, _follow,
-    # _demand and the creation of _cond.  _cond (a Condition over _lock,
-    # signalling "done") and _w (waiters installed by concurrent.futures.wait)
-    # exist only once needed.
+    # _lock guards _state, _result, _exception, _done_callbacks, _waiter_list,
+    # _follow, _drivers and the creation of _cond.  _cond (a Condition over
+    # _lock, signalling "done") and _waiter_list (the waiters of
+    # concurrent.futures.wait/as_completed, and Blockers: threads blocked in
+    # result()) exist only once needed.
     #
-    # A loader's futures share their loader's lock (see loader_future): no
-    # lock object per load (a lock is one more object for the cyclic GC to
-    # walk), and a batch settles under one acquisition (settle_many).  A
-    # future *detaches* from the shared lock, taking one of its own, when it
-    # first gets a Condition (_own_lock): concurrent.futures.wait and
-    # as_completed acquire the _condition of every future they are given, one
-    # after another, which on a shared lock would be the same lock twice (and,
-    # between threads, two loaders' locks in either order).  _lock changes
-    # at most that once, while the old lock is held; so whoever acquires a
-    # future's lock checks that it is still the future's afterwards (see
-    # _acquire), and _cond, once it exists, is over the final lock.
+    # A loader's futures share their loader's lock (see loader_future and the
+    # lock protocol in the module notes): no lock object per load (a lock is
+    # one more object for the cyclic GC to walk), and a batch settles under
+    # one acquisition (settle_many).  A future *detaches* from the shared lock,
+    # taking one of its own, when it first gets a Condition (_own_lock):
+    # concurrent.futures.wait and as_completed acquire the _condition of every
+    # future they are given, one after another; on shared locks that would,
+    # between two threads, take two loaders' locks in either order (a
+    # deadlock), and a Condition's wait over a re-entrant lock held twice
+    # would not release it.
     #
     # Sync on demand (see _demand.py); class-level defaults, so a future that
     # needs none of them costs nothing:
@@ -93,15 +121,15 @@ class Future(cf.Future[T], Generic[T]):
     # _follow: what this future currently waits on: a then() future's source,
     #   then the future its function returned; a gather's _Gather; a primed
     #   future's source.  None once it completes (that breaks the cycle).
-    # _demand: blockers to notify when _follow changes (threads blocked on a
-    #   future whose chain passes through this one).
+    # _drivers: blockers to notify when _follow changes (threads blocked on a
+    #   future whose chain passes through this one, driving it).
     _ticket: Any = None
     _follow: Any = None
     # _shared: the loader's lock this future was made to share (see above), or
     # None; never changes (detaching changes _lock only), so a then() future
     # reads it without a lock.  A future shares while _lock is _shared.
     _shared: Any = None
-    _demand: Optional[list[Any]] = None
+    _drivers: Optional[list[Any]] = None
 
     def __init__(self) -> None:
         # Every attribute a settle reads is an instance attribute from the
@@ -113,7 +141,7 @@ class Future(cf.Future[T], Generic[T]):
         self._exception: Optional[BaseException] = None
         self._done_callbacks: Any = None  # None, one callable, or a list of them
         self._cond: Optional[threading.Condition] = None
-        self._w: Optional[list[Any]] = None
+        self._waiter_list: Optional[list[Any]] = None
         self._follow = None
 
     # -- the lock ----------------------------------------------------------------
@@ -134,6 +162,7 @@ class Future(cf.Future[T], Generic[T]):
         class's comments); any other keeps its lock.
         """
         lock = self._acquire()
+        assert self._cond is None or self._cond._lock is lock, "a Condition is over the final lock"  # type: ignore[attr-defined]
         if self._cond is None and lock is not self._shared:
             self._cond = threading.Condition(lock)
         elif self._cond is None:
@@ -159,9 +188,9 @@ class Future(cf.Future[T], Generic[T]):
     def _waiters(self) -> list[Any]:  # type: ignore[override]
         # Callers (wait/as_completed) hold _condition, i.e. _lock.  A future
         # that can be driven gets a list that makes their wait drive it.
-        if self._w is None:
-            self._w = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
-        return self._w
+        if self._waiter_list is None:
+            self._waiter_list = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
+        return self._waiter_list
 
     # -- inspection ----------------------------------------------------------
     def __repr__(self) -> str:
@@ -294,8 +323,8 @@ class Future(cf.Future[T], Generic[T]):
         self._state = state
         if self._cond is not None:
             self._cond.notify_all()
-        if self._w:
-            for waiter in self._w:
+        if self._waiter_list:
+            for waiter in self._waiter_list:
                 if state == FINISHED:
                     if self._exception is None:
                         waiter.add_result(self)
@@ -321,11 +350,11 @@ class Future(cf.Future[T], Generic[T]):
             if self._state in (CANCELLED, CANCELLED_AND_NOTIFIED):
                 return True
             self._state = CANCELLED_AND_NOTIFIED
-            self._follow = self._demand = None
+            self._follow = self._drivers = None
             if self._cond is not None:
                 self._cond.notify_all()
-            if self._w:  # concurrent.futures' waiters, and Blockers (threads blocked in result())
-                for waiter in self._w:
+            if self._waiter_list:  # concurrent.futures' waiters, and Blockers (threads blocked in result())
+                for waiter in self._waiter_list:
                     waiter.add_cancelled(self)
         finally:
             lock.release()
@@ -333,7 +362,7 @@ class Future(cf.Future[T], Generic[T]):
         if ticket is not None:  # a loader's future: its key is forgotten before any callback runs
             loader = ticket.loader()
             if loader is not None:
-                loader._forget_cancelled(self, ticket)
+                loader._forget_cancelled(self, ticket)  # the loader's own: its queue and cache
         self._invoke_callbacks()
         return True
 
@@ -344,8 +373,8 @@ class Future(cf.Future[T], Generic[T]):
                 return False
             if self._state == CANCELLED:
                 self._state = CANCELLED_AND_NOTIFIED
-                if self._w:
-                    for waiter in self._w:
+                if self._waiter_list:
+                    for waiter in self._waiter_list:
                         waiter.add_cancelled(self)
                 return False
             if self._state == PENDING:
@@ -398,8 +427,8 @@ class Future(cf.Future[T], Generic[T]):
             self._result = result
             self._exception = exception
             if self._follow is not None:
-                self._follow = self._demand = None
-            if self._cond is None and not self._w:
+                self._follow = self._drivers = None
+            if self._cond is None and not self._waiter_list:
                 self._state = FINISHED
             else:
                 self._finish_locked(FINISHED)
@@ -427,11 +456,11 @@ class Future(cf.Future[T], Generic[T]):
         assert self._shared is None, "a loader's future is repaired by its loader"
         self._lock = _Lock()
         self._cond = None
-        self._w = None
+        self._waiter_list = None
         if self._state not in (PENDING, RUNNING):
             return False
         self._state = CANCELLED_AND_NOTIFIED
-        self._follow = self._demand = None
+        self._follow = self._drivers = None
         return self._done_callbacks is not None
 
     # -- chaining --------------------------------------------------------------
@@ -480,15 +509,15 @@ class Future(cf.Future[T], Generic[T]):
         out._exception = None
         out._done_callbacks = None
         out._cond = None
-        out._w = None
+        out._waiter_list = None
         out._follow = self
         out._shared = shared
-        out._fn = fn
         # A copy per then(): one context cannot be entered twice at once, and
         # fn runs once.  The completing thread may be inside another
         # execution's scope; the copy holds the then()-time scope (even None).
+        out._fn = fn
         out._context = copy_context()
-        self.add_done_callback(out)
+        self.add_done_callback(out._step)  # a bound method: the future itself is not callable
         return out
 
     def _move_to(self, inner: cf.Future[Any]) -> None:
@@ -498,7 +527,7 @@ class Future(cf.Future[T], Generic[T]):
             if self._state is not PENDING and self._state is not RUNNING:
                 return
             self._follow = inner
-            demand = self._demand
+            demand = self._drivers
             if demand:
                 demand = list(demand)
         finally:
@@ -509,13 +538,17 @@ class Future(cf.Future[T], Generic[T]):
 
 
 class _Chain(Future[Any]):
-    """The future ``then(fn)`` returns; it is itself the done-callback of its
-    source, and then of the future ``fn`` returned, if any (no closure per
-    call: a chained load is on the hot path of every nested GraphQL field).
+    """The future ``then(fn)`` returns.
+
+    Its bound method ``_step`` is the done-callback of its source, and then
+    of the future ``fn`` returned, if any (no closure per call: a chained load
+    is on the hot path of every nested GraphQL field).  The future itself is
+    not callable: frameworks call a callable resolver result (strawberry-django's
+    ``django_resolver`` does), and must get the chain's value.
 
     ``_fn`` and ``_context`` (``fn`` and the copy of the ``then()`` caller's
     context) are set by ``then`` and let go when ``fn`` runs: ``_fn`` None
-    means the second stage, where the outcome is copied.  ``out`` may have
+    means the second stage, where the outcome is copied.  The chain may have
     been cancelled by its holder meanwhile: ``_settle`` (not ``set_result``)
     so that is not an error logged by the source's callback.
     """
@@ -523,7 +556,7 @@ class _Chain(Future[Any]):
     _fn: Any = None
     _context: Any = None
 
-    def __call__(self, src: cf.Future[Any]) -> None:
+    def _step(self, src: cf.Future[Any]) -> None:
         try:
             value = src.result()
         except BaseException as exc:  # includes CancelledError
@@ -544,7 +577,7 @@ class _Chain(Future[Any]):
             return
         if isinstance(value, cf.Future):
             self._move_to(value)
-            value.add_done_callback(self)
+            value.add_done_callback(self._step)
         else:
             self._settle(value, None)
 
@@ -572,7 +605,7 @@ def loader_future(lock: Any) -> Future[Any]:
     fut._exception = None
     fut._done_callbacks = None
     fut._cond = None
-    fut._w = None
+    fut._waiter_list = None
     fut._follow = None
     fut._shared = lock
     return fut
@@ -585,10 +618,9 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
     """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
 
     The futures guarded by *lock* (their loader's) are settled under one
-    acquisition of it, with ``_settle``'s steps inline (keep the two in
-    step: calling ``_settle`` per key costs 184 ns per key against 130, a
-    batch of 100 measured with timeit); any other (one that detached, see
-    ``Future``) by ``_settle``.  Every future is settled before any done-callback runs; a
+    acquisition of it, with ``_settle``'s steps inline (a copy for speed: see
+    the module notes); any other (one that detached, see ``Future``) by
+    ``_settle``.  Every future is settled before any done-callback runs; a
     callback's ``BaseException`` that is not an ``Exception`` propagates once
     all the callbacks ran (see ``_invoke_callbacks``).
     """
@@ -612,8 +644,8 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
                 fut._result = value
                 fut._exception = None
             if fut._follow is not None:
-                fut._follow = fut._demand = None
-            if fut._cond is None and not fut._w:
+                fut._follow = fut._drivers = None
+            if fut._cond is None and not fut._waiter_list:
                 fut._state = FINISHED
             else:
                 fut._finish_locked(FINISHED)
@@ -639,6 +671,33 @@ def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> Non
                 escaped = exc
     if escaped is not None:
         raise escaped
+
+
+#: ``settle(fut, result, exception)``: complete *fut* unless it is done already
+#: (``Future._settle``); what the other modules of the package call to complete
+#: a future of theirs.  The method itself, not a wrapper: the same cost.
+settle: Callable[[Future[Any], Any, Optional[BaseException]], bool] = Future._settle
+
+
+def abandon_in_child(fut: Future[Any]) -> None:
+    """Fork repair of a task's future, in a forked child, inside ``os.fork()``: see ``Future._abandon_in_child``.
+
+    The future is cancelled at once, running nothing; its done-callbacks run
+    after the at-fork hooks, on the repair thread (``_fork.soon``).
+    """
+    if fut._abandon_in_child():
+        _fork.soon(fut._invoke_callbacks)
+
+
+def renew_lock_in_child(fut: Future[Any]) -> None:
+    """Fork repair of a future that stays pending in a forked child (a periodic task's, re-armed there).
+
+    Its lock may have been held by a parent thread at the fork, and its
+    waiters are the parent's threads: both are rebuilt (its own lock, no
+    Condition, no waiters).
+    """
+    assert fut._shared is None, "a loader's future is repaired by its loader"
+    fut._lock, fut._cond, fut._waiter_list = threading.Lock(), None, None
 
 
 def completed_future(value: T) -> Future[T]:

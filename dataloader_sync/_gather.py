@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Literal, Optional, TypeVar, Union, overload
 
-from ._future import Future, completed_future
+from ._future import Future, completed_future, settle
 from ._types import ResultOf
 
 __all__ = ["gather"]
@@ -70,7 +70,7 @@ class _Gather:
                 self.left = 0
             if first:
                 self.futures = None
-                self.out._settle(None, exc)
+                settle(self.out, None, exc)
             return
         value = exc if exc is not None else fut.result()
         where = self.positions[id(fut)]
@@ -84,7 +84,7 @@ class _Gather:
             last = self.left == 0
         if last:
             self.futures = None
-            self.out._settle(self.values, None)
+            settle(self.out, self.values, None)
 
 
 @overload
@@ -119,7 +119,7 @@ def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future
         return completed_future([])
     g = _Gather(futures, return_exceptions)
     distinct = list({id(f): f for f in futures}.values())  # each distinct future once
-    g.out._follow = g
+    g.out._follow = g  # Drivable._follow (_demand's seam): blocking on the gather drives its futures
     g.futures = distinct  # for blocked drivers; dropped when the gather completes
     done = g.done
     try:

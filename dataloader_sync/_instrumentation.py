@@ -43,31 +43,24 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Optional, Protocol
+from typing import TYPE_CHECKING, Any, Optional
 
 from ._batch import BatchLoaderEnvironment
+from ._hooks import (
+    DataLoaderInstrumentationContext,
+    begin_batch,
+    begin_dispatch,
+    check_instrumentation,
+    completed,
+    value_cache_lookup,
+)
 
-if TYPE_CHECKING:  # typing only: _dataloader and _registry import this module
+if TYPE_CHECKING:  # typing only; the loader's module does not import this one (it uses _hooks)
     from ._dataloader import DataLoader
-    from ._registry import DataLoaderRegistry
 
 __all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
-
-
-class DataLoaderInstrumentationContext(Protocol):
-    """What ``begin_dispatch`` / ``begin_batch`` may return: told once how the step ended."""
-
-    def on_completed(self, result: Any, error: Optional[BaseException]) -> None:
-        """Called once when the dispatch or batch call finishes.
-
-        Args:
-            result: a dispatch's ``DispatchResult``; a batch's values, one per
-                key (per-key ``Exception`` instances included); None on error.
-            error: None on success; else the exception that failed the
-                dispatch or the whole batch.
-        """
 
 
 class DataLoaderInstrumentation:
@@ -130,20 +123,6 @@ class DataLoaderInstrumentation:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
-
-
-def check_instrumentation(value: Any, name: str = "instrumentation") -> Optional[DataLoaderInstrumentation]:
-    """*value* if it has the two hooks (or is None).
-
-    Raises:
-        TypeError: naming *name*, when a hook is missing or not callable.
-    """
-    if value is None:
-        return None
-    if not (callable(getattr(value, "begin_dispatch", None)) and callable(getattr(value, "begin_batch", None))):
-        raise TypeError(f"{name} must be a DataLoaderInstrumentation (begin_dispatch, begin_batch) or None")
-    checked: DataLoaderInstrumentation = value  # it has both hooks
-    return checked
 
 
 class _ChainedContext:
@@ -213,48 +192,6 @@ class ChainedInstrumentation(DataLoaderInstrumentation):
         return f"ChainedInstrumentation({list(self._instrumentations)!r})"
 
 
-# -- the loader's side: call a hook, log and ignore what it raises -----------------------------
-def begin_dispatch(
-    instrumentation: DataLoaderInstrumentation, loader: DataLoader[Any, Any]
-) -> Optional[DataLoaderInstrumentationContext]:
-    try:
-        return instrumentation.begin_dispatch(loader)
-    except Exception:
-        _LOGGER.exception("instrumentation %r raised in begin_dispatch of %r; ignored", instrumentation, loader)
-        return None
-
-
-def begin_batch(
-    instrumentation: DataLoaderInstrumentation,
-    loader: DataLoader[Any, Any],
-    keys: list[Any],
-    environment: Optional[BatchLoaderEnvironment],
-) -> Optional[DataLoaderInstrumentationContext]:
-    try:
-        return instrumentation.begin_batch(loader, keys, environment)
-    except Exception:
-        _LOGGER.exception("instrumentation %r raised in begin_batch of %r; ignored", instrumentation, loader)
-        return None
-
-
-def value_cache_lookup(instrumentation: DataLoaderInstrumentation, loader: DataLoader[Any, Any],
-                       hits: int, misses: int) -> None:
-    hook = getattr(instrumentation, "value_cache_lookup", None)  # optional: see the module notes
-    if hook is None:
-        return
-    try:
-        hook(loader, hits, misses)
-    except Exception:
-        _LOGGER.exception("instrumentation %r raised in value_cache_lookup of %r; ignored", instrumentation, loader)
-
-
-def completed(context: DataLoaderInstrumentationContext, result: Any, error: Optional[BaseException]) -> None:
-    try:
-        context.on_completed(result, error)
-    except Exception:
-        _LOGGER.exception("instrumentation context %r raised in on_completed; ignored", context)
-
-
 # -- the context instrumentation: added to the registries created in a context -----------------
 _context_instrumentation: contextvars.ContextVar[Optional[DataLoaderInstrumentation]] = contextvars.ContextVar(
     "dataloader_sync_context_instrumentation", default=None)
@@ -279,7 +216,7 @@ def set_context_instrumentation(
 reset_context_instrumentation = _context_instrumentation.reset
 
 
-def for_new_registry(registry: DataLoaderRegistry,
+def for_new_registry(registry: object,
                      instrumentation: Optional[DataLoaderInstrumentation]) -> Optional[DataLoaderInstrumentation]:
     """The instrumentation *registry* (being created) uses: *instrumentation* plus the context's, if any."""
     extra = _context_instrumentation.get()

@@ -45,7 +45,7 @@ from typing import Any, Optional, Protocol
 from . import _fork
 from ._batch import _DispatchSink, _Queue
 from ._demand import Ticket
-from ._future import Future
+from ._future import Future, settle
 
 __all__ = ["abandon", "repair_in_child"]
 
@@ -87,7 +87,7 @@ def repair_in_child(loader: _ForkedLoader) -> None:
     cks = torn.cached_under()
     for i, fut in enumerate(torn.futures):  # keys and futures may differ in length by one
         ck = cks[i] if i < len(cks) else None
-        fut._demand = None  # the parent's blocked threads
+        fut._drivers = None  # the parent's blocked threads (Drivable._drivers; the loader's lock is reset)
         batch.add(ck, ck, None, fut)
     error = cf.CancelledError(f"{loader._label()}: this key was queued in the parent process while "
                               "a thread of the parent held the loader's lock at os.fork(); load it again")
@@ -119,5 +119,5 @@ def abandon(loader: _ForkedLoader, fut: Future[Any]) -> bool:
                 evict_error = exc
     if evict_error is not None:
         loader._cache_failed("delete", evict_error)
-    fut._settle(None, error)
+    settle(fut, None, error)
     return True

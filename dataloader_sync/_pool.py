@@ -41,13 +41,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from . import _fork
-from ._future import Future
-from ._time import seconds, wait_timeout
+from ._future import Future, abandon_in_child, settle
+from ._time import check_clock, seconds, wait_timeout
 
 __all__ = ["ElasticPool", "PoolStatistics"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
-_clock = time.monotonic
 
 # A queued task: (fn, args, kwargs, future or None).  Tasks without a future
 # (``execute``) are the owner's business, e.g. the ScheduledExecutor's runs.
@@ -113,10 +112,15 @@ class ElasticPool(cf.Executor):
         stuck_after: seconds after which a running task no longer counts
             against ``workers``.
         idle_timeout: seconds after which an idle thread ends.
+        clock: the monotonic clock a task's running time is measured on
+            (``time.monotonic``), as its siblings' ``clock=``; it is read
+            under the pool's lock, so it must be a plain clock function.
+            The waits themselves are real time.
     """
 
     def __init__(self, workers: int, *, name: str, max_threads: Optional[int] = None,
-                 stuck_after: float = 0.1, idle_timeout: float = 30.0) -> None:
+                 stuck_after: float = 0.1, idle_timeout: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         for arg, value in (("workers", workers), ("max_threads", max_threads)):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{arg} must be an int")
@@ -132,6 +136,8 @@ class ElasticPool(cf.Executor):
         if self.stuck_after < 0:
             raise ValueError("stuck_after must be >= 0")
         self.idle_timeout = wait_timeout(seconds("idle_timeout", idle_timeout, positive=True))
+        check_clock("clock", clock)
+        self._clock = clock
         self.name = name
         self._numbers = itertools.count(1)
         self._init_state()
@@ -176,11 +182,11 @@ class ElasticPool(cf.Executor):
             if self._idle:
                 worker = self._idle.pop()
                 worker.task = task
-                worker.started = _clock()
+                worker.started = self._clock()
                 self._busy.add(worker)
                 worker.wake.release()
                 return
-            if self._has_capacity_locked(_clock()) and self._spawn_locked(task):
+            if self._has_capacity_locked(self._clock()) and self._spawn_locked(task):
                 return
             self._queue.append(task)
             if len(self._queue) == 1:
@@ -203,7 +209,7 @@ class ElasticPool(cf.Executor):
         """Start a thread for *task*; False (nothing changed) if none can start."""
         worker = _Worker()
         worker.task = task
-        worker.started = _clock()
+        worker.started = self._clock()
         thread = threading.Thread(target=self._work, args=(worker,), daemon=True,
                                   name=f"{self.name}-worker-{next(self._numbers)}")
         worker.thread = thread
@@ -233,15 +239,15 @@ class ElasticPool(cf.Executor):
                 try:
                     result = fn(*args, **kwargs)
                 except BaseException as exc:
-                    future._settle(None, exc)
+                    settle(future, None, exc)
                 else:
-                    future._settle(result, None)
+                    settle(future, result, None)
                 result = None
             del fn, args, kwargs, future  # drop references before idling
             with lock:
                 if self._queue:
                     task = worker.task = self._queue.popleft()
-                    worker.started = _clock()
+                    worker.started = self._clock()
                     if not self._queue and self._monitor is not None:
                         self._tasks_waiting.notify()  # the backlog is gone
                     continue
@@ -286,7 +292,7 @@ class ElasticPool(cf.Executor):
         """While tasks wait: start a thread for them when a running task becomes stuck."""
         with self._lock:
             while True:
-                now = _clock()
+                now = self._clock()
                 while self._queue and self._has_capacity_locked(now):
                     task = self._queue.popleft()
                     if not self._spawn_locked(task):
@@ -310,7 +316,7 @@ class ElasticPool(cf.Executor):
     def statistics(self) -> PoolStatistics:
         """A frozen snapshot of the pool's threads (see ``PoolStatistics``)."""
         with self._lock:
-            now = _clock()
+            now = self._clock()
             stuck = sum(1 for w in self._busy if w.started <= now - self.stuck_after)
             return PoolStatistics(
                 threads=len(self._busy) + len(self._idle), busy_threads=len(self._busy),
@@ -379,5 +385,5 @@ class ElasticPool(cf.Executor):
         self._init_state()
         self._shutdown = shutdown
         for future in abandoned:
-            if future is not None and future._abandon_in_child():
-                _fork.soon(future._invoke_callbacks)
+            if future is not None:
+                abandon_in_child(future)

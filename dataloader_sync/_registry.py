@@ -29,7 +29,8 @@ from typing import (
 
 from ._dataloader import DataLoader
 from ._family import BoundBatch, family_key, family_label, family_options
-from ._instrumentation import DataLoaderInstrumentation, check_instrumentation, for_new_registry
+from ._hooks import check_instrumentation
+from ._instrumentation import DataLoaderInstrumentation, for_new_registry
 from ._statistics import Statistics
 from ._types import P, Values
 
@@ -206,7 +207,7 @@ class DataLoaderRegistry:
             if key is not None:  # a family's loader replaced by name: the family forgets it
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)
+                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
             loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
 
     def unregister(self, name: str) -> DataLoaderRegistry:
@@ -218,7 +219,7 @@ class DataLoaderRegistry:
             if key is not None:
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)
+                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
         self._queued.discard(name)
         return self
 
@@ -314,15 +315,20 @@ class DataLoaderRegistry:
         with self._lock:
             loader = self._families.get(key)
             if loader is None:  # first caller wins; a racing thread's loader is dropped unused
-                name, n = label, 1
-                while name in self._loaders:
-                    n += 1
-                    name = f"{label} #{n}"
+                name = self._free_name_locked(label)
                 self._put_locked(name, made)
                 self._families[key] = made
                 self._family_names[name] = key  # after _put_locked, which forgets a replaced family
                 loader = made
         return loader
+
+    def _free_name_locked(self, label: str) -> str:
+        """*label*, or *label* with `` #2``, `` #3``... appended: the first name not registered."""
+        name, n = label, 1
+        while name in self._loaders:
+            n += 1
+            name = f"{label} #{n}"
+        return name
 
     def __getitem__(self, name: str) -> DataLoader[Any, Any]:
         return self._loaders[name]
@@ -391,7 +397,7 @@ class DataLoaderRegistry:
 
     def _holds(self, loader: Any) -> bool:
         """True when *loader* is registered here (under any name); O(its registries)."""
-        held: bool = loader._watched_by(self._queued)
+        held: bool = loader._watched_by(self._queued)  # the loader's registry seam (DataLoader: registries)
         return held
 
     def __repr__(self) -> str:

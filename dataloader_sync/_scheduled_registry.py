@@ -255,8 +255,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             loader = loaders.get(name)
             if loader is None:
                 continue
-            told = loader._told
-            if told is None or not getattr(told, "dispatches_itself", False):
+            if not loader._left_to_execution():  # the loader's seam for ticks (see DataLoader)
                 return False
         return True
 
@@ -279,8 +278,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         walk = self._walk_queued()
         try:
             for name, loader in walk:
-                told = loader._told
-                if told is not None and getattr(told, "dispatches_itself", False):
+                if loader._left_to_execution():  # the loader's seam for ticks
                     # A GraphQL execution at work will dispatch it at the end of
                     # its level (see _dispatch_scope): one batch per level.
                     refused.append(name)

@@ -42,7 +42,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 
 from . import _fork
 from ._executor_statistics import ExecutorStatistics, Window
-from ._future import Future
+from ._future import Future, abandon_in_child, renew_lock_in_child, settle
 from ._time import Clock, wait_timeout
 
 __all__ = ["ScheduledFuture"]
@@ -109,7 +109,7 @@ class ScheduledFuture(Future[T], Generic[T]):
             if self._state != CANCELLED:
                 return
             self._state = CANCELLED_AND_NOTIFIED
-            for waiter in self._w or ():
+            for waiter in self._waiter_list or ():
                 waiter.add_cancelled(self)
 
     def _start(self) -> bool:
@@ -297,7 +297,7 @@ class _Timer:
                             "accepts one again are not logged)", entry.fn, exc)
         with self.lock:
             self.queued.discard(entry)
-        entry.future._settle(None, exc)
+        settle(entry.future, None, exc)
 
     def _dropped_if_cancelled(self, pool_future: cf.Future[Any], entry: _Entry) -> None:
         # The wrapped executor cancelled the run before it started (its own
@@ -354,10 +354,10 @@ class _Timer:
         if observers:
             self._observe(observers, waited, took)
         if not periodic:
-            fut._settle(result, error)
+            settle(fut, result, error)
         elif error is not None:
             _LOGGER.error("periodic task %r raised; it will not run again", entry.fn, exc_info=error)
-            fut._settle(None, error)
+            settle(fut, None, error)
 
     def _observe(self, observers: tuple[Callable[[float, float], None], ...], waited: float, took: float) -> None:
         for observer in observers:
@@ -426,13 +426,13 @@ class _Timer:
             if entry.period is not None and not fut.done() and not self.shutdown_flag:
                 # Its context may be "entered" by a parent's thread: a fresh copy.
                 entry.ctx = entry.ctx.copy()
-                fut._lock, fut._cond, fut._w = threading.Lock(), None, None
+                renew_lock_in_child(fut)
                 entry.due = entry.due + entry.period if entry.fixed_rate else self.clock() + entry.period
                 entry.in_heap = True
                 self.live += 1
                 heapq.heappush(self.heap, (entry.due, next(self.seq), entry))
-            elif fut._abandon_in_child():
-                _fork.soon(fut._invoke_callbacks)
+            else:
+                abandon_in_child(fut)
         if self.live and not self.shutdown_flag:
             self._start_thread_locked()
 

@@ -57,6 +57,8 @@ def id_loader(**kwargs: Any):
 class RecordingScope:
     """A dispatch scope recording which loaders reported queued keys."""
 
+    dispatches_itself = False  # a DispatchScope (see _dispatch_scope): a tick may dispatch what it was told
+
     def __init__(self) -> None:
         self.queued: list[DataLoader] = []
 
@@ -1211,6 +1213,8 @@ def test_DataLoader_scope_is_told_outside_the_loader_lock():
     seen: list[int] = []
 
     class ReentrantScope:
+        dispatches_itself = False
+
         def loader_queued(self, queued: DataLoader) -> None:
             seen.append(queued.dispatch_depth)
             queued.statistics()  # takes the loader's lock: would deadlock under it
@@ -2025,7 +2029,7 @@ def wait_until_blocked_on(fut: Future) -> None:
     deadline = time.monotonic() + TIMEOUT
     pause = threading.Event()
     while time.monotonic() < deadline:
-        if any(type(w) is Blocker and w._cond._waiters for w in list(fut._w or ())):
+        if any(type(w) is Blocker and w._cond._waiters for w in list(fut._waiter_list or ())):
             return
         pause.wait(0.001)
     raise AssertionError("no thread started waiting")
@@ -2067,7 +2071,7 @@ def test_DataLoader_result_timeout_leaves_no_waiter_behind():
         chained = loader.load(1).then(lambda v: v)
         with pytest.raises(cf.TimeoutError):
             chained.result(timeout=0.01)
-        assert not chained._w and not chained._demand
+        assert not chained._waiter_list and not chained._drivers
         release.set()
         assert chained.result(TIMEOUT) == 1
 
@@ -2081,8 +2085,38 @@ def test_DataLoader_futures_hold_no_reference_to_their_loader():
     del loader
     gc.collect()
     assert ref() is None  # no cycle loader -> cache -> future -> loader keeps it
-    with pytest.raises(cf.TimeoutError):
-        fut.result(timeout=0)  # its loader is gone: nothing can dispatch it
+    with pytest.raises(RuntimeError, match="garbage-collected before it dispatched"):
+        fut.result(timeout=0)  # its loader is gone: nothing can dispatch it, and it says so
+
+
+@pytest.mark.parametrize("how", ["result", "exception", "then", "gather", "wait", "as_completed"])
+def test_DataLoader_a_load_whose_loader_was_collected_fails_clearly_instead_of_hanging(how):
+    # DataLoader(fn).load(1).result(): the loader is garbage when result() blocks.
+    fut = DataLoader(lambda keys: keys).load(1)
+    gc.collect()
+    if how == "result":
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            fut.result()  # no timeout: before the fix this waited forever
+        return
+    if how == "exception":
+        assert "garbage-collected" in str(fut.exception())
+        return
+    if how == "then":
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            fut.then(lambda v: v).result()
+        return
+    if how == "gather":
+        from dataloader_sync import gather
+
+        with pytest.raises(RuntimeError, match="garbage-collected"):
+            gather([fut]).result()
+        return
+    if how == "wait":
+        done, _ = cf.wait([fut])
+        assert done == {fut}
+    else:
+        assert list(cf.as_completed([fut])) == [fut]
+    assert isinstance(fut.exception(0), RuntimeError)
 
 
 def test_DataLoader_a_dispatch_on_demand_is_instrumented_as_a_dispatch():
@@ -2148,7 +2182,7 @@ def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_
 
     def waiting_in_cf_wait() -> bool:
         return any(isinstance(getattr(w, "event", None), _DrivingEvent) and w.event._cond._waiters
-                   for w in list(chained._w or ()))
+                   for w in list(chained._waiter_list or ()))
 
     def first(keys: list[int]) -> list[int]:
         pause = threading.Event()

@@ -378,6 +378,27 @@ def test_Future_then_chains():
     assert out.result(TIMEOUT) == "11"
 
 
+def test_Future_then_returns_a_future_that_is_not_callable():
+    # Frameworks call a callable resolver result (strawberry-django's
+    # django_resolver does): a then() future must be a plain value to them.
+    src: Future = Future()
+    out = src.then(lambda v: v + 1)
+    flat = src.then(lambda v: completed_future(v))
+    assert not callable(out) and not callable(flat)
+    src.set_result(1)
+    assert not callable(out) and out.result(TIMEOUT) == 2 and flat.result(TIMEOUT) == 1
+
+
+def test_Future_then_of_a_then_future_chains_both_stages():
+    src: Future = Future()
+    inner: Future = Future()
+    out = src.then(lambda v: inner).then(lambda v: v * 2).then(lambda v: completed_future(v + 1))
+    src.set_result(0)
+    assert not out.done()
+    inner.set_result(5)
+    assert out.result(TIMEOUT) == 11
+
+
 def test_Future_then_flattens_a_returned_future():
     src: Future = Future()
     inner: Future = Future()

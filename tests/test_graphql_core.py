@@ -921,8 +921,9 @@ def test_a_non_null_failure_skips_the_waiting_siblings_of_the_nulled_object() ->
 def test_a_chain_that_completes_after_its_level_lands_in_its_field() -> None:
     loaders = _paths_loaders()
     calls: list[Any] = []
-    inner = loaders["a"]._batch_load_fn
-    loaders["a"]._batch_load_fn = lambda keys: calls.append(list(keys)) or inner(keys)
+    batch_call = loaders["a"]._batch_call  # the loader's batch call owns its batch function
+    inner = batch_call._batch_load_fn
+    batch_call._batch_load_fn = lambda keys: calls.append(list(keys)) or inner(keys)
     got = run(paths_schema(loaders, "ok", futures=True), "{ late box { a kids { a } } }")
     assert got.errors is None
     assert got.data == {"late": "after the level", "box": {"a": "A", "kids": [{"a": "a1"}, {"a": "a2"}]}}

@@ -262,3 +262,33 @@ def test_ElasticPool_shutdown_wait_joins_idle_threads_too(make_pool):
     assert len(threads) == 3
     pool.shutdown(wait=True)
     assert [t.name for t in threads if t.is_alive()] == []  # joined, not merely told to end
+
+
+def test_ElasticPool_measures_stuck_tasks_on_its_injected_clock(make_pool):
+    from conftest import FakeClock
+
+    clock = FakeClock(100.0)
+    gate = threading.Event()
+    pool = make_pool(workers=1, stuck_after=0.2, clock=clock)
+    blockers = _blockers(pool, 1, gate)
+    ran = threading.Event()
+    light = pool.submit(ran.set)
+    try:
+        # The monitor looks again every 0.2 s of real time, but on the pool's clock, which stands still:
+        # the running task never becomes stuck, so the light task keeps waiting for the worker.
+        assert not ran.wait(0.6)
+        assert pool.statistics().stuck_threads == 0 and pool.statistics().queued_tasks == 1
+        clock.advance(1.0)
+        assert pool.statistics().stuck_threads == 1
+        assert ran.wait(WAIT), "the light task did not start once the clock said the worker was stuck"
+        light.result(timeout=WAIT)
+    finally:
+        gate.set()
+    assert all(f.result(timeout=WAIT) for f in blockers)
+
+
+def test_ElasticPool_rejects_a_clock_that_is_not_one(make_pool):
+    with pytest.raises(TypeError, match="clock must be callable"):
+        make_pool(clock=5)
+    with pytest.raises(TypeError, match="clock must return a number of seconds"):
+        make_pool(clock=lambda: "now")

@@ -258,9 +258,6 @@ def test_the_optimizer_defers_a_foreign_key_a_loader_reads_unless_the_field_name
     assert len(related_sql) == 3, related_sql  # the books, their author_id, the authors
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="strawberry-django's django_resolver calls a callable result, and a then() future "
-                          "(_future._Chain, its own done-callback) is callable: it is called without its source")
 def test_a_strawberry_django_field_may_return_a_then_chain(data):
     import strawberry
     import strawberry_django

@@ -3,7 +3,8 @@
 The typed usage itself is checked by mypy and pyright on tests/type_tests/
 (see .ci/run); this module checks what a type checker cannot: that every
 ``__init__`` overload offers every parameter of the implementation, keyword-only
-and optional where it is, so a parameter added to the implementation alone
+and optional where it is (by name, or through ``**options:
+Unpack[LoaderOptions]``), so a parameter added to the implementation alone
 fails here instead of being refused to typed users.
 """
 from __future__ import annotations
@@ -36,20 +37,27 @@ def _keyword_params(fn: ast.FunctionDef) -> Params:
 
 
 def test_DataLoader_init_overloads_carry_every_parameter_of_the_implementation():
+    from dataloader_sync._dataloader import LoaderOptions
+
     defs = _init_defs()
     overloads = [fn for fn in defs if _is_overload(fn)]
     (implementation,) = [fn for fn in defs if not _is_overload(fn)]
     assert len(overloads) >= 9  # 4 shapes x with/without pass_env, and the catch-all
     expected = _keyword_params(implementation)
+    options = list(LoaderOptions.__annotations__)
+    assert not LoaderOptions.__required_keys__  # every option is optional, as in the implementation
+    assert all(want != "<required>" for _, _, want in expected)
     for fn in overloads:
-        got = _keyword_params(fn)
-        assert [name for name, _, _ in got] == [name for name, _, _ in expected], ast.unparse(fn.args)
-        for (name, _, default), (_, _, want) in zip(got, expected):
+        named = _keyword_params(fn)
+        # pass_env and cache_key_fn by name (their types follow the overload), the rest as **options
+        assert [name for name, _, _ in named] == ["pass_env", "cache_key_fn"], ast.unparse(fn.args)
+        assert fn.args.kwarg is not None and ast.unparse(fn.args.kwarg.annotation) == "Unpack[LoaderOptions]"
+        assert sorted([name for name, _, _ in named] + options) == sorted(name for name, _, _ in expected)
+        for name, _, default in named:
             if name == "pass_env":  # Literal[False] = ..., or Literal[True] (required)
                 assert default in ("...", "<required>")
-            else:  # optional where the implementation has a default (typeshed's "= ...")
-                assert (default == "<required>") == (want == "<required>"), name
-                assert default in ("...", want), f"{name}: overload default {default}, implementation {want}"
+            else:
+                assert default == "..."
         assert [a.arg for a in fn.args.args] == ["self", "batch_load_fn"]
 
 

@@ -297,7 +297,7 @@ def cpu_goal(concurrency: int, tuned: bool) -> float:
 
 def targets(rows: list[dict[str, Any]], io_ms: float, tick_ms: float, concurrency: int = 1,
             tuned: bool = False) -> list[dict[str, Any]]:
-    """The issue's targets, reported (never asserted) for the variants that ran.
+    """The design's performance targets, reported (never asserted) for the variants that ran.
 
     Throughput ratios move with whatever else the machine runs; the process-CPU
     ratios beside them do not, so both are given.  The CPU-bound ratio is given

@@ -24,9 +24,9 @@ start, latency = due -> end.  A light task is a tick that called a batch
 function and no heavy one (ticks with nothing to dispatch are counted apart:
 registries waiting for a heavy call keep ticking, and their cheap empty ticks
 would flatter the percentiles).  Figures: light-task queue wait and latency mean / p50 / p99 / p99.9 (ms),
-heavy tasks and their latency, the pool's peak thread count.  The target of
-issue 13: with heavy calls, the elastic pool's light p99 queue wait is within
-2x of the same run without them.
+heavy tasks and their latency, the pool's peak thread count.  The target (no
+head-of-line blocking, DESIGN §7): with heavy calls, the elastic pool's light
+p99 queue wait is within 2x of the same run without them.
 
     python tools/bench.py --hol                    # 30 s per run, 6 runs
     python tools/bench.py --hol --hol-seconds 5    # shorter (fewer heavy calls, noisier tails)

@@ -171,6 +171,28 @@ def _dispatch_count_100() -> float:
     return _dispatch_100(lambda: DataLoader(_echo), "dispatch_count")
 
 
+def _chained_100(flatten: bool) -> float:
+    """Seconds per key of ``load(k).then(fn)`` for 100 keys, their dispatch and the chains' settling.
+
+    With *flatten*, ``fn`` returns a cached load of a second loader (the
+    chain's second stage: the "late" load of tools/bench_workload.py).
+    """
+    total = 0.0
+    other = DataLoader(_echo)
+    other.load(0)
+    other.dispatch()
+    step = (lambda v: other.load(0)) if flatten else (lambda v: v)
+    for _ in range(200):
+        loader = DataLoader(_echo)
+        load = loader.load
+        t = time.perf_counter()
+        for k in range(100):
+            load(k).then(step)
+        loader.dispatch_count()
+        total += time.perf_counter() - t
+    return total / 200 / 100
+
+
 def _dgs_registry(executor: ScheduledExecutor, loaders: int = 200) -> ScheduledDataLoaderRegistry:
     registry = ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=True, schedule=3600,
                                            dispatch_predicate=DISPATCH_NEVER)
@@ -272,6 +294,8 @@ def micro(quick: bool = False) -> dict[str, float]:
         ("DataLoader.load, queued", bench_queued_load(REPEAT) * 1e9),
         ("DataLoader.dispatch, 100 keys queued by load_many", bench_dispatch(REPEAT) * 1e9),
         ("DataLoader.dispatch_count, 100 keys queued by load()", _timed(_dispatch_count_100)),
+        ("DataLoader.load(k).then(fn) + dispatch, per key of 100", _timed(lambda: _chained_100(False))),
+        ("... fn returning a cached load (flattened), per key of 100", _timed(lambda: _chained_100(True))),
     ]
     gsd = _gsd_cases(overhead)
     rows += gsd

@@ -4,27 +4,9 @@ Resolvers return ``concurrent.futures.Future``s (a loader's, a ``then`` chain,
 an executor's); the execution stays synchronous and completes every value on
 the request thread.  No event loop, so Django's ORM may run in resolvers.
 
-Design.  graphql-core completes a plain value at once, and so a Future that is
-already done.  A Future not done yet is left in the result as a placeholder
-and the synchronous pass goes on: for a field of an object (every loaded
-field), the future itself, with four slots in the loop's list saying where
-its value goes (the field's resolve info and path are let go, and built
-again only if its value needs them: see ``_run``); otherwise a
-``_run.Pending``.  Then the request thread
-loops (``_drain``): it completes the placeholders whose futures are done, in
-creation order; when none is, it dispatches the loaders that queued keys (one
-batch per loader for the whole level); when there is nothing to dispatch
-either, it gives the remaining futures a done-callback that only enqueues into
-the scope and blocks on the scope's Condition until a future completes or a
-load is queued (``then`` chains on other threads report their loads too).  A
-placeholder is replaced by graphql-core's own completion of the value (which
-may leave further placeholders), written straight into its slot: a field of
-an object (the common case, every loaded field) finds its container in the
-frame of that object, which keeps the object's results dict once built (the
-root fields: the root data); no path walk, no second pass through our
-``complete_value``.  The general path, for a Future that is a list item or
-once an error has nulled a position (a frame's dict may then be detached),
-finds the container from the root data by the placeholder's response path.
+Design: the execution loop (placeholders, frames, when loaders are
+dispatched, when the loop waits) is explained, with a diagram, in
+docs/graphql.rst ("The execution loop"); ``_run`` holds the loop's state.
 
 Guarantees:
 - Results and errors are graphql-core's own: a resolved value goes through
@@ -66,8 +48,8 @@ Guarantees:
   ``dispatch_all()`` (its predicates apply); reported loaders outside it are
   dispatched directly.  Keys queued where no scope saw them are swept up
   before the loop waits.
-- A plain value costs one ``isinstance`` per completed value and one frame
-  list per object; a pending Future of a field of an object costs four list
+- A plain value costs one ``isinstance`` per completed value and one
+  ``Frame`` per object; a pending Future of a field of an object costs four list
   slots and keeps nothing else alive (a ``Pending`` elsewhere), and a
   callback only if the loop has to wait for it.
 - On graphql-core 3.2, an object's fields run in ``execute_fields`` itself
@@ -129,6 +111,7 @@ from ._run import (
     PENDING,
     TYPE,
     VALUE,
+    Frame,
     FutureType,
     Pending,
     Run,
@@ -184,7 +167,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     stall_timeout: Optional[float] = 30.0
     clear_loaders_after_mutation_fields: bool = False
 
-    _frame: Any = None  # [parent frame, info, path, nodes, results, type, rest] of the object being completed
+    _frame: Optional[Frame] = None  # the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _own_leaf = False  # graphql-core's complete_leaf_value may be inlined (set per instance)
@@ -300,7 +283,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                         result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
                     if direct:
                         if isinstance(result, _Future):
-                            state = result._state
+                            state = result._state  # a future's fields, read as done()/result() would: a copy for speed
                             if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
                                 run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr, operator]
@@ -333,8 +316,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 return self._defer(VALUE, result, return_type, field_nodes, info, path, rest, None)
             frame = self._frame
             if frame is not None and path is info.path and _compat.REBUILDS_INFO and (
-                    rest is frame[6]  # 3.2: () and ()
-                    or (_HOT_REST and len(rest) == 1 == len(frame[6]) and rest[0] is frame[6][0])):
+                    rest is frame.rest  # 3.2: () and ()
+                    or (_HOT_REST and len(rest) == 1 == len(frame.rest) and rest[0] is frame.rest[0])):
                 # The hot path of every loaded field of an object: four slots
                 # say where the value goes; the future is the placeholder; the
                 # info and path are let go (built again only if needed).
@@ -379,11 +362,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _complete_fields(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                          rest: tuple[Any, ...]) -> Any:
         parent = self._frame
-        frame = self._frame = [parent, info, path, field_nodes, None, return_type, rest]
+        frame = self._frame = Frame(parent, info, path, field_nodes, return_type, rest)
         try:
             # The fields' results dict: where the values of this object's
             # waiting fields go (Pending.frame -> results, without a path walk).
-            results = frame[4] = _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
+            results = frame.results = _compat.execute_subfields(self, return_type, field_nodes, path, result, rest)
             return results
         finally:
             self._frame = parent
@@ -512,7 +495,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         it = iter(unwatched)
         try:
             for future, frame, nodes, return_type in zip(it, it, it, it):
-                state = future._state
+                state = future._state  # the loop reads a done future's fields directly: a copy of result() for speed
                 if state is not FINISHED:
                     if state is _PENDING or state is _RUNNING:  # not done() (a call less per waiting entry)
                         still += (future, frame, nodes, return_type)
@@ -532,7 +515,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 if known_type(value.__class__) is not False or isinstance(value, _Future):  # not is_plain(...)
                     resume(run, pending_of(future, frame, nodes, return_type), None)
                     continue
-                container = frame[4]
+                container = frame.results
                 if container is None:
                     continue  # its object failed: nothing to write
                 node = nodes[0]
@@ -589,7 +572,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             self._resume(run, pending, None)
             return
         frame = pending.frame
-        container = run.root if frame is None else frame[4]
+        container = run.root if frame is None else frame.results
         key = path.key
         if container is None or container[key] is not pending:
             return  # its object failed (or it was completed): nothing to write
@@ -624,7 +607,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             # object's results dict, kept in the frame; None when the object's
             # completion raised (its position is nulled: nothing to do).
             frame = pending.frame
-            container = run.root if frame is None else frame[4]
+            container = run.root if frame is None else frame.results
             if container is None:
                 return
             key = path.key
@@ -694,4 +677,4 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if frame is None:  # past the root fields: the whole data is null
                 run.root_error = error
                 return
-            frame, info, path, nodes = frame[0], frame[1], frame[2], frame[3]
+            frame, info, path, nodes = frame.parent, frame.info, frame.path, frame.nodes

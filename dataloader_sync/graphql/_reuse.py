@@ -94,7 +94,7 @@ def _cached_beyond_queue(loader: Any) -> bool:
     if cache is None or lock is None:
         return False
     with lock:
-        return len(cache) > len(loader._queue)
+        return len(cache) > len(loader._queue)  # a racy look, as dispatch_depth's (public: len(loader._queue))
 
 
 def check_reuse(loader: Any, request: Any) -> None:

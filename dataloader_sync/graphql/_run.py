@@ -6,12 +6,12 @@ Guarantees:
   when its value needs it); it carries exactly the arguments graphql-core's ``complete_value``
   received there, plus the enclosing frame, so the completion can resume as if
   the value had been there all along.
-- Positions are graphql-core ``Path``s; a frame is the list
-  ``[parent frame, info, path, nodes, results, object type, rest]`` of an
-  object being completed, where ``info`` is the resolve info of the field
-  that holds it, ``results`` its fields' dict once built (where its waiting
-  fields' values go) and ``rest`` the trailing arguments of its completion,
-  which its fields' completions get too (3.3's ``position_context``).
+- Positions are graphql-core ``Path``s; a ``Frame`` is an object being
+  completed: its parent frame, the resolve info of the field that holds it,
+  its path, field nodes and type, ``results``, its fields' dict once built
+  (where its waiting fields' values go), and ``rest``, the trailing
+  arguments of its completion, which its fields' completions get too (3.3's
+  ``position_context``).
   ``levels()`` turns a field's info and a position into the ``(path, type)``
   pairs that graphql-core's own error handling visits (field, then list
   items).
@@ -61,6 +61,22 @@ def outcome(future: cf.Future[Any]) -> Any:
         raise cf.CancelledError("the future of this field was cancelled") from None
 
 
+class Frame:
+    """An object being completed (see the module notes): one slotted object, as cheap for the GC as a list."""
+
+    __slots__ = ("parent", "info", "path", "nodes", "results", "type", "rest")
+
+    def __init__(self, parent: Optional[Frame], info: Any, path: Any, nodes: Any, object_type: Any,
+                 rest: Any) -> None:
+        self.parent = parent
+        self.info = info
+        self.path = path
+        self.nodes = nodes
+        self.results: Any = None  # the object's fields' dict, once built
+        self.type = object_type
+        self.rest = rest
+
+
 class Pending:
     """A position whose value waits for a future; it sits in the result until replaced."""
 
@@ -70,7 +86,7 @@ class Pending:
                  path: Any, rest: tuple[Any, ...], source: Any) -> None:
         self.kind = kind
         self.future = future
-        self.frame = frame  # [parent frame, info, path, nodes, results] of the enclosing object, or None
+        self.frame = frame  # the Frame of the enclosing object, or None
         self.return_type = return_type
         self.nodes = nodes
         self.info = info
@@ -202,10 +218,10 @@ class Run:
         The info equals the one the resolver received (same field, nodes,
         types, path, context); it is a new object.
         """
-        parent_type = frame[5]
-        path = frame[2].add_key(response_key(nodes), parent_type.name)
+        parent_type = frame.type
+        path = frame.path.add_key(response_key(nodes), parent_type.name)
         info = _compat.rebuild_info(self.ctx, parent_type, nodes, path)
-        return Pending(VALUE, future, frame, return_type, nodes, info, path, frame[6], None)
+        return Pending(VALUE, future, frame, return_type, nodes, info, path, frame.rest, None)
 
     def dispatch(self, loaders: dict[Any, None]) -> None:
         """Dispatch *loaders*: through the registry's ``dispatch_all()`` when there is
@@ -222,7 +238,7 @@ class Run:
                 registry.dispatch_all()
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
-            loaders = {loader: None for loader in loaders if not registry._holds(loader)}
+            loaders = {loader: None for loader in loaders if not registry._holds(loader)}  # registry seam
         for loader in loaders:
             try:
                 loader.dispatch_count()
@@ -265,9 +281,9 @@ class Run:
         """
         for loader in {**self.seen, **self.to_dispatch}:
             if loader.dispatch_depth:
-                loader._report_queued(None)
+                loader._report_queued(None)  # the loader's registry seam: wake the tickers holding it
         if self.registry is not None:
-            self.registry._wake()
+            self.registry._wake()  # the registry's seam for executions (DataLoaderRegistry._wake)
 
     def clear_loaders(self) -> None:
         """``clear_all()`` every loader of the registry and every loader this execution dispatched."""
