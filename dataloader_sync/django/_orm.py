@@ -111,17 +111,27 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
     found: dict[Any, Any] = {}
     if not _empty(queryset):
-        by_db: dict[str, list[Any]] = {}
-        for instance, key in zip(instances, parents):
-            if key is not None:
-                db = (queryset._db if queryset is not None else None) or instance._state.db \
-                    or router.db_for_read(rel.related_model, instance=instance)
-                by_db.setdefault(db, []).append(key)
-        for db, keys in by_db.items():
+        for db, keys in keys_by_database(rel, queryset, instances, parents).items():
             found.update(_fetch(rel, queryset, first, db, list(dict.fromkeys(keys))))
     if rel.many:
         return [list(found.get(key, ())) if key is not None else [] for key in parents]
     return [found.get(key) if key is not None else None for key in parents]
+
+
+def keys_by_database(rel: Relation, queryset: Optional[QuerySet[Any]], instances: Sequence[Model],
+                     parents: Sequence[Any]) -> dict[str, list[Any]]:
+    """The parents' non-None keys grouped by the database alias their related rows are read from.
+
+    The alias is the queryset's ``.using()``, else the instance's own
+    database, else the router's choice for the related model.
+    """
+    by_db: dict[str, list[Any]] = {}
+    for instance, key in zip(instances, parents):
+        if key is not None:
+            db = (queryset._db if queryset is not None else None) or instance._state.db \
+                or router.db_for_read(rel.related_model, instance=instance)
+            by_db.setdefault(db, []).append(key)
+    return by_db
 
 
 def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:

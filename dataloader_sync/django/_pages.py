@@ -25,13 +25,13 @@ import weakref
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
-from django.db import models, router
+from django.db import models
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
-from ._orm import _unlinked
+from ._orm import _unlinked, keys_by_database
 from ._querysets import key_chunks
 from ._relations import relation
 
@@ -97,12 +97,7 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
     if not rel.many:
         raise TypeError(f"field must be a to-many relation descriptor, got {rel.label}")
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
-    by_db: dict[str, list[Any]] = {}
-    for instance, key in zip(instances, parents):
-        if key is not None:
-            db = (queryset._db if queryset is not None else None) or instance._state.db \
-                or router.db_for_read(rel.related_model, instance=instance)
-            by_db.setdefault(db, []).append(key)
+    by_db = keys_by_database(rel, queryset, instances, parents)
     counts: dict[Any, int] = {}
     for db, keys in by_db.items():
         # a queryset joining the relation's own through table is counted by
