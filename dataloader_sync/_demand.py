@@ -72,8 +72,9 @@ class TicketLoader(Protocol):
     """The seam between this module (and ``_future``) and the loader of a queued key: ``DataLoader`` implements it.
 
     Called on the thread that blocks on (or cancels) a future, outside every
-    lock; each method takes the loader's lock itself and runs user code (a
-    batch function, through a dispatch) only after releasing it.
+    lock; each method takes the loader's lock itself, and runs user code (a
+    batch function, through a dispatch) only after releasing it, but for the
+    ``cache_map``'s own methods (the loader's one documented exception).
     """
 
     def _dispatch_for(self, ticket: Ticket) -> bool:

@@ -63,7 +63,7 @@ class _Queued:
         self.wake: Optional[Callable[[], Any]] = None
 
     def add(self, name: str, wake: bool = True) -> None:
-        """Called by a loader (outside its lock) when a load made its queue non-empty.
+        """Called for a loader (``_listeners``, outside the loader's lock) when a load made its queue non-empty.
 
         *wake*: also wake the registry's ticker, if it sleeps (see
         ``ScheduledDataLoaderRegistry``); outside this object's lock.
