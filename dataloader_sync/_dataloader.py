@@ -228,7 +228,7 @@ class DataLoader(Generic[K, V]):
                          context_provider=context_provider, executor=executor, cache_map=cache_map,
                          value_cache=value_cache)
         first_reading = check_clock("clock", clock)
-        # Its own instrumentation, and the one in use (its own, or a registry's).
+        # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
         self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
@@ -246,10 +246,9 @@ class DataLoader(Generic[K, V]):
         # futures they hold.
         self._lock = threading.RLock()
         self._queue = KeyQueue(cache_key_fn is not None)
-        # Stamped on each future queued in _queue, replaced whenever _queue is
-        # swapped out: blocking on a future whose ticket is still current
-        # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
-        ref = weakref.ref(self)  # the one weak reference to this loader, shared by its tickets
+        # Stamped on each future queued in _queue, replaced whenever _queue is swapped out: blocking on a
+        # future whose ticket is still current dispatches this loader (see _demand).  Weak: no cycle.
+        ref = weakref.ref(self)  # shared by its tickets and its batch call
         self._ticket = Ticket(ref)
         _fork.watch(ref)  # repaired in a forked child (see _loader_fork)
         # What a dispatch does with the queue it took: held, not inherited.
@@ -260,12 +259,10 @@ class DataLoader(Generic[K, V]):
             cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
         self._last_dispatch = first_reading
         self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
-        # The registries holding this loader, told when a load makes the queue
-        # non-empty: (weakref to their _Queued, name); replaced whole under _lock.
-        # Both are kept by _listeners (its Listened); load() only tests _told, a
-        # queue swap resets it.
+        # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
+        # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[tuple[Any, str], ...] = ()
-        self._told: Any = None  # the dispatch scope told of the current queue, or MIXED: see _listeners
+        self._told: Any = None
 
     # -- introspection -----------------------------------------------------------
     @property
