@@ -200,3 +200,9 @@ class _SinkPart:
             for j, value in enumerate(values, offset):
                 out[positions[j]] = value
         self.sink.report(0, [], error)
+
+
+# The names these two classes had before they lost their underscore (their module is private):
+# kept so that code written against the old names still imports.
+_Queue = KeyQueue
+_DispatchSink = DispatchSink
