@@ -1,7 +1,7 @@
 """The shapes around one batch: queued loads, what a batch function receives, how a dispatch reports.
 
 These are data structures of ``DataLoader``; none of them takes a lock of
-its own except ``_DispatchSink`` (which guards only its own countdown).
+its own except ``DispatchSink`` (which guards only its own countdown).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ._future import Future, settle
 __all__ = ["BatchLoadError", "BatchLoaderEnvironment", "DispatchResult"]
 
 
-class _Queue:
+class KeyQueue:
     """Queued loads as parallel columns, in load order.
 
     No tuple per load: the cyclic GC then tracks one object (the future) per
@@ -57,7 +57,7 @@ class _Queue:
                 self.contexts = [None] * (len(self.keys) - 1)
             self.contexts.append(key_context)
 
-    def extend(self, other: _Queue) -> None:
+    def extend(self, other: KeyQueue) -> None:
         n = len(self.keys)
         self.keys.extend(other.keys)
         self.futures.extend(other.futures)
@@ -77,8 +77,8 @@ class _Queue:
         if self.contexts is not None:
             del self.contexts[index]
 
-    def slice(self, start: int, stop: int) -> _Queue:
-        part = _Queue(False)
+    def slice(self, start: int, stop: int) -> KeyQueue:
+        part = KeyQueue(False)
         part.keys = self.keys[start:stop]
         part.futures = self.futures[start:stop]
         if self.cache_keys is not None:
@@ -87,9 +87,9 @@ class _Queue:
             part.contexts = self.contexts[start:stop]
         return part
 
-    def take(self, indexes: list[int]) -> _Queue:
+    def take(self, indexes: list[int]) -> KeyQueue:
         """The loads at *indexes*, in that order (the misses of a value-cache lookup)."""
-        part = _Queue(False)
+        part = KeyQueue(False)
         part.keys = [self.keys[i] for i in indexes]
         part.futures = [self.futures[i] for i in indexes]
         if self.cache_keys is not None:
@@ -134,7 +134,7 @@ class BatchLoadError(Exception):
     """A batch function's result could not be matched to its keys."""
 
 
-class _DispatchSink:
+class DispatchSink:
     """The future of one ``dispatch()``, completed from its batch slices' outcomes.
 
     One report per slice instead of a done-callback per key: the dispatch
@@ -190,7 +190,7 @@ class _SinkPart:
 
     __slots__ = ("sink", "positions")
 
-    def __init__(self, sink: _DispatchSink, positions: list[int]) -> None:
+    def __init__(self, sink: DispatchSink, positions: list[int]) -> None:
         self.sink = sink
         self.positions = positions
 
@@ -200,3 +200,9 @@ class _SinkPart:
             for j, value in enumerate(values, offset):
                 out[positions[j]] = value
         self.sink.report(0, [], error)
+
+
+# The names these two classes had before they lost their underscore (their module is private):
+# kept so that code written against the old names still imports.
+_Queue = KeyQueue
+_DispatchSink = DispatchSink

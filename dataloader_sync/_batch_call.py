@@ -39,8 +39,8 @@ from . import _hooks, _value_cache
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
-    _DispatchSink,
-    _Queue,
+    DispatchSink,
+    KeyQueue,
 )
 from ._executor import ScheduledExecutor
 from ._future import Future, settle, settle_many
@@ -122,7 +122,7 @@ class BatchCall:
         return (self._load_error_count, self._batch_invoke_count, self._batch_load_count,
                 self._batch_load_exception_count, self._value_cache_hit_count, self._value_cache_miss_count)
 
-    def send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
+    def send(self, queue: KeyQueue, sink: Optional[DispatchSink] = None) -> None:
         """Settle every key of *queue* (a queue the loader took): the value cache, then the batch calls."""
         self._send(queue, sink)
 
@@ -130,7 +130,7 @@ class BatchCall:
         """How many batch calls *n_keys* keys make (``max_batch_size``)."""
         return self._slices(n_keys)
 
-    def _send(self, queue: _Queue, sink: Optional[_DispatchSink] = None) -> None:
+    def _send(self, queue: KeyQueue, sink: Optional[DispatchSink] = None) -> None:
         if self._value_cache is not None:
             # The value-cache step, between taking the queue and the batch
             # calls: hits settle here, only the misses go on (and, with single
@@ -139,7 +139,7 @@ class BatchCall:
             return
         self._send_slices(queue, sink)
 
-    def _send_slices(self, queue: _Queue, sink: Optional[Any]) -> None:
+    def _send_slices(self, queue: KeyQueue, sink: Optional[Any]) -> None:
         """The batch calls of *queue*: one, or one per ``max_batch_size`` slice."""
         size = self._max_batch_size
         if size is None or len(queue) <= size:
@@ -156,7 +156,7 @@ class BatchCall:
         size = self._max_batch_size or n_keys or 1
         return -(-n_keys // size)
 
-    def abandon(self, rest: _Queue, exc: BaseException, sink: Optional[Any] = None) -> None:
+    def abandon(self, rest: KeyQueue, exc: BaseException, sink: Optional[Any] = None) -> None:
         """Fail the keys of a dispatch that *exc* interrupted before their batch was called."""
         if not rest:
             return
@@ -167,7 +167,7 @@ class BatchCall:
         self.fail_keys(rest, error, sink)
 
     # -- the value cache -----------------------------------------------------------
-    def _send_through_value_cache(self, queue: _Queue, sink: Optional[_DispatchSink]) -> None:
+    def _send_through_value_cache(self, queue: KeyQueue, sink: Optional[DispatchSink]) -> None:
         """Look up, settle the hits, send the misses (waiting for other threads' flights, if any)."""
         misses = self._settle_value_cache_hits(queue, sink)
         if misses is None:
@@ -195,7 +195,7 @@ class BatchCall:
         if waiting:
             self._wait_for_flights(flights, queue, sink, waiting)  # type: ignore[arg-type]
 
-    def _wait_for_flights(self, flights: SingleFlight, queue: _Queue, sink: Optional[_DispatchSink],
+    def _wait_for_flights(self, flights: SingleFlight, queue: KeyQueue, sink: Optional[DispatchSink],
                           waiting: list[tuple[int, Any]]) -> None:
         """Settle the keys other threads loaded; load those whose flight failed or was late."""
         outcomes = flights.wait([flight for _, flight in waiting])  # no lock held, bounded
@@ -227,7 +227,7 @@ class BatchCall:
             sink.add_slices(self._slices(len(fallback)) - 1)
         self._send_slices(queue.take(fallback), None if sink is None else sink.part(fallback))
 
-    def _settle_value_cache_hits(self, queue: _Queue, sink: Optional[_DispatchSink]) -> Optional[list[int]]:
+    def _settle_value_cache_hits(self, queue: KeyQueue, sink: Optional[DispatchSink]) -> Optional[list[int]]:
         """Look the dispatch's keys up with one ``get_values``; settle the hits.
 
         Returns:
@@ -279,7 +279,7 @@ class BatchCall:
         return misses
 
     # -- the batch call --------------------------------------------------------
-    def _call_batch(self, batch: _Queue, sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
+    def _call_batch(self, batch: KeyQueue, sink: Optional[DispatchSink] = None, offset: int = 0) -> None:
         keys = list(batch.keys)  # the user's copy: our columns stay as they are
         with self._lock:
             self._batch_invoke_count += 1
@@ -304,7 +304,7 @@ class BatchCall:
         else:
             self._complete_batch(batch, result, sink, offset)
 
-    def _call_in_context(self, batch: _Queue, keys: list[Any], env: Optional[BatchLoaderEnvironment],
+    def _call_in_context(self, batch: KeyQueue, keys: list[Any], env: Optional[BatchLoaderEnvironment],
                          args: tuple[Any, ...]) -> Any:
         """The batch call in a copy of this thread's context: ``begin_batch`` runs
         in it first (what it sets there, the batch function sees), then the
@@ -325,13 +325,13 @@ class BatchCall:
             return context.run(executor.submit, self._batch_load_fn, *args)
         return executor.submit(context.run, self._batch_load_fn, *args)
 
-    def _end_batch(self, batch: _Queue, result: Any, error: Optional[BaseException]) -> None:
+    def _end_batch(self, batch: KeyQueue, result: Any, error: Optional[BaseException]) -> None:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""
         context, batch.instr_context = batch.instr_context, None
         if context is not None:
             _hooks.completed(context, result, error)
 
-    def _environment(self, batch: _Queue) -> BatchLoaderEnvironment:
+    def _environment(self, batch: KeyQueue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()
         contexts = batch.context_list()
         key_contexts: dict[Any, Any] = {}
@@ -344,8 +344,8 @@ class BatchCall:
                         pass
         return BatchLoaderEnvironment(context, key_contexts, list(contexts))
 
-    def _on_batch_future(self, batch: _Queue, fut: cf.Future[Any],
-                         sink: Optional[_DispatchSink], offset: int) -> None:
+    def _on_batch_future(self, batch: KeyQueue, fut: cf.Future[Any],
+                         sink: Optional[DispatchSink], offset: int) -> None:
         if fut.cancelled():
             self._fail_batch(batch, cf.CancelledError(f"batch of {self.label()} was cancelled"), sink)
             return
@@ -362,7 +362,7 @@ class BatchCall:
     def label(self) -> str:
         return f"DataLoader {self._name!r}" if self._name else "DataLoader"
 
-    def _values_for(self, batch: _Queue, result: Any) -> list[Any]:
+    def _values_for(self, batch: KeyQueue, result: Any) -> list[Any]:
         """The batch result as one value per key, in order.
 
         Raises:
@@ -384,8 +384,8 @@ class BatchCall:
             f"or a mapping, got {type(result).__name__}"
         )
 
-    def _complete_batch(self, batch: _Queue, result: Any,
-                        sink: Optional[_DispatchSink] = None, offset: int = 0) -> None:
+    def _complete_batch(self, batch: KeyQueue, result: Any,
+                        sink: Optional[DispatchSink] = None, offset: int = 0) -> None:
         # A result that cannot be matched to the keys (wrong kind or count, a
         # Mapping lookup that raises, e.g. for unhashable keys) fails the batch:
         # the futures must complete whatever the result looks like.
@@ -429,7 +429,7 @@ class BatchCall:
         if escaped is not None:
             raise escaped
 
-    def _evict_locked(self, batch: _Queue, indexes: Optional[list[int]] = None) -> Optional[Exception]:
+    def _evict_locked(self, batch: KeyQueue, indexes: Optional[list[int]] = None) -> Optional[Exception]:
         """Drop the batch's keys (or those at *indexes*) from the cache, where still theirs.
 
         Returns:
@@ -451,15 +451,15 @@ class BatchCall:
                     error = exc
         return error
 
-    def _fail_batch(self, batch: _Queue, exc: BaseException,
-                    sink: Optional[_DispatchSink] = None) -> None:
+    def _fail_batch(self, batch: KeyQueue, exc: BaseException,
+                    sink: Optional[DispatchSink] = None) -> None:
         if batch.instr_context is not None:
             self._end_batch(batch, None, exc)
         with self._lock:
             self._batch_load_exception_count += 1
         self.fail_keys(batch, exc, sink)
 
-    def fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[Any]) -> None:
+    def fail_keys(self, batch: KeyQueue, exc: BaseException, sink: Optional[Any]) -> None:
         """Fail every key of *batch* with *exc* and evict them; a callback's BaseException propagates last."""
         with self._lock:
             self._load_error_count += len(batch)

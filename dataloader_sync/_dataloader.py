@@ -4,7 +4,11 @@ What a dispatch does with the queue it took (the value-cache step, the
 batch calls, matching results to keys, settling and failing them) is the
 work of the loader's ``BatchCall`` (``_batch_call``), which the loader
 holds: it owns the batch function, its options and its counters, and shares
-the loader's lock and cache.
+the loader's lock and cache.  Its friends, each one concept over the fields
+the loader declares in ``__init__`` (each names them in a Protocol):
+``_listeners`` (the registries, ticks and dispatch scopes that hear of
+queued keys: the loader's one seam with them), ``_load_many``,
+``_loader_cache`` (prime, a cancelled load's eviction) and ``_loader_fork``.
 
 Guarantees:
 - ``load()`` queues a key and returns a future; ``dispatch()`` hands every
@@ -29,11 +33,11 @@ Guarantees:
 
 Duplicated for speed (said once here): ``load()`` is the path of every
 GraphQL field that loads, so it inlines ``_cache_key`` and the common case of
-``_Queue.add``, and takes the lock with ``acquire``/``release`` rather than
+``KeyQueue.add``, and takes the lock with ``acquire``/``release`` rather than
 ``with``.  Keep each copy in step with its original; what the copies save is
 measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
 here).  Everything that runs once per queue rather than once per load
-(``_retell_locked``, ``_announce``) is a method like any other.
+(``_listeners.retell_locked``, ``_listeners.announce``) is a plain call.
 """
 from __future__ import annotations
 
@@ -41,7 +45,7 @@ import concurrent.futures as cf
 import threading
 import time
 import weakref
-from collections.abc import Hashable, Iterable, Mapping, MutableMapping
+from collections.abc import Hashable, Iterable, MutableMapping
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -54,20 +58,20 @@ from typing import (
     overload,
 )
 
-from . import _fork, _hooks, _loader_fork
+from . import _fork, _hooks, _load_many, _loader_cache, _loader_fork
 from ._batch import (
     BatchLoaderEnvironment,
     BatchLoadError,
     DispatchResult,
-    _DispatchSink,
-    _Queue,
+    DispatchSink,
+    KeyQueue,
 )
 from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, _copy_outcome, completed_future, failed_future, loader_future
-from ._gather import gather
+from ._future import Future, completed_future, loader_future
 from ._hooks import InstrumentationHooks, check_instrumentation
+from ._listeners import announce, retell_locked
 from ._loader_options import LoaderOptions, check_arguments
 from ._statistics import Statistics
 from ._time import check_clock
@@ -224,7 +228,7 @@ class DataLoader(Generic[K, V]):
                          context_provider=context_provider, executor=executor, cache_map=cache_map,
                          value_cache=value_cache)
         first_reading = check_clock("clock", clock)
-        # Its own instrumentation, and the one in use (its own, or a registry's).
+        # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
         self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
         self._batch_load_fn = batch_load_fn
@@ -241,24 +245,24 @@ class DataLoader(Generic[K, V]):
         # plain lock: a cache_map's methods run under it, and may touch the
         # futures they hold.
         self._lock = threading.RLock()
-        self._queue = _Queue(cache_key_fn is not None)
-        # Stamped on each future queued in _queue, replaced whenever _queue is
-        # swapped out: blocking on a future whose ticket is still current
-        # dispatches this loader (see _demand).  Weak: no loader <-> future cycle.
-        self._ticket = Ticket(weakref.ref(self))
-        _fork.watch(self._ticket.loader)  # repaired in a forked child (see _loader_fork)
+        self._queue = KeyQueue(cache_key_fn is not None)
+        # Stamped on each future queued in _queue, replaced whenever _queue is swapped out: blocking on a
+        # future whose ticket is still current dispatches this loader (see _demand).  Weak: no cycle.
+        ref = weakref.ref(self)  # shared by its tickets and its batch call
+        self._ticket = Ticket(ref)
+        _fork.watch(ref)  # repaired in a forked child (see _loader_fork)
         # What a dispatch does with the queue it took: held, not inherited.
         self._batch_call = BatchCall(
-            self._ticket.loader, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
+            ref, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
             instrumentation=self._instrumentation, pass_env=pass_env, context=context,
             context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
             cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
         self._last_dispatch = first_reading
         self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
-        # The registries holding this loader, told when a load makes the queue
-        # non-empty: (weakref to their _Queued, name); replaced whole under _lock.
+        # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
+        # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[tuple[Any, str], ...] = ()
-        self._told: Any = None  # the dispatch scope told of the current queue, or _MIXED: see _retell_locked
+        self._told: Any = None
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -286,16 +290,6 @@ class DataLoader(Generic[K, V]):
         """The instrumentation in use: the loader's own, or its registry's, or None."""
         return self._instrumentation
 
-    def _registered(self, name: str, instrumentation: Optional[InstrumentationHooks]) -> None:
-        """A registry took this loader under *name*: a loader made without a name
-        takes that one, and one made without an instrumentation takes the
-        registry's (if it has one; the last such registry wins)."""
-        if self._name is None:
-            self._name = name
-        if instrumentation is not None and self._own_instrumentation is None:
-            self._instrumentation = instrumentation
-        self._batch_call.registered(self._name, self._instrumentation)
-
     def __repr__(self) -> str:
         return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
 
@@ -310,89 +304,8 @@ class DataLoader(Generic[K, V]):
     def _cache_failed(self, kind: str, exc: Exception) -> None:
         self._batch_call.cache_failed(kind, exc)
 
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None:
+    def _fail_keys(self, batch: KeyQueue, exc: BaseException, sink: Optional[DispatchSink]) -> None:
         self._batch_call.fail_keys(batch, exc, sink)
-
-    def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
-        # A child's thread blocks on a key a parent dispatched (see _loader_fork).
-        return _loader_fork.abandon(self, fut)
-
-    # -- registries (see _registry) --------------------------------------------------
-    def _watch(self, queued_ref: Any, name: str) -> None:
-        """Tell the registry's ``_Queued`` (by weak reference) when keys get queued; now if some are."""
-        with self._lock:
-            registries = self._registries
-            if registries:  # drop the registries gone meanwhile, so a shared loader keeps no trace of them
-                registries = tuple(w for w in registries if w[0]() is not None)
-            self._registries = registries + ((queued_ref, name),)
-            queued = bool(self._queue.keys)
-        if queued:
-            queued_ref().add(name, False)  # under the registry's lock: it wakes its ticker itself
-
-    def _unwatch(self, queued_ref: Any, name: str) -> None:
-        with self._lock:
-            self._registries = tuple(w for w in self._registries
-                                     if not (w[0] is queued_ref and w[1] == name) and w[0]() is not None)
-
-    def _watched_by(self, queued: Any) -> bool:
-        return any(ref() is queued for ref, _ in self._registries)
-
-    def _retell_locked(self, scope: Any, first: bool) -> tuple[bool, bool]:
-        """Keys were just queued in *scope*, which ``_told`` is not: update ``_told``.
-
-        ``_told`` is the dispatch scope told about the current queue (reset
-        when the queue is taken), so a scope hears of a loader once per
-        batch, not once per load; or ``_MIXED`` once the queue holds keys
-        loaded outside any scope beside keys of a scope (either order): a
-        ticker leaves a queue told to an execution that dispatches itself to
-        it (one batch per level), but must not leave an outside key waiting
-        for that execution (it may be busy in a slow resolver, or waiting
-        for that very key).  ``_MIXED`` stays until the queue is taken; the
-        scopes that load meanwhile are still told.  Called under ``_lock``,
-        once per queue and scope, not per load.
-
-        Returns:
-            ``(tell, mixed)``: whether *scope* is to be told of this loader,
-            and whether the queue just became a mix of scopes.
-        """
-        told = self._told
-        mixed = False
-        if first or (scope is not None and told is not None and told is not _MIXED):
-            self._told = scope
-        elif told is not _MIXED:
-            self._told = _MIXED
-            mixed = True
-        return scope is not None, mixed
-
-    def _announce(self, scope: Any, report: bool, tell: bool) -> None:
-        """After a load made the queue non-empty (or mixed), or queued keys in a new scope (outside the lock)."""
-        if report and self._registries:
-            self._report_queued(scope)
-        if tell:
-            scope.loader_queued(self)
-
-    def _left_to_execution(self) -> bool:
-        """Its queued keys were told to a scope that dispatches them itself (a GraphQL execution at work).
-
-        The one question a ticker-mode registry's tick asks a loader (see
-        ``_scheduled_registry``): such a queue is left to the execution, one
-        batch per level.  A racy look (no lock), as the tick's own.
-        """
-        told = self._told
-        return told is not None and told is not _MIXED and told.dispatches_itself
-
-    def _report_queued(self, scope: Any) -> None:
-        """The queue became non-empty: tell the registries holding this loader (outside the lock).
-
-        A ticker asleep is woken unless the load was made in a scope that
-        dispatches its loaders itself (a GraphQL execution at work, see
-        ``_dispatch_scope``): that scope will dispatch this queue.
-        """
-        wake = scope is None or not scope.dispatches_itself
-        for ref, name in self._registries:
-            queued = ref()
-            if queued is not None:
-                queued.add(name, wake)
 
     # -- loading -----------------------------------------------------------------
     def _cache_key(self, key: Any) -> Hashable:
@@ -409,7 +322,7 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        # The hot path: _cache_key and _Queue.add inlined (see the module notes).
+        # The hot path: _cache_key and KeyQueue.add inlined (see the module notes).
         ck = None
         if self._cache_enabled:
             ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
@@ -446,13 +359,13 @@ class DataLoader(Generic[K, V]):
                 first = not queue.keys
                 fut._ticket = self._ticket
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
-                    queue.keys.append(key)  # the common case of _Queue.add, inlined
+                    queue.keys.append(key)  # the common case of KeyQueue.add, inlined
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
                 tell = mixed = False
-                if self._told is not scope:  # once per queue and scope (see _retell_locked)
-                    tell, mixed = self._retell_locked(scope, first)
+                if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
+                    tell, mixed = retell_locked(self, scope, first)
         finally:
             lock.release()
         if cache_error is not None:
@@ -460,7 +373,7 @@ class DataLoader(Generic[K, V]):
         if not self._batch:
             self._call_single(key, ck, key_context, fut)
         elif first or mixed or tell:  # once per queue and scope
-            self._announce(scope, first or mixed, tell)
+            announce(self, scope, first or mixed, tell)
         return fut
 
     @overload
@@ -494,65 +407,7 @@ class DataLoader(Generic[K, V]):
             ``bytes`` (its characters would be loaded as keys); ValueError:
             ``key_contexts`` is a sequence of another length.
         """
-        if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
-            raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
-        keys = list(keys)
-        contexts = _contexts_for(keys, key_contexts)
-        cks = [self._cache_key(k) for k in keys] if self._cache_enabled else [None] * len(keys)
-        futures: list[Future[Any]] = []
-        new = _Queue(self._cache_key_fn is not None)
-        cache_errors: list[tuple[str, Exception]] = []
-        scope = current_scope()
-        first = tell = mixed = False
-        with self._lock:
-            try:
-                self._register_many_locked(keys, cks, contexts, futures, new, cache_errors)
-            finally:
-                self._load_count += len(futures)
-                if self._batch and new:
-                    first = not self._queue
-                    self._queue.extend(new)
-                    if self._told is not scope:  # as in load()
-                        tell, mixed = self._retell_locked(scope, first)
-        for kind, error in cache_errors:
-            self._cache_failed(kind, error)
-        if new and not self._batch:
-            self._call_each(new)
-        elif first or mixed or tell:
-            self._announce(scope, first or mixed, tell)
-        return gather(futures, return_exceptions=return_exceptions)
-
-    def _register_many_locked(self, keys: list[Any], cks: list[Any], contexts: list[Any],
-                              futures: list[Future[Any]], new: _Queue,
-                              cache_errors: list[tuple[str, Exception]]) -> None:
-        """``load_many``'s keys, under ``_lock``: each key's future (cached, or new in *new*) to *futures*.
-
-        Invariant: a key is in *futures* iff it is either answered from the
-        cache or in *new* (cached or not); even a ``BaseException`` from the
-        cache map leaves no key cached without being queued.
-        """
-        cache = self._cache if self._cache_enabled else None
-        ticket = self._ticket if self._batch else None
-        for key, ck, kc in zip(keys, cks, contexts):
-            if cache is not None:
-                try:
-                    fut = cache.get(ck)
-                except Exception as exc:  # a failing cache_map: a miss
-                    fut = None
-                    cache_errors.append(("read", exc))
-                if fut is not None:
-                    self._cache_hit_count += 1
-                    futures.append(fut)
-                    continue
-            fut = loader_future(self._lock)
-            fut._ticket = ticket
-            if cache is not None:
-                try:
-                    cache[ck] = fut
-                except Exception as exc:  # uncached, still loaded
-                    cache_errors.append(("write", exc))
-            new.add(key, ck, kc, fut)
-            futures.append(fut)
+        return _load_many.load_many(self, keys, key_contexts, return_exceptions)
 
     def prime(self, key: K, value: Union[V, Exception, cf.Future[V]]) -> DataLoader[K, V]:
         """Put *value* in the cache for *key*, unless *key* is cached already.
@@ -569,34 +424,7 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        ck = self._cache_key(key)
-        pending: Optional[cf.Future[Any]] = None
-        if isinstance(value, cf.Future):
-            if value.done():
-                fut: Future[Any] = _outcome_of(value)
-            else:
-                fut, pending = Future(), value
-                fut._follow = value  # blocking on a load of this key drives the source
-        elif isinstance(value, Exception):
-            fut = failed_future(value)
-        else:
-            fut = completed_future(value)
-        cache_error = None
-        with self._lock:
-            try:
-                present = self._cache.get(ck) is not None
-            except Exception as exc:  # a failing cache_map: a miss
-                present, cache_error = False, ("read", exc)
-            if not present:
-                try:
-                    self._cache[ck] = fut
-                except Exception as write_exc:
-                    present, cache_error = True, ("write", write_exc)  # not cached: nothing to complete
-        if cache_error is not None:
-            self._cache_failed(*cache_error)
-        if pending is not None and not present:
-            # Outside the lock: a done future runs the callback at once.
-            pending.add_done_callback(lambda src: _copy_outcome(src, fut))
+        _loader_cache.prime(self, key, value)
         return self
 
     def clear(self, key: K) -> DataLoader[K, V]:
@@ -609,66 +437,13 @@ class DataLoader(Generic[K, V]):
                 pass
         return self
 
-    def _forget_cancelled(self, fut: Future[Any], ticket: Ticket) -> None:
-        """A load's future was cancelled: take its key out of the queue (if still there) and the cache.
-
-        The batch and the other keys go on as before.  Linear in the queue
-        (or, for a key already dispatched, in the cache): cancelling is rare,
-        and a cached or queued ``load()`` pays nothing for it.
-        """
-        with self._lock:
-            ck: Any = None
-            found = False
-            if ticket is self._ticket:  # still queued
-                queue = self._queue
-                for i, queued in enumerate(queue.futures):
-                    if queued is fut:
-                        ck, found = queue.cached_under()[i], True
-                        queue.drop(i)
-                        break
-            if not self._cache_enabled:
-                return
-            cache = self._cache
-            try:
-                if not found:  # dispatched already: find it in the cache
-                    found_cks = [k for k, cached in cache.items() if cached is fut]
-                    ck, found = (found_cks[0], True) if found_cks else (None, False)
-                if found and cache.get(ck) is fut:
-                    del cache[ck]
-            except Exception as exc:  # a failing cache_map: the entry stays
-                evict_error: Optional[Exception] = exc
-            else:
-                evict_error = None
-        if evict_error is not None:
-            self._cache_failed("delete", evict_error)
-
     def clear_all(self) -> DataLoader[K, V]:
         """Forget every cached value."""
         with self._lock:
             self._cache.clear()
         return self
 
-    # -- dispatching ---------------------------------------------------------
-    def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[_Queue]:
-        """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
-
-        With *ticket*: only if it is still the current one (its keys are
-        still queued), else None.
-        """
-        now = self._clock()  # an injected clock is user code: not under the lock
-        with self._lock:
-            if ticket is not None and ticket is not self._ticket:
-                return None
-            self._last_dispatch = now
-            queue = self._queue
-            if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
-                return None
-            self._queue = _Queue(self._cache_key_fn is not None)
-            self._told = None  # the next load tells its scope again
-            self._ticket.taken_in = _fork.generation
-            self._ticket = Ticket(self._ticket.loader)
-        return queue
-
+    # -- _demand's TicketLoader seam: a thread blocks on, or cancels, one of our futures --------
     def _dispatch_for(self, ticket: Ticket) -> bool:
         """Dispatch, if the keys stamped with *ticket* are still queued; True if it did.
 
@@ -688,13 +463,42 @@ class DataLoader(Generic[K, V]):
         self._batch_call.send(queue)
         return True
 
+    def _abandoned_at_fork(self, fut: Future[Any]) -> bool:
+        """A forked child's thread blocks on *fut*, a key a parent dispatched (see ``_loader_fork.abandon``)."""
+        return _loader_fork.abandon(self, fut)
+
+    def _forget_cancelled(self, fut: Future[Any], ticket: Ticket) -> None:
+        """*fut* was cancelled (``Future.cancel``): see ``_loader_cache.forget_cancelled``."""
+        _loader_cache.forget_cancelled(self, fut, ticket)
+
+    # -- dispatching ---------------------------------------------------------
+    def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
+        """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
+
+        With *ticket*: only if it is still the current one (its keys are
+        still queued), else None.
+        """
+        now = self._clock()  # an injected clock is user code: not under the lock
+        with self._lock:
+            if ticket is not None and ticket is not self._ticket:
+                return None
+            self._last_dispatch = now
+            queue = self._queue
+            if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
+                return None
+            self._queue = KeyQueue(self._cache_key_fn is not None)
+            self._told = None  # the next load tells its scope again
+            self._ticket.taken_in = _fork.generation
+            self._ticket = Ticket(self._ticket.loader)
+        return queue
+
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         """``batch=False``: one batch call for this one load, now."""
-        one = _Queue(self._cache_key_fn is not None)
+        one = KeyQueue(self._cache_key_fn is not None)
         one.add(key, ck, key_context, fut)
         self._batch_call.send(one)
 
-    def _call_each(self, new: _Queue) -> None:
+    def _call_each(self, new: KeyQueue) -> None:
         """``batch=False`` and ``load_many``: one batch call per key, now."""
         for i in range(len(new)):
             try:
@@ -750,7 +554,7 @@ class DataLoader(Generic[K, V]):
         queue = self._take_queue(ticket)
         if queue is None:
             return DispatchResult(completed_future([]), 0)
-        sink = _DispatchSink(len(queue), self._batch_call.slices(len(queue)))
+        sink = DispatchSink(len(queue), self._batch_call.slices(len(queue)))
         self._batch_call.send(queue, sink)
         return DispatchResult(sink.future, len(queue))
 
@@ -775,39 +579,6 @@ class DataLoader(Generic[K, V]):
         return values
 
 
-# The _told of a queue that holds keys loaded outside any scope beside a
-# scope's (see DataLoader._retell_locked): never left to an execution, so ticks dispatch it.
-_MIXED: Any = object()
-
-
-def _contexts_for(keys: list[Any], key_contexts: Any) -> list[Any]:
-    """``load_many``'s key contexts as a list parallel to *keys*.
-
-    Raises:
-        TypeError, ValueError: *key_contexts* is not a mapping, None or a
-        sequence of the same length as *keys*.
-    """
-    if key_contexts is None:
-        return [None] * len(keys)
-    if isinstance(key_contexts, Mapping):
-        return [key_contexts.get(k) for k in keys]
-    if isinstance(key_contexts, (str, bytes)) or not isinstance(key_contexts, Iterable):
-        raise TypeError("key_contexts must be a sequence parallel to keys, a mapping or None, "
-                        f"not a {type(key_contexts).__name__}")
-    contexts = list(key_contexts)
-    if len(contexts) != len(keys):
-        raise ValueError("key_contexts must have the same length as keys")
-    return contexts
-
-
 def _unhashable(ck: Any) -> TypeError:
     """The error of a load whose key (or cache key) is not hashable."""
     return TypeError(f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one")
-
-
-def _outcome_of(src: cf.Future[Any]) -> Future[Any]:
-    """A done future holding the outcome of the done *src* (a cancellation as a CancelledError)."""
-    if src.cancelled():
-        return failed_future(cf.CancelledError())
-    exc = src.exception()
-    return failed_future(exc) if exc is not None else completed_future(src.result())

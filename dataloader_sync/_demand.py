@@ -40,11 +40,11 @@ from __future__ import annotations
 import concurrent.futures as cf
 import threading
 import time
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 from . import _fork
 
-__all__ = ["Blocker", "Drivable", "Ticket", "drive_and_wait", "waiters_for"]
+__all__ = ["Blocker", "Drivable", "Ticket", "TicketLoader", "drive_and_wait", "waiters_for"]
 
 _monotonic = time.monotonic
 
@@ -59,13 +59,32 @@ class Ticket:
 
     __slots__ = ("loader", "taken_in")
 
-    def __init__(self, loader: Any) -> None:
+    def __init__(self, loader: Callable[[], Optional[TicketLoader]]) -> None:
         self.loader = loader
         # The process generation (_fork.generation) in which the loader took
         # this ticket's queue (None while it is the current one): a pending
         # future whose queue a parent process took is a batch of the parent's,
         # which no thread of a forked child runs (see _loader_fork.abandon).
         self.taken_in: Optional[int] = None
+
+
+class TicketLoader(Protocol):
+    """The seam between this module (and ``_future``) and the loader of a queued key: ``DataLoader`` implements it.
+
+    Called on the thread that blocks on (or cancels) a future, outside every
+    lock; each method takes the loader's lock itself, and runs user code (a
+    batch function, through a dispatch) only after releasing it, but for the
+    ``cache_map``'s own methods (the loader's one documented exception).
+    """
+
+    def _dispatch_for(self, ticket: Ticket) -> bool:
+        """Dispatch if the keys stamped with *ticket* are still queued; True if it did."""
+
+    def _abandoned_at_fork(self, fut: Any) -> bool:
+        """A forked child blocks on *fut*, a key its parent dispatched: fail and evict it; True."""
+
+    def _forget_cancelled(self, fut: Any, ticket: Ticket) -> None:
+        """*fut* (stamped with *ticket*) was cancelled: take its key out of the queue and the cache."""
 
 
 class Drivable(Protocol):
@@ -102,15 +121,15 @@ def _drive(fut: Drivable, blocker: Any, stages: Optional[list[Drivable]]) -> boo
     """
     node: Any = fut  # along the chain: a Drivable, or a plain concurrent.futures.Future
     while not node.done():
-        ticket = getattr(node, "_ticket", None)
+        ticket: Optional[Ticket] = getattr(node, "_ticket", None)
         if ticket is not None:  # a loader future: the leaf
             loader = ticket.loader()
             if loader is None:  # nothing is left to dispatch the key: fail it, do not hang
                 return bool(node._settle(None, orphaned_error()))
             taken_in = ticket.taken_in
             if taken_in is not None and taken_in != _fork.generation:
-                return bool(loader._abandoned_at_fork(node))
-            return bool(loader._dispatch_for(ticket))
+                return loader._abandoned_at_fork(node)
+            return loader._dispatch_for(ticket)
         if getattr(node, "_follow", None) is None:
             return False  # a future nothing can drive (an executor's): just wait
         follow = node._follow if blocker is None else _watch(node, blocker, stages)

@@ -43,7 +43,7 @@ from collections.abc import Hashable, MutableMapping
 from typing import Any, Optional, Protocol
 
 from . import _fork
-from ._batch import _DispatchSink, _Queue
+from ._batch import DispatchSink, KeyQueue
 from ._demand import Ticket
 from ._future import Future, settle
 
@@ -54,7 +54,7 @@ class _ForkedLoader(Protocol):
     """What this module reads and writes of a DataLoader (see ``DataLoader.__init__``)."""
 
     _lock: Any  # a threading.RLock
-    _queue: _Queue
+    _queue: KeyQueue
     _ticket: Ticket
     _told: Any
     _cache: MutableMapping[Hashable, Future[Any]]
@@ -66,7 +66,7 @@ class _ForkedLoader(Protocol):
 
     def _cache_failed(self, kind: str, exc: Exception) -> None: ...
 
-    def _fail_keys(self, batch: _Queue, exc: BaseException, sink: Optional[_DispatchSink]) -> None: ...
+    def _fail_keys(self, batch: KeyQueue, exc: BaseException, sink: Optional[DispatchSink]) -> None: ...
 
 
 def repair_in_child(loader: _ForkedLoader) -> None:
@@ -75,15 +75,18 @@ def repair_in_child(loader: _ForkedLoader) -> None:
     if lock.acquire(False):  # never blocks: a parent thread may own it for ever
         lock.release()
         return
+    # The stdlib's own repair (threading calls it on its locks after a fork; a
+    # private method of RLock, 3.9+): the one way to free a lock in place, so
+    # the futures that share it see the freed lock.
     lock._at_fork_reinit()
     torn, old = loader._queue, loader._ticket
-    loader._queue = _Queue(loader._cache_key_fn is not None)
+    loader._queue = KeyQueue(loader._cache_key_fn is not None)
     loader._ticket = Ticket(old.loader)
     old.taken_in = _fork.generation - 1  # taken by the parent (see abandon)
     loader._told = None
     if not torn.futures:
         return
-    batch = _Queue(True)
+    batch = KeyQueue(True)
     cks = torn.cached_under()
     for i, fut in enumerate(torn.futures):  # keys and futures may differ in length by one
         ck = cks[i] if i < len(cks) else None

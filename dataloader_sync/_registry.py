@@ -31,13 +31,14 @@ from ._dataloader import DataLoader
 from ._family import BoundBatch, family_key, family_label, family_options
 from ._hooks import check_instrumentation
 from ._instrumentation import DataLoaderInstrumentation, for_new_registry
+from ._listeners import registered, report_queued, unwatch, watch, watched_by
 from ._statistics import Statistics
 from ._types import P, Values
 
 if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated
     from typing_extensions import Concatenate
 
-__all__ = ["DataLoaderRegistry"]
+__all__ = ["DataLoaderRegistry", "check_entry", "holds", "wake_tickers"]
 
 _R = TypeVar("_R", bound="DataLoaderRegistry")
 K = TypeVar("K")
@@ -62,7 +63,7 @@ class _Queued:
         self.wake: Optional[Callable[[], Any]] = None
 
     def add(self, name: str, wake: bool = True) -> None:
-        """Called by a loader (outside its lock) when a load made its queue non-empty.
+        """Called for a loader (``_listeners``, outside the loader's lock) when a load made its queue non-empty.
 
         *wake*: also wake the registry's ticker, if it sleeps (see
         ``ScheduledDataLoaderRegistry``); outside this object's lock.
@@ -99,7 +100,7 @@ class _Queued:
             self._names.pop(name, None)
 
 
-def _check_entry(name: Any, loader: Any) -> None:
+def check_entry(name: Any, loader: Any) -> None:
     if not isinstance(name, str):
         raise TypeError("name must be a str")
     if not isinstance(loader, DataLoader):
@@ -155,7 +156,10 @@ class DataLoaderRegistry:
     def _wake(self) -> None:
         """Loads were queued outside an execution that dispatches them itself, or such
         an execution ended: a ticker-mode ``ScheduledDataLoaderRegistry`` re-arms its
-        ticker if it sleeps.  Nothing to do here."""
+        ticker if it sleeps.  Nothing to do here.
+
+        Called by ``_Queued.add`` (outside its lock) and ``wake_tickers``;
+        never under a loader's lock."""
 
     # -- lifecycle ---------------------------------------------------------------
     @property
@@ -191,13 +195,13 @@ class DataLoaderRegistry:
         Raises:
             TypeError: *name* is not a str, or *loader* is not a DataLoader.
         """
-        _check_entry(name, loader)
+        check_entry(name, loader)
         with self._lock:
             self._put_locked(name, loader)
         return self
 
     def _put_locked(self, name: str, loader: DataLoader[Any, Any]) -> None:
-        loader._registered(name, self._instrumentation)  # a few attribute writes: no user code
+        registered(loader, name, self._instrumentation)  # a few attribute writes: no user code
         old = self._loaders.get(name)
         self._loaders[name] = loader
         if name not in self._order:  # a replaced loader keeps its name's position
@@ -207,8 +211,8 @@ class DataLoaderRegistry:
             if key is not None:  # a family's loader replaced by name: the family forgets it
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
-            loader._watch(self._queued_ref, name)  # reports the name at once if keys are queued
+                unwatch(old, self._queued_ref, name)
+            watch(loader, self._queued_ref, name)  # reports the name at once if keys are queued
 
     def unregister(self, name: str) -> DataLoaderRegistry:
         """Remove the loader named *name*, if any."""
@@ -219,7 +223,7 @@ class DataLoaderRegistry:
             if key is not None:
                 del self._families[key]
             if old is not None:
-                old._unwatch(self._queued_ref, name)  # the loader's registry seam (DataLoader: registries)
+                unwatch(old, self._queued_ref, name)
         self._queued.discard(name)
         return self
 
@@ -395,11 +399,6 @@ class DataLoaderRegistry:
             else:
                 later.append(name)
 
-    def _holds(self, loader: Any) -> bool:
-        """True when *loader* is registered here (under any name); O(its registries)."""
-        held: bool = loader._watched_by(self._queued)  # the loader's registry seam (DataLoader: registries)
-        return held
-
     def __repr__(self) -> str:
         return f"<{type(self).__name__} loaders={len(self._loaders)}>"
 
@@ -442,3 +441,33 @@ class DataLoaderRegistry:
             value it is JSON-ready, for a metrics endpoint or a log line.
         """
         return {name: loader.statistics() for name, loader in self._snapshot()}
+
+
+# -- the seam for GraphQL executions (graphql/_run.py) ----------------------------------------
+# An execution that dispatches its loaders itself makes ticker-mode registries
+# sleep (see _listeners, the sleeping-ticker protocol); these two functions are
+# all it asks of a registry.  Both are called on the request thread, outside
+# every lock, and run no user code.
+
+def holds(registry: DataLoaderRegistry, loader: DataLoader[Any, Any]) -> bool:
+    """True when *loader* is registered in *registry* (under any name): its ``dispatch_all()`` reaches it.
+
+    O(the registries holding the loader); no lock (a snapshot of the loader's).
+    """
+    return watched_by(loader, registry._queued)
+
+
+def wake_tickers(registry: Optional[DataLoaderRegistry], loaders: Iterable[DataLoader[Any, Any]]) -> None:
+    """An execution waits or ended: wake the tickers that slept while it dispatched *loaders* itself.
+
+    Every loader of *loaders* still holding keys is reported again to each
+    registry holding it (``_listeners.report_queued``, waking its ticker),
+    and *registry* (the execution's context's, if any) is woken.
+    Guarantee: after this call no queued key of *loaders* waits for a
+    sleeping ticker.
+    """
+    for loader in loaders:
+        if loader.dispatch_depth:
+            report_queued(loader, None)
+    if registry is not None:
+        registry._wake()

@@ -43,8 +43,9 @@ from typing import Any, Callable, Optional, Union
 from ._dataloader import DataLoader
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 from ._instrumentation import DataLoaderInstrumentation
+from ._listeners import left_to_execution
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
-from ._registry import DataLoaderRegistry, _check_entry
+from ._registry import DataLoaderRegistry, check_entry
 from ._time import seconds as _seconds
 
 __all__ = ["ScheduledDataLoaderRegistry"]
@@ -154,7 +155,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
                  ) -> ScheduledDataLoaderRegistry:
         """Register *loader*; *predicate*, when given, is final for it."""
         checked = None if predicate is None else as_predicate(predicate)
-        _check_entry(name, loader)
+        check_entry(name, loader)
         with self._lock:  # one acquisition: registering 200 loaders per request stays cheap
             self._put_locked(name, loader)
             if checked is None:
@@ -255,7 +256,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             loader = loaders.get(name)
             if loader is None:
                 continue
-            if not loader._left_to_execution():  # the loader's seam for ticks (see DataLoader)
+            if not left_to_execution(loader):  # the loader's seam for ticks (see _listeners)
                 return False
         return True
 
@@ -278,7 +279,7 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         walk = self._walk_queued()
         try:
             for name, loader in walk:
-                if loader._left_to_execution():  # the loader's seam for ticks
+                if left_to_execution(loader):
                     # A GraphQL execution at work will dispatch it at the end of
                     # its level (see _dispatch_scope): one batch per level.
                     refused.append(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dataloader_sync import Future
-from dataloader_sync._batch import _DispatchSink, _Queue
+from dataloader_sync._batch import DispatchSink, KeyQueue
 
 
 def _futures(n):
@@ -12,7 +12,7 @@ def _futures(n):
 
 
 def test_Queue_keeps_columns_in_load_order_and_adds_contexts_lazily():
-    q = _Queue(with_cache_keys=False)
+    q = KeyQueue(with_cache_keys=False)
     f = _futures(3)
     q.add("a", "a", None, f[0])
     assert q.contexts is None and q.cache_keys is None
@@ -25,7 +25,7 @@ def test_Queue_keeps_columns_in_load_order_and_adds_contexts_lazily():
 
 
 def test_Queue_with_cache_keys_slices_and_extends_every_column():
-    q = _Queue(with_cache_keys=True)
+    q = KeyQueue(with_cache_keys=True)
     f = _futures(4)
     for i in range(4):
         q.add({"id": i}, ("id", i), "kc" if i == 2 else None, f[i])
@@ -34,7 +34,7 @@ def test_Queue_with_cache_keys_slices_and_extends_every_column():
     assert part.cached_under() == [("id", 1), ("id", 2)]
     assert part.context_list() == [None, "kc"]
     assert part.futures == f[1:3]
-    other = _Queue(with_cache_keys=True)
+    other = KeyQueue(with_cache_keys=True)
     other.add({"id": 9}, ("id", 9), None, Future())
     other.extend(part)
     assert other.cached_under() == [("id", 9), ("id", 1), ("id", 2)]
@@ -42,7 +42,7 @@ def test_Queue_with_cache_keys_slices_and_extends_every_column():
 
 
 def test_DispatchSink_joins_slices_in_key_order_whatever_the_completion_order():
-    sink = _DispatchSink(n_keys=5, n_slices=3)
+    sink = DispatchSink(n_keys=5, n_slices=3)
     sink.report(4, [40], None)
     sink.report(0, [0, 10], None)
     assert not sink.future.done()
@@ -51,7 +51,7 @@ def test_DispatchSink_joins_slices_in_key_order_whatever_the_completion_order():
 
 
 def test_DispatchSink_first_error_decides_and_later_reports_are_ignored():
-    sink = _DispatchSink(n_keys=4, n_slices=2)
+    sink = DispatchSink(n_keys=4, n_slices=2)
     sink.report(2, [], ValueError("second slice failed"))
     sink.report(0, [0, 1], None)
     with pytest.raises(ValueError, match="second slice failed"):

@@ -31,6 +31,8 @@ import threading
 import weakref
 from typing import Any
 
+from .._loader_cache import cached_beyond_queue
+
 __all__ = ["check_reuse", "request_of"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
@@ -89,14 +91,6 @@ def _ref(request: Any) -> Any:
         return _Id(request)
 
 
-def _cached_beyond_queue(loader: Any) -> bool:
-    cache, lock = getattr(loader, "_cache", None), getattr(loader, "_lock", None)
-    if cache is None or lock is None:
-        return False
-    with lock:
-        return len(cache) > len(loader._queue)  # a racy look, as dispatch_depth's (public: len(loader._queue))
-
-
 def check_reuse(loader: Any, request: Any) -> None:
     """Record that *request* uses *loader*; warn once if the loader holds another request's values.
 
@@ -111,7 +105,7 @@ def check_reuse(loader: Any, request: Any) -> None:
                 return
             _owners[loader] = _ref(request)
             suspect = previous is not None and loader not in _warned
-        if not suspect or not _cached_beyond_queue(loader):
+        if not suspect or not cached_beyond_queue(loader):
             return
         with _lock:
             if loader in _warned:

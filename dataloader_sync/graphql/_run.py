@@ -35,10 +35,10 @@ import functools
 import logging
 from typing import Any, Optional
 
-from .._registry import DataLoaderRegistry
+from .._registry import DataLoaderRegistry, holds, wake_tickers
 from . import _compat
 from ._reuse import check_reuse, request_of
-from ._scope import _Scope, registry_of
+from ._scope import Scope, registry_of
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -169,7 +169,7 @@ class Run:
 
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
-        self.scope = _Scope()
+        self.scope = Scope()
         # In creation order, ENTRY slots each: (future, frame, field nodes, return type)
         # for a field of an object, (future, PENDING, pending, None) otherwise.
         self.unwatched: list[Any] = []
@@ -238,7 +238,7 @@ class Run:
                 registry.dispatch_all()
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
-            loaders = {loader: None for loader in loaders if not registry._holds(loader)}  # registry seam
+            loaders = {loader: None for loader in loaders if not holds(registry, loader)}
         for loader in loaders:
             try:
                 loader.dispatch_count()
@@ -255,7 +255,7 @@ class Run:
             except Exception:
                 _LOGGER.exception("dispatch_all() of %r raised", registry)
         for loader in self.seen:
-            if loader.dispatch_depth and (registry is None or not registry._holds(loader)):
+            if loader.dispatch_depth and (registry is None or not holds(registry, loader)):
                 try:
                     sent += loader.dispatch_count()
                 except Exception:
@@ -279,11 +279,7 @@ class Run:
         was told to an execution at work (see its ``_tick``): the context's
         registry is woken, and so are those of every loader still holding keys.
         """
-        for loader in {**self.seen, **self.to_dispatch}:
-            if loader.dispatch_depth:
-                loader._report_queued(None)  # the loader's registry seam: wake the tickers holding it
-        if self.registry is not None:
-            self.registry._wake()  # the registry's seam for executions (DataLoaderRegistry._wake)
+        wake_tickers(self.registry, {**self.seen, **self.to_dispatch})
 
     def clear_loaders(self) -> None:
         """``clear_all()`` every loader of the registry and every loader this execution dispatched."""

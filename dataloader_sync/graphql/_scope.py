@@ -41,7 +41,7 @@ def registry_of(context_value: Any) -> Optional[DataLoaderRegistry]:
     return loaders if isinstance(loaders, DataLoaderRegistry) else None
 
 
-class _Scope:
+class Scope:
     """Completions and loaders reported to one execution.
 
     Thread-safe: any thread may call ``ready`` and ``loader_queued``; only the

@@ -1,0 +1,133 @@
+"""A loader's cache beyond ``load()``: priming it, evicting a cancelled load, and a look for ``_reuse``.
+
+``load()`` and the batch call (``_batch_call``) read and fill the cache on
+their own hot paths; what is here runs once per call, not per load.  A
+friend of ``DataLoader`` as ``_loader_fork`` is: it reads and writes the
+fields :class:`Cached` declares (``DataLoader`` implements it).
+
+Guarantees:
+- User code never runs under the loader's lock, but for the ``cache_map``'s
+  own methods (the one exception ``DataLoader`` documents); a failing
+  ``cache_map`` is a miss or leaves its entry, logged through the loader
+  after the lock is released (``_cache_failed``).
+- ``prime`` of a pending ``concurrent.futures.Future`` completes the cached
+  future when the source does (its callback is added outside the lock), and
+  a thread blocking on a load of that key drives the source (``_follow``).
+- A cancelled load leaves the queue (if still there) and the cache; the
+  batch and the other keys go on as before.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+from collections.abc import Hashable, MutableMapping
+from typing import Any, Optional, Protocol
+
+from ._batch import KeyQueue
+from ._demand import Ticket
+from ._future import Future, _copy_outcome, completed_future, failed_future
+
+__all__ = ["Cached", "cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
+
+
+class Cached(Protocol):
+    """What this module reads of a DataLoader (see ``DataLoader.__init__``); ``_lock`` guards the rest."""
+
+    _lock: Any  # a threading.RLock
+    _queue: KeyQueue
+    _ticket: Ticket
+    _cache: MutableMapping[Hashable, Future[Any]]
+    _cache_enabled: bool
+
+    def _cache_key(self, key: Any) -> Hashable: ...
+
+    def _cache_failed(self, kind: str, exc: Exception) -> None: ...
+
+
+def prime(loader: Cached, key: Any, value: Any) -> None:
+    """``DataLoader.prime`` (see its docstring): cache *value* for *key* unless it is cached already.
+
+    Raises:
+        TypeError: the key (or its cache key) is not hashable.
+    """
+    ck = loader._cache_key(key)
+    pending: Optional[cf.Future[Any]] = None
+    if isinstance(value, cf.Future):
+        if value.done():
+            fut: Future[Any] = outcome_of(value)
+        else:
+            fut, pending = Future(), value
+            fut._follow = value  # blocking on a load of this key drives the source
+    elif isinstance(value, Exception):
+        fut = failed_future(value)
+    else:
+        fut = completed_future(value)
+    cache_error = None
+    with loader._lock:
+        try:
+            present = loader._cache.get(ck) is not None
+        except Exception as exc:  # a failing cache_map: a miss
+            present, cache_error = False, ("read", exc)
+        if not present:
+            try:
+                loader._cache[ck] = fut
+            except Exception as write_exc:
+                present, cache_error = True, ("write", write_exc)  # not cached: nothing to complete
+    if cache_error is not None:
+        loader._cache_failed(*cache_error)
+    if pending is not None and not present:
+        # Outside the lock: a done future runs the callback at once.
+        pending.add_done_callback(lambda src: _copy_outcome(src, fut))
+
+
+def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
+    """A load's future was cancelled: take its key out of the queue (if still there) and the cache.
+
+    Called by ``Future.cancel`` (through ``DataLoader._forget_cancelled``)
+    outside every lock, before the future's callbacks run.  Linear in the
+    queue (or, for a key already dispatched, in the cache): cancelling is
+    rare, and a cached or queued ``load()`` pays nothing for it.
+    """
+    with loader._lock:
+        ck: Any = None
+        found = False
+        if ticket is loader._ticket:  # still queued
+            queue = loader._queue
+            for i, queued in enumerate(queue.futures):
+                if queued is fut:
+                    ck, found = queue.cached_under()[i], True
+                    queue.drop(i)
+                    break
+        if not loader._cache_enabled:
+            return
+        cache = loader._cache
+        try:
+            if not found:  # dispatched already: find it in the cache
+                found_cks = [k for k, cached in cache.items() if cached is fut]
+                ck, found = (found_cks[0], True) if found_cks else (None, False)
+            if found and cache.get(ck) is fut:
+                del cache[ck]
+        except Exception as exc:  # a failing cache_map: the entry stays
+            evict_error: Optional[Exception] = exc
+        else:
+            evict_error = None
+    if evict_error is not None:
+        loader._cache_failed("delete", evict_error)
+
+
+def cached_beyond_queue(loader: Cached) -> bool:
+    """True when *loader*'s cache holds entries beyond its queued keys: values of earlier dispatches.
+
+    ``graphql._reuse``'s question (does a loader reused by a second request
+    hold the first one's values?); under the loader's lock, as ``len`` of a
+    ``cache_map`` is its own method.
+    """
+    with loader._lock:
+        return len(loader._cache) > len(loader._queue)
+
+
+def outcome_of(src: cf.Future[Any]) -> Future[Any]:
+    """A done future holding the outcome of the done *src* (a cancellation as a CancelledError)."""
+    if src.cancelled():
+        return failed_future(cf.CancelledError())
+    exc = src.exception()
+    return failed_future(exc) if exc is not None else completed_future(src.result())
