@@ -48,7 +48,7 @@ def _django_locmem_cache() -> type:
 
 @pytest.fixture(autouse=True)
 def fresh_failure_log(monkeypatch):
-    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache.FailureLog())
 
 
 @pytest.fixture(params=["locmem", "redis"])

@@ -74,8 +74,8 @@ def client(redis_server) -> Iterator[CountingRedis]:
 
 @pytest.fixture(autouse=True)
 def fresh_failure_logs(monkeypatch):
-    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
-    monkeypatch.setattr(redis_value_cache, "_UNREADABLE", _value_cache._FailureLog())
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache.FailureLog())
+    monkeypatch.setattr(redis_value_cache, "_UNREADABLE", _value_cache.FailureLog())
 
 
 class Batch:
@@ -285,6 +285,50 @@ def test_RedisValueCache_value_it_cannot_read_is_a_miss(client, caplog):
     assert batch.calls == [["a"]]
     assert json.loads(client.get('g:"a"')) == Batch.value("a")  # rewritten
     assert len(warnings_of(caplog)) == 1
+
+
+@pytest.mark.parametrize("decode_responses", [False, True])
+def test_RedisValueCache_decodes_a_whole_answer_with_one_json_loads(redis_server, monkeypatch, decode_responses):
+    c = redis.Redis(host="127.0.0.1", port=redis_server.port, decode_responses=decode_responses)
+    try:
+        c.flushall()
+        vc = RedisValueCache(c, prefix="w:")
+        values = [{"id": 1, "t": "é"}, None, [1, 2.5, "x"], "s", 7]
+        vc.set_values([1, 2, 3, 4, 5], values)
+        calls: list[Any] = []
+        real = json.loads
+        monkeypatch.setattr(json, "loads", lambda s, **kw: calls.append(s) or real(s, **kw))
+        assert vc.get_values([1, 2, 9, 3, 4, 5]) == [values[0], None, MISSING, *values[2:]]
+        assert len(calls) == 1  # one parse for the answer, not one per value
+        assert vc.get_values([8, 9]) == [MISSING, MISSING] and len(calls) == 1  # nothing to parse
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("bad", [
+    [b"1,2"],  # one stored value that is two JSON values joined: the count changes
+    [b"[1", b"2]"],  # two neighbours that merge into one: the count changes
+    [b'"open'],  # the joined text is not JSON
+    [b"\xff"],  # not UTF-8
+])
+def test_RedisValueCache_a_value_that_is_not_JSON_on_its_own_is_a_miss_and_its_neighbours_are_read(
+        client, caplog, bad):
+    vc = RedisValueCache(client, prefix="n:")
+    keys = list(range(len(bad) + 2))
+    vc.set_values([keys[0], keys[-1]], [{"first": 1}, ["last"]])
+    for key, data in zip(keys[1:], bad):
+        client.set(f"n:{key}", data)
+    assert vc.get_values(keys) == [{"first": 1}, *[MISSING] * len(bad), ["last"]]
+    assert len(warnings_of(caplog)) == 1
+
+
+def test_RedisValueCache_reads_what_json_loads_reads_whitespace_and_a_BOM_too(client, caplog):
+    vc = RedisValueCache(client, prefix="p:")
+    client.set("p:1", b' {"a": 1} ')
+    client.set("p:2", b"\n[2]\t")
+    client.set("p:3", b"\xef\xbb\xbf3")  # a UTF-8 BOM: json.loads of bytes skips it (not inside the array)
+    assert vc.get_values([1, 2, 3]) == [{"a": 1}, [2], 3]
+    assert not warnings_of(caplog)
 
 
 def test_RedisValueCache_custom_dumps_and_loads(client):

@@ -45,9 +45,9 @@ from .._cache_tier import (
     ttl_of,
 )
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, ValueCache, _FailureLog
+from .._value_cache import MISSING, FailureLog, ValueCache
 
-_BAD_TTL = _FailureLog()  # values the ttl callable could not give a ttl, per cache
+_BAD_TTL = FailureLog()  # values the ttl callable could not give a ttl, per cache
 
 __all__ = ["DjangoValueCache"]
 

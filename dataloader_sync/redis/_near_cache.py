@@ -35,14 +35,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from .._value_cache import MISSING, _FailureLog
+from .._value_cache import MISSING, FailureLog
 
 __all__ = ["NearCache"]
 
 POLL = 0.2  # seconds the listener waits for a message before it looks at its stop flag
 MAX_BACKOFF = 5.0  # seconds between two reconnection attempts at most
 
-_LISTENER_FAILURES = _FailureLog()
+_LISTENER_FAILURES = FailureLog()
 _ALL: weakref.WeakSet[NearCache] = weakref.WeakSet()  # for the at-fork hook (added to under the GIL only)
 
 

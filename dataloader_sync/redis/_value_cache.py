@@ -42,19 +42,45 @@ from .._cache_tier import (
 )
 from .._shared_keys import encode_key
 from .._time import seconds
-from .._value_cache import MISSING, ValueCache, _FailureLog
+from .._value_cache import MISSING, FailureLog, ValueCache
 from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
 
 NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
 
-_UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
-_UNWRITABLE = _FailureLog()  # values dumps() or the ttl callable could not handle, per cache
+_UNREADABLE = FailureLog()  # stored values that loads() could not read, per cache
+_UNWRITABLE = FailureLog()  # values dumps() or the ttl callable could not handle, per cache
 
 
 def _json_dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_loads_many(datas: list[Any]) -> list[Any]:
+    """The JSON values of *datas* (all bytes, or all str), parsed as one JSON array: one ``json.loads``
+    instead of one per value (about 3x faster for rows of a few fields: one call, and the decoder's
+    memo shares the dict keys of every row).
+
+    Each value was written by ``_json_dumps``, so joined by commas they make
+    an array of exactly as many elements.  A value that is not JSON on its
+    own (written by someone else, or by an older version) makes the joined
+    text invalid or changes the count (a value ``1,2`` adds one, ``[1``
+    merges with its neighbour), and the caller decodes value by value to
+    find it.  Only neighbours crafted to make up for each other could pass,
+    and whoever can write those can write wrong valid values just as well.
+
+    Raises:
+        Exception: the joined text is not a JSON array of ``len(datas)`` values.
+    """
+    if type(datas[0]) is bytes:
+        text = (b"[" + b",".join(datas) + b"]").decode("utf-8", "surrogatepass")  # json.loads' own errors
+    else:
+        text = "[" + ",".join(datas) + "]"
+    values = json.loads(text)
+    if len(values) != len(datas):
+        raise ValueError(f"{len(values)} JSON values in {len(datas)} stored values")
+    return values
 
 
 def _glob_escape(text: str) -> str:
@@ -135,7 +161,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             raise TypeError("clock must be callable")
         self._client = client
         self._dumps: Callable[[Any], Any] = dumps or _json_dumps
-        self._loads: Callable[[Any], Any] = loads or json.loads
+        self._loads: Optional[Callable[[Any], Any]] = loads  # None: JSON, decoded a whole answer at once
         # A cluster client: one MGET per slot, pipelined per node (a plain MGET must stay in one slot).
         self._cluster = callable(getattr(client, "mget_nonatomic", None))
         self._mget: Callable[[list[str]], Any] = client.mget_nonatomic if self._cluster else client.mget
@@ -217,8 +243,21 @@ class RedisValueCache(ValueCache[Any, Any]):
 
     def _decode(self, datas: Sequence[Any]) -> list[Any]:
         """The values of an MGET's answer (a value ``loads`` cannot read is a miss, logged)."""
-        loads = self._loads
-        try:  # the common case: every value readable, at the cost of one loop
+        if type(datas) is not list:
+            datas = list(datas)
+        missing = datas.count(None)  # bytes, str or None: == is identity-like here
+        if missing == len(datas):
+            return [MISSING] * missing
+        if self._loads is None:  # the default codec: one json.loads for the whole answer
+            try:
+                if not missing:
+                    return _json_loads_many(datas)
+                values = iter(_json_loads_many([data for data in datas if data is not None]))
+                return [MISSING if data is None else next(values) for data in datas]
+            except Exception:  # a value that is not JSON on its own: find it below
+                pass
+        loads = self._loads or json.loads
+        try:  # a codec of the user's, every value readable: one loop
             return [MISSING if data is None else loads(data) for data in datas]
         except Exception:
             pass
