@@ -338,6 +338,49 @@ def test_RedisValueCache_custom_dumps_and_loads(client):
     assert vc.get_values(["a", "b"]) == ["é", MISSING]
 
 
+def _parsers() -> list[Any]:
+    """redis-py's reply parsers: its own, and hiredis' when installed (the fast path)."""
+    try:
+        from redis._parsers import _HiredisParser, _RESP2Parser  # redis-py >= 5
+    except ImportError:  # older redis-py: the client's default only
+        return [None]
+    hiredis = pytest.param(_HiredisParser, marks=pytest.mark.skipif(
+        not redis.utils.HIREDIS_AVAILABLE, reason="hiredis is not installed"), id="hiredis")
+    return [pytest.param(_RESP2Parser, id="resp2"), hiredis]
+
+
+@pytest.mark.parametrize("parser", _parsers())
+def test_RedisValueCache_reads_hits_misses_and_unreadable_values_with_either_reply_parser(
+        redis_server, caplog, parser):
+    options: dict[str, Any] = {"host": "127.0.0.1", "port": redis_server.port}
+    if parser is not None:
+        options["parser_class"] = parser
+    c = redis.Redis(connection_pool=redis.ConnectionPool(**options))
+    try:
+        c.flushall()
+        vc = RedisValueCache(c, prefix="r:")
+        batch = Batch()
+        assert load_all(DataLoader(batch, value_cache=vc), [1, "b"]) == [Batch.value(1), Batch.value("b")]
+        c.set("r:3", b"not json")
+        loader = DataLoader(batch, value_cache=vc)
+        assert load_all(loader, [1, 2, 3, "b"]) == [Batch.value(k) for k in (1, 2, 3, "b")]
+        assert batch.calls == [[1, "b"], [2, 3]]
+        assert len(warnings_of(caplog)) == 1
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_with_orjson_as_its_codec(client):
+    orjson = pytest.importorskip("orjson")
+    vc = RedisValueCache(client, prefix="o:", dumps=orjson.dumps, loads=orjson.loads)
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), [1, "é"]) == [Batch.value(1), Batch.value("é")]
+    assert load_all(DataLoader(batch, value_cache=vc), ["é", 1, 2]) == [Batch.value(k) for k in ("é", 1, 2)]
+    assert batch.calls == [[1, "é"], [2]]
+    assert json.loads(client.get('o:"é"')) == Batch.value("é")  # the same JSON in Redis: codecs can mix
+    assert RedisValueCache(client, prefix="o:").get_values([1]) == [Batch.value(1)]
+
+
 def test_RedisValueCache_delete_and_clear_touch_only_their_prefix(client):
     vc = RedisValueCache(client, prefix="p[1]*:")
     other = RedisValueCache(client, prefix="p[1]x:")  # what an unescaped glob would also match
