@@ -85,18 +85,20 @@ class NearCache:
             return [MISSING] * len(names)
         now = self.clock()
         out: list[Any] = []
+        append = out.append
         entries = self._entries
+        get, touch = entries.get, entries.move_to_end
         with self._lock:
             for name in names:
-                entry = entries.get(name)
+                entry = get(name)
                 if entry is None:
-                    out.append(MISSING)
+                    append(MISSING)
                 elif entry[0] <= now:
                     del entries[name]
-                    out.append(MISSING)
+                    append(MISSING)
                 else:
-                    entries.move_to_end(name)
-                    out.append(entry[1])
+                    touch(name)
+                    append(entry[1])
         return out
 
     def put(self, names: Sequence[str], values: Sequence[Any], generation: int) -> None:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
+from itertools import compress, count
 from typing import Any, Callable, Optional
 
 from .._cache_tier import (
@@ -42,7 +43,7 @@ from .._cache_tier import (
 )
 from .._shared_keys import encode_key
 from .._time import seconds
-from .._value_cache import MISSING, FailureLog, ValueCache
+from .._value_cache import MISSING, FailureLog, ValueCache, identical
 from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
@@ -225,9 +226,10 @@ class RedisValueCache(ValueCache[Any, Any]):
         if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
             return self._decode(self._mget(names))
         found = near.get(names)
-        misses = [i for i, value in enumerate(found) if value is MISSING]
-        if not misses:
+        flags = identical(found, MISSING)
+        if not any(flags):  # every key a near hit: no round trip, no Python per key
             return found
+        misses = list(compress(count(), flags))
         generation = near.generation
         if len(misses) == len(names):
             found = self._decode(self._mget(names))
