@@ -11,8 +11,12 @@ Guarantees:
   default: whoever can write to a shared cache must not be able to run code
   in every worker that reads it.  A stored value that ``loads`` cannot read
   is a miss (logged, rate-limited); a value ``dumps`` cannot write is not
-  stored, the others of the batch are, and ``set_values`` then raises so the
-  loader logs it.
+  stored, the others of the batch are, and it is logged (rate-limited; not
+  raised: a value the codec cannot write is no outage, the breaker stays
+  closed).  With the default codec an MGET's answer is decoded by one
+  ``json.loads`` of its values joined as a JSON array (a hit's cost is mostly
+  decoding; see ``_json_loads_many``), with the result of one ``json.loads``
+  per value.
 - Redis errors propagate to the loader, which loads from the batch function
   and opens the cache's breaker (``cool_down``): for that long no loader of
   the process calls Redis through this cache, then one call probes.  How
