@@ -331,6 +331,19 @@ def test_RedisValueCache_reads_what_json_loads_reads_whitespace_and_a_BOM_too(cl
     assert not warnings_of(caplog)
 
 
+def test_RedisValueCache_names_int_keys_from_a_bounded_memo_never_confusing_True_and_1(client, monkeypatch):
+    monkeypatch.setattr(redis_value_cache, "NAMES_MEMO", 4)
+    vc = RedisValueCache(client, prefix="m:")
+    vc.set_values([1, True, 1.0, "1", 2], ["int", "bool", "float", "str", "two"])
+    for _ in range(2):  # the second time from the memo
+        assert vc.get_values([1, 2]) == ["int", "two"]
+        assert vc.get_values([True, 1, 1.0, "1"]) == ["bool", "int", "float", "str"]
+    assert vc._names([1, 2]) == [vc.redis_key(1), vc.redis_key(2)] == ["m:1", "m:2"]
+    assert vc._names(list(range(10))) == [f"m:{k}" for k in range(10)]  # past the bound: emptied, then filled
+    assert vc._names([-3, 10**30]) == ["m:-3", f"m:{10**30}"]
+    assert sorted(vc._int_names) == [-3, 10**30]  # it held 10 >= NAMES_MEMO: emptied first
+
+
 def test_RedisValueCache_custom_dumps_and_loads(client):
     vc = RedisValueCache(client, prefix="c:", dumps=lambda v: v.encode("utf-16"), loads=lambda b: b.decode("utf-16"))
     vc.set_values(["a"], ["é"])

@@ -276,8 +276,10 @@ def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tu
     replies = [client.mget(n) for n in names]
     decode = redis_value_cache.RedisValueCache._decode
     return [
-        ("  step: key names (prefix + encode_key)", _step_run(lambda r: [prefix + encode_key(k) for k in _window(r)],
-                                                              rounds), "in get_values"),
+        ("  step: key names, prefix + encode_key each", _step_run(
+            lambda r: [prefix + encode_key(k) for k in _window(r)], rounds), "what the bare client does"),
+        ("  step: key names, RedisValueCache._names", _step_run(lambda r: redis_vc._names(_window(r)), rounds),
+         "int keys: a memo, in C"),
         ("  step: MGET, the client alone", _step_run(lambda r: client.mget(names[r % 50]), rounds),
          "redis-py: send, read, parse"),
         ("  step: json.loads of each value", _step_run(lambda r: [json.loads(d) for d in replies[r % 50]], rounds),

@@ -52,8 +52,10 @@ from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
 
+NAMES_MEMO = 16_384  # int keys whose Redis key a cache remembers (about 1.5 MB at most): a hit's names cost no Python
 NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
 
+_INT = {int}
 _UNREADABLE = FailureLog()  # stored values that loads() could not read, per cache
 _UNWRITABLE = FailureLog()  # values dumps() or the ttl callable could not handle, per cache
 
@@ -181,6 +183,7 @@ class RedisValueCache(ValueCache[Any, Any]):
         else:
             near_seconds = seconds("near_ttl", near_ttl, positive=True)
         self._channel = "dataloader_sync:invalidate:" + self._prefix
+        self._int_names: dict[int, str] = {}  # int key -> its Redis key (see _names)
         self._near: Optional[NearCache] = (
             NearCache(client, self._channel, near_cache, near_seconds, clock) if near_cache else None)
 
@@ -223,8 +226,7 @@ class RedisValueCache(ValueCache[Any, Any]):
         """One ``MGET`` (of the near cache's misses, with one): the value of each key, or ``MISSING``."""
         if not keys:
             return []
-        prefix = self._prefix
-        names = [prefix + encode_key(k) for k in keys]
+        names = self._names(keys)
         near = self._near
         breaker = self.breaker
         if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
@@ -246,6 +248,28 @@ class RedisValueCache(ValueCache[Any, Any]):
         near.put([names[i] for i, v in zip(misses, loaded) if v is not MISSING],
                  [v for v in loaded if v is not MISSING], generation)
         return found
+
+    def _names(self, keys: Sequence[Any]) -> list[str]:
+        """The Redis key of each key; for a batch of int keys (the common one) from a memo, in C.
+
+        The memo maps an int to its Redis key; it is asked only when every
+        key is exactly an ``int`` (so ``True`` never meets ``1``), and emptied
+        when it holds ``NAMES_MEMO`` entries.  No lock: lone dict operations
+        are atomic, and a racing thread at worst computes a name again.
+        """
+        if set(map(type, keys)) != _INT:
+            prefix = self._prefix
+            return [prefix + encode_key(k) for k in keys]
+        memo = self._int_names
+        names: list[Any] = list(map(memo.get, keys))
+        if None in names:  # str or None only: == is identity here
+            if len(memo) >= NAMES_MEMO:
+                memo.clear()
+            prefix = self._prefix
+            for i in compress(count(), identical(names, None)):
+                key = keys[i]
+                names[i] = memo[key] = prefix + int.__repr__(key)
+        return names
 
     def _decode(self, datas: Sequence[Any]) -> list[Any]:
         """The values of an MGET's answer (a value ``loads`` cannot read is a miss, logged)."""
