@@ -84,7 +84,7 @@ def _json_loads_many(datas: list[Any]) -> list[Any]:
         text = (b"[" + b",".join(datas) + b"]").decode("utf-8", "surrogatepass")  # json.loads' own errors
     else:
         text = "[" + ",".join(datas) + "]"
-    values = json.loads(text)
+    values: list[Any] = json.loads(text)
     if len(values) != len(datas):
         raise ValueError(f"{len(values)} JSON values in {len(datas)} stored values")
     return values
