@@ -239,18 +239,23 @@ class BatchCall:
         except BaseException as exc:  # not an Exception (those are logged): every key settles first
             self.fail_keys(queue, exc, sink)
             raise
-        # The one place where a lookup's hits and misses are known.
-        hits = [] if found is None else [i for i, value in enumerate(found) if value is not MISSING]
+        # The one place where a lookup's hits and misses are known (by
+        # identity, with no Python per key: see _value_cache.identical).
+        n_keys = len(queue)
+        if found is None:
+            n_hits = 0
+        else:
+            is_missing = _value_cache.identical(found, MISSING)
+            n_hits = n_keys - sum(is_missing)
         with self._lock:
-            self._value_cache_hit_count += len(hits)
-            self._value_cache_miss_count += len(queue) - len(hits)
+            self._value_cache_hit_count += n_hits
+            self._value_cache_miss_count += n_keys - n_hits
         if self._instrumentation is not None:
-            _hooks.value_cache_lookup(self._instrumentation, self._loader(),
-                                      len(hits), len(queue) - len(hits))
-        if not hits:
-            return list(range(len(queue)))
+            _hooks.value_cache_lookup(self._instrumentation, self._loader(), n_hits, n_keys - n_hits)
+        if not n_hits:
+            return list(range(n_keys))
         assert found is not None
-        if len(hits) == len(found):  # every key a hit (a warm cache): the lean path
+        if n_hits == n_keys:  # every key a hit (a warm cache): the lean path
             try:
                 settle_many(self._lock, queue.futures, found)  # every key settles before a callback's raise
             finally:
@@ -258,7 +263,7 @@ class BatchCall:
                     sink.values[:] = found
                     sink.expect(0)  # the dispatch's future settles now
             return None
-        misses = [i for i, value in enumerate(found) if value is MISSING]
+        misses, hits = _value_cache.positions(is_missing)
         futures = queue.futures
         # A callback's BaseException (see Future._invoke_callbacks) must not
         # leave keys pending: settle every hit, abandon the misses, then re-raise.

@@ -42,6 +42,8 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
+from itertools import compress, count, repeat
+from operator import is_, not_
 from typing import Any, Callable, Generic, Optional, TypeVar, Union
 
 from ._breaker import Breaker
@@ -122,7 +124,7 @@ class ValueCache(abc.ABC, Generic[K, V]):
 
 
 # -- failures: logged, rate-limited per cache ------------------------------------------
-class _FailureLog:
+class FailureLog:
     """Logs value-cache failures at most once per *interval* per cache, with the count in between.
 
     Thread-safe.  ``_lock`` guards ``_states``; logging happens outside it.
@@ -209,7 +211,7 @@ class _Strong:
         return self.obj
 
 
-FAILURES = _FailureLog()
+FAILURES = FailureLog()
 
 
 def check_value_cache(value_cache: Any) -> Any:
@@ -230,6 +232,17 @@ def _failed(value_cache: Any, breaker: Optional[Breaker], what: str, exc: BaseEx
         FAILURES.failed(value_cache, what, exc)
     else:
         breaker.failed(exc, what)
+
+
+def identical(items: list[Any], obj: Any) -> list[bool]:
+    """Whether each item is *obj* (e.g. a lookup's entries ``MISSING``): by identity (a value's own
+    ``__eq__`` is never asked: a NumPy array's would not answer a bool) and in C, no Python per item."""
+    return list(map(is_, items, repeat(obj, len(items))))
+
+
+def positions(flags: list[bool]) -> tuple[list[int], list[int]]:
+    """(the positions where *flags* is true, those where it is false), in order."""
+    return list(compress(count(), flags)), list(compress(count(), map(not_, flags)))
 
 
 def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:

@@ -36,8 +36,10 @@ def _configure_django() -> None:
         INSTALLED_APPS=[
             "django.contrib.contenttypes",
             "django.contrib.auth",
+            "django.contrib.staticfiles",  # django-debug-toolbar 8 checks its storage at setup()
             *(app for app in optional_apps if importlib.util.find_spec(app) is not None),
         ],
+        STATIC_URL="/static/",
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,

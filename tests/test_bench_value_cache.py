@@ -31,7 +31,11 @@ def test_bench_value_cache_tiny_run_reports_no_batch_calls_with_a_warm_shared_ca
     assert {"per-request cache hit: load()", "batch fn on SQLite (no value cache)",
             "value-cache hit: RedisValueCache", "value-cache miss: RedisValueCache"} <= cases
     assert all(row["ns_per_key"] > 0 for row in report["per_key"])
-    assert {"bare client: MGET + json.loads", "near-cache hit: RedisValueCache"} <= cases
+    assert {"bare client: MGET + json.loads", "near-cache hit: RedisValueCache",
+            "RedisValueCache.get_values alone", "loader's own share: hit from a dict",
+            "per-request cache hit: load_many(100) (same group)"} <= cases
+    assert {"  step: MGET, the client alone", "  step: RedisValueCache._decode",
+            "  step: json.loads of each value", "  step: near cache lookup (get_values)"} <= cases
     outage = {(row["case"], row["breaker"]) for row in report["outage"]}
     assert outage == {(c, b) for c in ("refused (server gone)", "frozen (SIGSTOP)") for b in (False, True)}
     stampede = {row["single_flight"]: row["batch_calls_per_key"] for row in report["stampede"]}

@@ -48,7 +48,7 @@ def _django_locmem_cache() -> type:
 
 @pytest.fixture(autouse=True)
 def fresh_failure_log(monkeypatch):
-    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache.FailureLog())
 
 
 @pytest.fixture(params=["locmem", "redis"])
@@ -138,6 +138,21 @@ def test_DjangoValueCache_keys_are_distinct_and_memcached_safe(caches):
     assert len(set(names)) == len(keys)
     assert all(len(n) <= 200 and " " not in n for n in names)
     assert vc.cache_key((7, 42)) == "k:[7,42]"
+
+
+def test_DjangoValueCache_names_a_batch_of_int_keys_as_cache_key_names_each(caches):
+    from django.core.cache import caches as django_caches
+
+    from dataloader_sync.django import DjangoValueCache
+
+    for big in (10**12, 10**250):  # the second's name is longer than 200: hashed
+        vc = DjangoValueCache("shared", prefix=f"i{big % 7}:")
+        keys = [1, big, -5, 7]
+        vc.set_values(keys, ["one", "big", "minus", "seven"])
+        assert vc.get_values(keys) == ["one", "big", "minus", "seven"]
+        names = [vc.cache_key(k) for k in keys]
+        assert django_caches["shared"].get_many(names) == dict(zip(names, ["one", "big", "minus", "seven"]))
+        assert vc.get_values([True, 1]) == [MISSING, "one"]  # True is not 1 (it has a name of its own)
 
 
 def test_DjangoValueCache_with_a_loader_serves_the_next_request_and_skips_errors(caches):

@@ -74,8 +74,8 @@ def client(redis_server) -> Iterator[CountingRedis]:
 
 @pytest.fixture(autouse=True)
 def fresh_failure_logs(monkeypatch):
-    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
-    monkeypatch.setattr(redis_value_cache, "_UNREADABLE", _value_cache._FailureLog())
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache.FailureLog())
+    monkeypatch.setattr(redis_value_cache, "_UNREADABLE", _value_cache.FailureLog())
 
 
 class Batch:
@@ -287,11 +287,111 @@ def test_RedisValueCache_value_it_cannot_read_is_a_miss(client, caplog):
     assert len(warnings_of(caplog)) == 1
 
 
+@pytest.mark.parametrize("decode_responses", [False, True])
+def test_RedisValueCache_decodes_a_whole_answer_with_one_json_loads(redis_server, monkeypatch, decode_responses):
+    c = redis.Redis(host="127.0.0.1", port=redis_server.port, decode_responses=decode_responses)
+    try:
+        c.flushall()
+        vc = RedisValueCache(c, prefix="w:")
+        values = [{"id": 1, "t": "é"}, None, [1, 2.5, "x"], "s", 7]
+        vc.set_values([1, 2, 3, 4, 5], values)
+        calls: list[Any] = []
+        real = json.loads
+        monkeypatch.setattr(json, "loads", lambda s, **kw: calls.append(s) or real(s, **kw))
+        assert vc.get_values([1, 2, 9, 3, 4, 5]) == [values[0], None, MISSING, *values[2:]]
+        assert len(calls) == 1  # one parse for the answer, not one per value
+        assert vc.get_values([8, 9]) == [MISSING, MISSING] and len(calls) == 1  # nothing to parse
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("bad", [
+    [b"1,2"],  # one stored value that is two JSON values joined: the count changes
+    [b"[1", b"2]"],  # two neighbours that merge into one: the count changes
+    [b'"open'],  # the joined text is not JSON
+    [b"\xff"],  # not UTF-8
+])
+def test_RedisValueCache_a_value_that_is_not_JSON_on_its_own_is_a_miss_and_its_neighbours_are_read(
+        client, caplog, bad):
+    vc = RedisValueCache(client, prefix="n:")
+    keys = list(range(len(bad) + 2))
+    vc.set_values([keys[0], keys[-1]], [{"first": 1}, ["last"]])
+    for key, data in zip(keys[1:], bad):
+        client.set(f"n:{key}", data)
+    assert vc.get_values(keys) == [{"first": 1}, *[MISSING] * len(bad), ["last"]]
+    assert len(warnings_of(caplog)) == 1
+
+
+def test_RedisValueCache_reads_what_json_loads_reads_whitespace_and_a_BOM_too(client, caplog):
+    vc = RedisValueCache(client, prefix="p:")
+    client.set("p:1", b' {"a": 1} ')
+    client.set("p:2", b"\n[2]\t")
+    client.set("p:3", b"\xef\xbb\xbf3")  # a UTF-8 BOM: json.loads of bytes skips it (not inside the array)
+    assert vc.get_values([1, 2, 3]) == [{"a": 1}, [2], 3]
+    assert not warnings_of(caplog)
+
+
+def test_RedisValueCache_names_int_keys_from_a_bounded_memo_never_confusing_True_and_1(client, monkeypatch):
+    monkeypatch.setattr(redis_value_cache, "NAMES_MEMO", 4)
+    vc = RedisValueCache(client, prefix="m:")
+    vc.set_values([1, True, 1.0, "1", 2], ["int", "bool", "float", "str", "two"])
+    for _ in range(2):  # the second time from the memo
+        assert vc.get_values([1, 2]) == ["int", "two"]
+        assert vc.get_values([True, 1, 1.0, "1"]) == ["bool", "int", "float", "str"]
+    assert vc._names([1, 2]) == [vc.redis_key(1), vc.redis_key(2)] == ["m:1", "m:2"]
+    assert vc._names(list(range(10))) == [f"m:{k}" for k in range(10)]  # past the bound: emptied, then filled
+    assert vc._names([-3, 10**30]) == ["m:-3", f"m:{10**30}"]
+    assert sorted(vc._int_names) == [-3, 10**30]  # it held 10 >= NAMES_MEMO: emptied first
+
+
 def test_RedisValueCache_custom_dumps_and_loads(client):
     vc = RedisValueCache(client, prefix="c:", dumps=lambda v: v.encode("utf-16"), loads=lambda b: b.decode("utf-16"))
     vc.set_values(["a"], ["é"])
     assert client.get('c:"a"') == "é".encode("utf-16")
     assert vc.get_values(["a", "b"]) == ["é", MISSING]
+
+
+def _parsers() -> list[Any]:
+    """redis-py's reply parsers: its own, and hiredis' when installed (the fast path)."""
+    try:
+        from redis._parsers import _HiredisParser, _RESP2Parser  # redis-py >= 5
+    except ImportError:  # older redis-py: the client's default only
+        return [None]
+    hiredis = pytest.param(_HiredisParser, marks=pytest.mark.skipif(
+        not redis.utils.HIREDIS_AVAILABLE, reason="hiredis is not installed"), id="hiredis")
+    return [pytest.param(_RESP2Parser, id="resp2"), hiredis]
+
+
+@pytest.mark.parametrize("parser", _parsers())
+def test_RedisValueCache_reads_hits_misses_and_unreadable_values_with_either_reply_parser(
+        redis_server, caplog, parser):
+    options: dict[str, Any] = {"host": "127.0.0.1", "port": redis_server.port}
+    if parser is not None:
+        options["parser_class"] = parser
+    c = redis.Redis(connection_pool=redis.ConnectionPool(**options))
+    try:
+        c.flushall()
+        vc = RedisValueCache(c, prefix="r:")
+        batch = Batch()
+        assert load_all(DataLoader(batch, value_cache=vc), [1, "b"]) == [Batch.value(1), Batch.value("b")]
+        c.set("r:3", b"not json")
+        loader = DataLoader(batch, value_cache=vc)
+        assert load_all(loader, [1, 2, 3, "b"]) == [Batch.value(k) for k in (1, 2, 3, "b")]
+        assert batch.calls == [[1, "b"], [2, 3]]
+        assert len(warnings_of(caplog)) == 1
+    finally:
+        c.close()
+
+
+def test_RedisValueCache_with_orjson_as_its_codec(client):
+    orjson = pytest.importorskip("orjson")
+    vc = RedisValueCache(client, prefix="o:", dumps=orjson.dumps, loads=orjson.loads)
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), [1, "é"]) == [Batch.value(1), Batch.value("é")]
+    assert load_all(DataLoader(batch, value_cache=vc), ["é", 1, 2]) == [Batch.value(k) for k in ("é", 1, 2)]
+    assert batch.calls == [[1, "é"], [2]]
+    assert json.loads(client.get('o:"é"')) == Batch.value("é")  # the same JSON in Redis: codecs can mix
+    assert RedisValueCache(client, prefix="o:").get_values([1]) == [Batch.value(1)]
 
 
 def test_RedisValueCache_delete_and_clear_touch_only_their_prefix(client):

@@ -86,7 +86,7 @@ class Recorder:
 @pytest.fixture(autouse=True)
 def fresh_failure_log(monkeypatch):
     """Each test gets its own rate-limited failure log (no state from other tests)."""
-    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache._FailureLog())
+    monkeypatch.setattr(_value_cache, "FAILURES", _value_cache.FailureLog())
 
 
 # -- the contract's names ----------------------------------------------------------------
@@ -141,6 +141,32 @@ def test_DataLoader_value_cache_all_hits_make_no_batch_call():
     assert result.future.result(TIMEOUT) == [1, None]
     assert (a.result(TIMEOUT), b.result(TIMEOUT)) == (1, None)
     assert batch.calls == [] and vc.sets == []
+
+
+class Incomparable:
+    """A value that cannot be compared (as a NumPy array's == answers no bool)."""
+
+    __hash__ = object.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a cached value was compared")
+
+
+def test_DataLoader_value_cache_tells_hits_from_misses_by_identity_never_by_a_values_eq():
+    one, three = Incomparable(), Incomparable()
+    vc = DictValueCache({1: one, 3: three})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    futures = [loader.load(k) for k in (1, 2, 3)]
+    loader.dispatch()
+    assert [f.result(TIMEOUT) is v for f, v in zip(futures, (one, None, three))] == [True, False, True]
+    assert futures[1].result(TIMEOUT) == 20 and batch.calls == [[2]]
+    loader = DataLoader(batch, value_cache=vc)  # all hits: the lean path
+    many = loader.load_many([3, 1])
+    loader.dispatch()
+    got = many.result(TIMEOUT)
+    assert got[0] is three and got[1] is one
+    assert vc.gets[-1] == [3, 1] and batch.calls == [[2]]
 
 
 def test_DataLoader_value_cache_second_loader_is_answered_by_the_first_loaders_writes():
@@ -414,7 +440,7 @@ def test_DataLoader_value_cache_is_not_called_under_the_loaders_lock():
 
 def test_FailureLog_warns_again_after_the_interval_with_the_count_in_between(caplog):
     now = [100.0]
-    log = _value_cache._FailureLog(interval=60.0, clock=lambda: now[0])
+    log = _value_cache.FailureLog(interval=60.0, clock=lambda: now[0])
     cache = DictValueCache()
     for _ in range(5):
         log.failed(cache, "get_values", ConnectionError("down"))

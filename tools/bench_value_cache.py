@@ -193,6 +193,55 @@ def _bare_run(fetch: Any, rounds: int) -> Any:
     return run
 
 
+def _step_run(step: Any, rounds: int) -> Any:
+    """*step(r)* alone for *rounds* rounds (one request's worth of one step of a hit), seconds per key."""
+    def run() -> float:
+        t0 = time.perf_counter()
+        for r in range(rounds):
+            step(r)
+        return (time.perf_counter() - t0) / (rounds * KEYS)
+    run.keys = rounds * KEYS  # type: ignore[attr-defined]  # for CPU time per key
+    return run
+
+
+def _window(r: int) -> list[int]:
+    """The keys of round *r* (as the request runs use)."""
+    return list(range((r % 50) * KEYS, (r % 50 + 1) * KEYS))
+
+
+class _Table:
+    """A value cache that costs one list comprehension over a dict, no breaker: a hit through it is
+    the loader's own share of every hit (a fresh loader, ``load_many``'s futures, the dispatch)."""
+
+    breaker = None
+
+    def __init__(self, values: dict[int, Any]) -> None:
+        self.values = values
+
+    def get_values(self, keys: list[int]) -> list[Any]:
+        values = self.values
+        return [values[k] for k in keys]
+
+    def set_values(self, keys: list[int], values: list[Any]) -> None:
+        raise AssertionError("every key is a hit")
+
+
+def _cached_many_run(batch: Any, rounds: int) -> Any:
+    """A per-request hit of 100 keys (``load_many`` of keys this loader already holds + result),
+    seconds per key, as a run for ``_interleaved``."""
+    loader = DataLoader(batch)
+    loader.load_many(list(range(50 * KEYS)))
+    loader.dispatch()
+
+    def run() -> float:
+        t0 = time.perf_counter()
+        for r in range(rounds):
+            loader.load_many(_window(r)).result(30)
+        return (time.perf_counter() - t0) / (rounds * KEYS)
+    run.keys = rounds * KEYS  # type: ignore[attr-defined]  # for CPU time per key
+    return run
+
+
 def _cached(batch: Any, rounds: int) -> tuple[float, float]:
     """(load() of a cached key, load_many of 100 cached keys + result) in seconds per key."""
     loader = DataLoader(batch)
@@ -214,6 +263,34 @@ def _cached(batch: Any, rounds: int) -> tuple[float, float]:
             loader.load_many(keys).result(30)
         return (time.perf_counter() - t0) / (rounds * KEYS)
     return _best(one), _best(many)
+
+
+def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tuple[str, Any, str]]:
+    """The steps of a hit (``tools/bench.py --value-cache`` prints them under the hit rows)."""
+    from dataloader_sync import _value_cache
+    from dataloader_sync._shared_keys import encode_key
+    from dataloader_sync.redis import _value_cache as redis_value_cache
+
+    prefix = "bench:book:"
+    names = [[prefix + encode_key(k) for k in _window(r)] for r in range(50)]
+    replies = [client.mget(n) for n in names]
+    decode = redis_value_cache.RedisValueCache._decode
+    return [
+        ("  step: key names, prefix + encode_key each", _step_run(
+            lambda r: [prefix + encode_key(k) for k in _window(r)], rounds), "what the bare client does"),
+        ("  step: key names, RedisValueCache._names", _step_run(lambda r: redis_vc._names(_window(r)), rounds),
+         "int keys: a memo, in C"),
+        ("  step: MGET, the client alone", _step_run(lambda r: client.mget(names[r % 50]), rounds),
+         "redis-py: send, read, parse"),
+        ("  step: json.loads of each value", _step_run(lambda r: [json.loads(d) for d in replies[r % 50]], rounds),
+         "the bare client's decode"),
+        ("  step: RedisValueCache._decode", _step_run(lambda r: decode(redis_vc, replies[r % 50]), rounds),
+         "the cache's decode"),
+        ("  step: look_up (breaker, checks) + get_values",
+         _step_run(lambda r: _value_cache.look_up(redis_vc, _window(r)), rounds), "what the loader calls"),
+        ("  step: near cache lookup (get_values)", _step_run(lambda r: near_vc.get_values(_window(r)), rounds),
+         "names + LRU, no round trip"),
+    ]
 
 
 def _django_caches(redis_url: str) -> Optional[Any]:
@@ -271,14 +348,19 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
 
         near_vc = RedisValueCache(client, prefix="bench:book:", ttl=3600, near_cache=50 * KEYS)
         near_vc.wait_near_cache_live(10)
+        table = _Table({k: books.batch([k])[0] for k in range(50 * KEYS)})
         cases: list[tuple[str, Any, str]] = [
             ("bare client: MGET + json.loads", _bare_run(bare, rounds), "redis-py, no DataLoader"),
             ("RedisValueCache.get_values alone", _bare_run(redis_vc.get_values, rounds),
              "the cache's own layer, no DataLoader"),
             ("value-cache hit: RedisValueCache", _requests_run(books.batch, redis_vc, rounds),
              "1 MGET / 100 keys, JSON"),
+            ("loader's own share: hit from a dict", _requests_run(books.batch, table, rounds),
+             "fresh loader, load_many, dispatch; no I/O"),
             ("near-cache hit: RedisValueCache", _requests_run(books.batch, near_vc, rounds),
              f"near_cache={50 * KEYS}, no round trip"),
+            ("per-request cache hit: load_many(100) (same group)", _cached_many_run(books.batch, rounds),
+             "keys this loader holds"),
         ]
         if fast is not None:
             fast_vc = RedisValueCache(fast, prefix="bench:book:", ttl=3600)
@@ -293,12 +375,20 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
                 import orjson
                 orjson_vc = RedisValueCache(fast, prefix="bench:book:", ttl=3600, dumps=orjson.dumps,
                                             loads=orjson.loads)
-                cases.append(("value-cache hit: RedisValueCache + hiredis + orjson",
-                              _requests_run(books.batch, orjson_vc, rounds), "dumps=orjson.dumps, loads=orjson.loads"))
+                def bare_orjson(keys: list[int]) -> list[Any]:
+                    return [orjson.loads(d) for d in fast.mget(["bench:book:" + str(k) for k in keys])]
+
+                cases += [("bare client + hiredis + orjson", _bare_run(bare_orjson, rounds), "MGET + orjson.loads"),
+                          ("value-cache hit: RedisValueCache + hiredis + orjson",
+                           _requests_run(books.batch, orjson_vc, rounds), "dumps=orjson.dumps, loads=orjson.loads")]
         _requests_run(books.batch, near_vc, warm)()  # fills the near cache
+        calls = books.calls
         for case, seconds, cpu, note in _interleaved(cases):
             add(case, seconds, note, cpu)
         assert books.calls == calls, "a hit called the batch function"
+        print("  the steps of a RedisValueCache hit, one request's worth each:", flush=True)
+        for case, seconds, cpu, note in _interleaved(_hit_steps(client, redis_vc, near_vc, rounds)):
+            add(case, seconds, note, cpu)
         add("value-cache miss: RedisValueCache", _requests(books.batch, redis_vc, rounds, client.flushall),
             "MGET + SELECT + pipelined SET PX")
         caches = _django_caches(server.url)
@@ -348,10 +438,17 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
     print(f"          RedisValueCache.get_values alone = "
           f"{ratio('RedisValueCache.get_values alone', 'bare client: MGET + json.loads')} the bare client "
           "(the rest of a hit is the loader's: load_many's futures, the dispatch)", flush=True)
-    near_ns = base["near-cache hit: RedisValueCache"]
-    print(f"          near-cache hit = {near_ns / hit:.1f}x a per-request load() hit, "
-          f"{near_ns / base['per-request cache hit: load_many(100)']:.1f}x a per-request load_many(100) hit",
+    own = "loader's own share: hit from a dict"
+    print(f"          the loader's own share (a hit from a dict) = {ratio(own, 'bare client: MGET + json.loads')} "
+          "the bare client: the floor of any hit through a fresh loader", flush=True)
+    print(f"          RedisValueCache hit minus the loader's share = "
+          f"{(cpu[redis_hit] - cpu[own]) / cpu['bare client: MGET + json.loads']:.2f}x CPU the bare client",
           flush=True)
+    near_ns = base["near-cache hit: RedisValueCache"]
+    cached_many = "per-request cache hit: load_many(100) (same group)"
+    print(f"          near-cache hit = {ratio('near-cache hit: RedisValueCache', cached_many)} a per-request "
+          f"load_many(100) hit ({near_ns / hit:.1f}x wall a per-request load() hit); "
+          f"the loader's own share alone: {ratio(own, cached_many)}", flush=True)
     fast_hit = "value-cache hit: RedisValueCache + hiredis"
     if fast_hit in base:
         print(f"          hiredis: {ratio(fast_hit, redis_hit)} the plain hit; "
@@ -359,13 +456,18 @@ def per_key(quick: bool, server: RedisProcess) -> list[dict[str, Any]]:
     if "value-cache hit: RedisValueCache + hiredis + orjson" in base:
         print("          hiredis + orjson: "
               f"{ratio('value-cache hit: RedisValueCache + hiredis + orjson', 'value-cache hit: RedisValueCache')}"
-              " the plain hit", flush=True)
+              " the plain hit; "
+              f"{ratio('value-cache hit: RedisValueCache + hiredis + orjson', 'bare client + hiredis + orjson')}"
+              " its bare client", flush=True)
     for alias in ("redis", "default"):
+        hit_case = f"value-cache hit: DjangoValueCache ({alias})"
         if f"bare Django get_many ({alias})" in base:
             print(f"          DjangoValueCache ({alias}) hit = "
                   f"{ratio(f'value-cache hit: DjangoValueCache ({alias})', f'bare Django get_many ({alias})')}"
                   " Django's own get_many; get_values alone "
-                  f"{ratio(f'DjangoValueCache.get_values alone ({alias})', f'bare Django get_many ({alias})')}",
+                  f"{ratio(f'DjangoValueCache.get_values alone ({alias})', f'bare Django get_many ({alias})')}; "
+                  "minus the loader's share "
+                  f"{(cpu[hit_case] - cpu[own]) / cpu[f'bare Django get_many ({alias})']:.2f}x CPU",
                   flush=True)
     return rows
 

@@ -30,6 +30,7 @@ import math
 import re
 import time
 from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Callable, Optional
 from urllib.parse import quote
 
@@ -45,13 +46,14 @@ from .._cache_tier import (
     ttl_of,
 )
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, ValueCache, _FailureLog
+from .._value_cache import MISSING, FailureLog, ValueCache
 
-_BAD_TTL = _FailureLog()  # values the ttl callable could not give a ttl, per cache
+_BAD_TTL = FailureLog()  # values the ttl callable could not give a ttl, per cache
 
 __all__ = ["DjangoValueCache"]
 
 _SAFE = "!\"$&'()*+,-./:;<=>?@[\\]^_`{|}~"  # printable ASCII kept as is (not %, #, space)
+_INT = {int}
 _MAX_KEY = 200  # memcached's limit is 250 with Django's KEY_PREFIX and version
 # A character quote() would change: outside printable ASCII (space included), or % or #.
 _NEEDS_QUOTING = re.compile(r"[^!-~]|[%#]").search
@@ -148,9 +150,17 @@ class DjangoValueCache(ValueCache[Any, Any]):
         """One ``get_many``: the value of each key, or ``MISSING``."""
         if not keys:
             return []
-        names = [self.cache_key(k) for k in keys]
+        names = self._cache_keys(keys)
         found = self.backend().get_many(names)
-        return [found.get(name, MISSING) for name in names]
+        return list(map(found.get, names, repeat(MISSING, len(names))))
+
+    def _cache_keys(self, keys: Sequence[Any]) -> list[str]:
+        """``[self.cache_key(k) for k in keys]``, in C for a batch of int keys (the common one)."""
+        if set(map(type, keys)) == _INT:
+            names = list(map(self._prefix.__add__, map(int.__repr__, keys)))
+            if max(map(len, names)) <= _MAX_KEY:
+                return names
+        return [self.cache_key(k) for k in keys]
 
     def set_values(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
         """One ``set_many`` with the ttl (one per distinct timeout with a ttl callable or ``negative_ttl``)."""

@@ -35,14 +35,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from .._value_cache import MISSING, _FailureLog
+from .._value_cache import MISSING, FailureLog
 
 __all__ = ["NearCache"]
 
 POLL = 0.2  # seconds the listener waits for a message before it looks at its stop flag
 MAX_BACKOFF = 5.0  # seconds between two reconnection attempts at most
 
-_LISTENER_FAILURES = _FailureLog()
+_LISTENER_FAILURES = FailureLog()
 _ALL: weakref.WeakSet[NearCache] = weakref.WeakSet()  # for the at-fork hook (added to under the GIL only)
 
 
@@ -85,18 +85,20 @@ class NearCache:
             return [MISSING] * len(names)
         now = self.clock()
         out: list[Any] = []
+        append = out.append
         entries = self._entries
+        get, touch = entries.get, entries.move_to_end
         with self._lock:
             for name in names:
-                entry = entries.get(name)
+                entry = get(name)
                 if entry is None:
-                    out.append(MISSING)
+                    append(MISSING)
                 elif entry[0] <= now:
                     del entries[name]
-                    out.append(MISSING)
+                    append(MISSING)
                 else:
-                    entries.move_to_end(name)
-                    out.append(entry[1])
+                    touch(name)
+                    append(entry[1])
         return out
 
     def put(self, names: Sequence[str], values: Sequence[Any], generation: int) -> None:

@@ -11,8 +11,12 @@ Guarantees:
   default: whoever can write to a shared cache must not be able to run code
   in every worker that reads it.  A stored value that ``loads`` cannot read
   is a miss (logged, rate-limited); a value ``dumps`` cannot write is not
-  stored, the others of the batch are, and ``set_values`` then raises so the
-  loader logs it.
+  stored, the others of the batch are, and it is logged (rate-limited; not
+  raised: a value the codec cannot write is no outage, the breaker stays
+  closed).  With the default codec an MGET's answer is decoded by one
+  ``json.loads`` of its values joined as a JSON array (a hit's cost is mostly
+  decoding; see ``_json_loads_many``), with the result of one ``json.loads``
+  per value.
 - Redis errors propagate to the loader, which loads from the batch function
   and opens the cache's breaker (``cool_down``): for that long no loader of
   the process calls Redis through this cache, then one call probes.  How
@@ -29,6 +33,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Sequence
+from itertools import compress, count
 from typing import Any, Callable, Optional
 
 from .._cache_tier import (
@@ -42,19 +47,47 @@ from .._cache_tier import (
 )
 from .._shared_keys import encode_key
 from .._time import seconds
-from .._value_cache import MISSING, ValueCache, _FailureLog
+from .._value_cache import MISSING, FailureLog, ValueCache, identical
 from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]
 
+NAMES_MEMO = 16_384  # int keys whose Redis key a cache remembers (about 1.5 MB at most): a hit's names cost no Python
 NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
 
-_UNREADABLE = _FailureLog()  # stored values that loads() could not read, per cache
-_UNWRITABLE = _FailureLog()  # values dumps() or the ttl callable could not handle, per cache
+_INT = {int}
+_UNREADABLE = FailureLog()  # stored values that loads() could not read, per cache
+_UNWRITABLE = FailureLog()  # values dumps() or the ttl callable could not handle, per cache
 
 
 def _json_dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _json_loads_many(datas: list[Any]) -> list[Any]:
+    """The JSON values of *datas* (all bytes, or all str), parsed as one JSON array: one ``json.loads``
+    instead of one per value (about 3x faster for rows of a few fields: one call, and the decoder's
+    memo shares the dict keys of every row).
+
+    Each value was written by ``_json_dumps``, so joined by commas they make
+    an array of exactly as many elements.  A value that is not JSON on its
+    own (written by someone else, or by an older version) makes the joined
+    text invalid or changes the count (a value ``1,2`` adds one, ``[1``
+    merges with its neighbour), and the caller decodes value by value to
+    find it.  Only neighbours crafted to make up for each other could pass,
+    and whoever can write those can write wrong valid values just as well.
+
+    Raises:
+        Exception: the joined text is not a JSON array of ``len(datas)`` values.
+    """
+    if type(datas[0]) is bytes:
+        text = (b"[" + b",".join(datas) + b"]").decode("utf-8", "surrogatepass")  # json.loads' own errors
+    else:
+        text = "[" + ",".join(datas) + "]"
+    values: list[Any] = json.loads(text)
+    if len(values) != len(datas):
+        raise ValueError(f"{len(values)} JSON values in {len(datas)} stored values")
+    return values
 
 
 def _glob_escape(text: str) -> str:
@@ -135,7 +168,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             raise TypeError("clock must be callable")
         self._client = client
         self._dumps: Callable[[Any], Any] = dumps or _json_dumps
-        self._loads: Callable[[Any], Any] = loads or json.loads
+        self._loads: Optional[Callable[[Any], Any]] = loads  # None: JSON, decoded a whole answer at once
         # A cluster client: one MGET per slot, pipelined per node (a plain MGET must stay in one slot).
         self._cluster = callable(getattr(client, "mget_nonatomic", None))
         self._mget: Callable[[list[str]], Any] = client.mget_nonatomic if self._cluster else client.mget
@@ -150,6 +183,7 @@ class RedisValueCache(ValueCache[Any, Any]):
         else:
             near_seconds = seconds("near_ttl", near_ttl, positive=True)
         self._channel = "dataloader_sync:invalidate:" + self._prefix
+        self._int_names: dict[int, str] = {}  # int key -> its Redis key (see _names)
         self._near: Optional[NearCache] = (
             NearCache(client, self._channel, near_cache, near_seconds, clock) if near_cache else None)
 
@@ -192,16 +226,16 @@ class RedisValueCache(ValueCache[Any, Any]):
         """One ``MGET`` (of the near cache's misses, with one): the value of each key, or ``MISSING``."""
         if not keys:
             return []
-        prefix = self._prefix
-        names = [prefix + encode_key(k) for k in keys]
+        names = self._names(keys)
         near = self._near
         breaker = self.breaker
         if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
             return self._decode(self._mget(names))
         found = near.get(names)
-        misses = [i for i, value in enumerate(found) if value is MISSING]
-        if not misses:
+        flags = identical(found, MISSING)
+        if not any(flags):  # every key a near hit: no round trip, no Python per key
             return found
+        misses = list(compress(count(), flags))
         generation = near.generation
         if len(misses) == len(names):
             found = self._decode(self._mget(names))
@@ -215,10 +249,45 @@ class RedisValueCache(ValueCache[Any, Any]):
                  [v for v in loaded if v is not MISSING], generation)
         return found
 
+    def _names(self, keys: Sequence[Any]) -> list[str]:
+        """The Redis key of each key; for a batch of int keys (the common one) from a memo, in C.
+
+        The memo maps an int to its Redis key; it is asked only when every
+        key is exactly an ``int`` (so ``True`` never meets ``1``), and emptied
+        when it holds ``NAMES_MEMO`` entries.  No lock: lone dict operations
+        are atomic, and a racing thread at worst computes a name again.
+        """
+        if set(map(type, keys)) != _INT:
+            prefix = self._prefix
+            return [prefix + encode_key(k) for k in keys]
+        memo = self._int_names
+        names: list[Any] = list(map(memo.get, keys))
+        if None in names:  # str or None only: == is identity here
+            if len(memo) >= NAMES_MEMO:
+                memo.clear()
+            prefix = self._prefix
+            for i in compress(count(), identical(names, None)):
+                key = keys[i]
+                names[i] = memo[key] = prefix + int.__repr__(key)
+        return names
+
     def _decode(self, datas: Sequence[Any]) -> list[Any]:
         """The values of an MGET's answer (a value ``loads`` cannot read is a miss, logged)."""
-        loads = self._loads
-        try:  # the common case: every value readable, at the cost of one loop
+        if type(datas) is not list:
+            datas = list(datas)
+        missing = datas.count(None)  # bytes, str or None: == is identity-like here
+        if missing == len(datas):
+            return [MISSING] * missing
+        if self._loads is None:  # the default codec: one json.loads for the whole answer
+            try:
+                if not missing:
+                    return _json_loads_many(datas)
+                values = iter(_json_loads_many([data for data in datas if data is not None]))
+                return [MISSING if data is None else next(values) for data in datas]
+            except Exception:  # a value that is not JSON on its own: find it below
+                pass
+        loads = self._loads or json.loads
+        try:  # a codec of the user's, every value readable: one loop
             return [MISSING if data is None else loads(data) for data in datas]
         except Exception:
             pass
