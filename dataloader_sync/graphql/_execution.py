@@ -6,7 +6,8 @@ the request thread.  No event loop, so Django's ORM may run in resolvers.
 
 Design: the execution loop (placeholders, frames, when loaders are
 dispatched, when the loop waits) is explained, with a diagram, in
-docs/graphql.rst ("The execution loop"); ``_run`` holds the loop's state.
+docs/graphql.rst ("The execution loop"); ``_loop`` runs it, ``_run`` holds
+its state.
 
 Guarantees:
 - Results and errors are graphql-core's own: a resolved value goes through
@@ -54,10 +55,15 @@ Guarantees:
   callback only if the loop has to wait for it.
 - On graphql-core 3.2, an object's fields run in ``execute_fields`` itself
   (graphql-core's ``execute_field`` inline, see there): each field's
-  definition looked up once per selection, no argument coercion for a
-  field that defines no argument (graphql-core 3.3 does the same), a plain
-  scalar or enum completed without a detour.  Middleware, or a subclass that
-  overrides ``execute_field``, gets graphql-core's own method.
+  definition, resolver and return type looked up once per selection
+  (``_compat.plan_fields``), no argument coercion for a field that defines
+  no argument (graphql-core 3.3 does the same), resolve infos and paths
+  made as graphql-core's named tuples with ``tuple.__new__``
+  (``_compat.FAST_TUPLES``, unless ``build_resolve_info`` is overridden),
+  ``is_awaitable`` (always False here) not asked, a plain scalar or enum
+  completed without a detour.
+  Middleware, or a subclass that overrides ``execute_field``, gets
+  graphql-core's own method.
 - graphql-core state is touched on the request thread only; other threads
   only append to the scope under its lock.
 - Nothing hangs silently: if no future completes and no load is queued for
@@ -85,15 +91,12 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures._base import FINISHED
 from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Optional
 
-from graphql.language import FieldNode as _FieldNode
 from graphql.pyutils import Path as _Path
 from graphql.pyutils import Undefined as _Undefined
-from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from .._dispatch_scope import reset_scope, set_scope
 from .._time import seconds, wait_timeout
@@ -105,6 +108,7 @@ from ._awaitables import (
     refuse_awaitable,
     refusing_type_resolver,
 )
+from ._loop import LEAF_TYPES, drain
 from ._promises import PromiseType, settle
 from ._run import (
     IS_TYPE_OF,
@@ -115,8 +119,6 @@ from ._run import (
     FutureType,
     Pending,
     Run,
-    levels,
-    locate,
     outcome,
 )
 from ._scope import ExecutionStalledError
@@ -136,7 +138,6 @@ _HOT_REST = _compat.IS_EXECUTOR and _compat.REBUILDS_INFO
 _known_type = KNOWN_TYPE
 _Info = _compat.Info
 _handle = _compat.handle
-_LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
 
 class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
@@ -226,32 +227,14 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     if _compat.OWN_FIELDS:
 
         def execute_fields(self, parent_type: Any, source_value: Any, path: Any, fields: Any) -> Any:
-            """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline.
-
-            The same steps, results and errors, minus per-field work that
-            cannot change an outcome: the field definition, resolver and
-            return type are looked up once per selection (``_compat.plan_fields``);
-            a field that defines no argument is not given to
-            ``get_argument_values`` (which returns ``{}`` for it);
-            ``is_awaitable`` (always False here) is not asked; resolve infos
-            and paths are the named tuples graphql-core builds, made with
-            ``tuple.__new__`` (``_compat.FAST_TUPLES``) unless
-            ``build_resolve_info`` is overridden.  A pending
-            Future from a field of an object is recorded at once (the hot
-            path of ``complete_value``), a nullable scalar or enum value goes
-            to ``complete_leaf_value`` (what ``complete_value`` does with it);
-            everything else goes through ``complete_value``.  Middleware or
-            a subclass's ``execute_field`` gets graphql-core's own method.
-            """
-            plans = self._plans
-            if plans is None:
+            """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline: the same
+            steps, results and errors, minus per-field work that cannot change an outcome (see
+            the module notes).  A pending Future from a field of an object is recorded at once
+            (``complete_value``'s hot path), a nullable scalar or enum holding a plain value is
+            serialized (what ``complete_value`` does with it); the rest goes to ``complete_value``."""
+            plan = self._plan(parent_type, fields)
+            if plan is None:
                 return _base_execute_fields(self, parent_type, source_value, path, fields)
-            known = plans.get(id(fields))
-            if known is not None and known[0] is fields and known[1] is parent_type:
-                plan = known[2]
-            else:
-                plan = _compat.plan_fields(self, parent_type, fields, _LEAF_TYPES)
-                plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
             results: dict[str, Any] = {}
             type_name = parent_type.name
             complete_value = self.complete_value
@@ -283,7 +266,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                         result = resolve_fn(source_value, info, **coerce(field_def, field_nodes[0], variable_values))
                     if direct:
                         if isinstance(result, _Future):
-                            state = result._state  # a future's fields, read as done()/result() would: a copy for speed
+                            state = result._state  # read as _loop.resume_done does: a call less per load than done()
                             if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
                                 run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr, operator]
@@ -291,12 +274,10 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                                 continue
                         elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                               and not isinstance(result, Exception)):
-                            if own_leaf:  # complete_leaf_value inline
-                                serialized = return_type.serialize(result)
-                                if serialized is None or serialized is _Undefined:
-                                    serialized = complete_leaf_value(return_type, result)  # raises its error
-                            else:
-                                serialized = complete_leaf_value(return_type, result)
+                            # complete_leaf_value inline, as in _loop.resume_done (a call less per leaf field)
+                            serialized = return_type.serialize(result) if own_leaf else None
+                            if serialized is None or serialized is _Undefined:
+                                serialized = complete_leaf_value(return_type, result)  # raises its error for a null
                             results[response_name] = serialized
                             continue
                     results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
@@ -304,6 +285,20 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                     _handle(self, raw_error, return_type, field_nodes, field_path)  # raises when non-null
                     results[response_name] = None
             return results
+
+        def _plan(self, parent_type: Any, fields: Any) -> Optional[list[Any]]:
+            """How *fields* of *parent_type* run (``_compat.plan_fields``), made once per
+            selection; None when graphql-core's own ``execute_fields`` is to run them."""
+            plans = self._plans
+            if plans is None:
+                return None
+            known = plans.get(id(fields))
+            if known is not None and known[0] is fields and known[1] is parent_type:
+                plan: list[Any] = known[2]
+                return plan
+            plan = _compat.plan_fields(self, parent_type, fields, LEAF_TYPES)
+            plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
+            return plan
 
     # -- values ----------------------------------------------------------------------
     def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
@@ -413,7 +408,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             data = execute_root(self, *args)
             if run.unwatched or run.watched:
                 run.root = data
-                self._drain(run)
+                drain(self, run)
             if run.root_error is not None:
                 raise run.root_error
             return data
@@ -436,245 +431,10 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 )
                 results.update(one)
                 if run.unwatched or run.watched:
-                    self._drain(run)
+                    drain(self, run)
             finally:
                 if clear:
                     run.clear_loaders()
             if run.root_error is not None:
                 raise run.root_error
         return results
-
-    # -- the loop ----------------------------------------------------------------------
-    def _drain(self, run: Run) -> None:
-        """Complete, dispatch and wait until no placeholder is left.
-
-        Each step: completions first (watched ones the scope received, then
-        unwatched ones whose future is done, in creation order); with none,
-        dispatch the loaders that queued keys; with none, watch every
-        placeholder and wait for the scope to hear of a completion or a load.
-        """
-        scope = run.scope
-        while (run.unwatched or run.watched) and run.root_error is None:
-            ready, loaders = scope.take()
-            if loaders:
-                run.to_dispatch.update(loaders)
-            if ready:
-                watched = run.watched
-                for pending in ready:
-                    del watched[pending]
-                    self._resume(run, pending, None)
-            elif self._resume_done(run):
-                pass
-            elif run.to_dispatch:
-                loaders, run.to_dispatch = run.to_dispatch, {}
-                run.dispatch(loaders)
-            elif not run.sweep():
-                run.watch()
-                if not scope.wait(self.stall_timeout, run.wake_ticks):
-                    self._fail_all(run, ExecutionStalledError(run.stall_message(self.stall_timeout)))
-
-    def _resume_done(self, run: Run) -> bool:
-        """Complete the unwatched placeholders whose future is done; False if there was none.
-
-        The common case — a field of an object whose future holds a plain
-        value, nothing nulled — is completed here, inline (graphql-core's
-        ``complete_value`` straight into the object's results dict; a nullable
-        scalar or enum through ``complete_leaf_value``, without building its
-        resolve info again); every other case goes through ``_resume``.
-        """
-        unwatched, run.unwatched = run.unwatched, []
-        still = run.unwatched  # placeholders created while resuming join the list too
-        resumed = False
-        resume = self._resume
-        pending_of = run.pending_of
-        saved = self._frame
-        direct = self._direct
-        complete_leaf_value = self.complete_leaf_value
-        own_leaf = self._own_leaf
-        known_type = _known_type
-        it = iter(unwatched)
-        try:
-            for future, frame, nodes, return_type in zip(it, it, it, it):
-                state = future._state  # the loop reads a done future's fields directly: a copy of result() for speed
-                if state is not FINISHED:
-                    if state is _PENDING or state is _RUNNING:  # not done() (a call less per waiting entry)
-                        still += (future, frame, nodes, return_type)
-                    else:  # cancelled
-                        resume(run, nodes if frame is PENDING else pending_of(future, frame, nodes, return_type),
-                               None)
-                        resumed = True
-                    continue
-                resumed = True
-                if frame is PENDING:
-                    self._resume_pending(run, nodes, direct)
-                    continue
-                if future._exception is not None or run.nulled or run.root_error is not None:
-                    resume(run, pending_of(future, frame, nodes, return_type), None)
-                    continue
-                value = future._result
-                if known_type(value.__class__) is not False or isinstance(value, _Future):  # not is_plain(...)
-                    resume(run, pending_of(future, frame, nodes, return_type), None)
-                    continue
-                container = frame.results
-                if container is None:
-                    continue  # its object failed: nothing to write
-                node = nodes[0]
-                if node.__class__ is not _FieldNode:  # 3.3: field details
-                    node = node.node
-                key = (node.alias or node.name).value
-                if container[key] is not future:
-                    continue  # completed already
-                if direct and value is not None and isinstance(return_type, _LEAF_TYPES) and not isinstance(
-                        value, Exception):
-                    # graphql-core's complete_value for a nullable scalar or enum, minus its type tests
-                    try:
-                        if own_leaf:  # complete_leaf_value inline
-                            serialized = return_type.serialize(value)
-                            if serialized is None or serialized is _Undefined:
-                                serialized = complete_leaf_value(return_type, value)  # raises its error
-                        else:
-                            serialized = complete_leaf_value(return_type, value)
-                        container[key] = serialized
-                    except Exception as raw_error:
-                        container[key] = None
-                        self._fail(run, pending_of(future, frame, nodes, return_type), raw_error)
-                    continue
-                pending = pending_of(future, frame, nodes, return_type)
-                self._frame = frame
-                try:
-                    if direct:
-                        container[key] = _base_complete_value(self, return_type, nodes, pending.info, pending.path,
-                                                              value, *pending.rest)
-                    else:
-                        container[key] = self.complete_value(return_type, nodes, pending.info, pending.path, value,
-                                                             *pending.rest)
-                except Exception as raw_error:
-                    container[key] = None
-                    self._fail(run, pending, raw_error)
-                finally:
-                    self._frame = saved
-        finally:
-            self._frame = saved
-        return resumed
-
-    def _resume_pending(self, run: Run, pending: Pending, direct: bool) -> None:
-        """Complete a ``Pending`` whose future finished: inline when it is a
-        field of an object (or a root field) holding a plain value, nothing
-        nulled; through ``_resume`` otherwise."""
-        future = pending.future
-        path, info = pending.path, pending.info
-        if (future._exception is not None or pending.kind is not VALUE or path is not info.path
-                or run.nulled or run.root_error is not None):
-            self._resume(run, pending, None)
-            return
-        value = future._result
-        if isinstance(value, _Future) or not is_plain(value.__class__):
-            self._resume(run, pending, None)
-            return
-        frame = pending.frame
-        container = run.root if frame is None else frame.results
-        key = path.key
-        if container is None or container[key] is not pending:
-            return  # its object failed (or it was completed): nothing to write
-        saved = self._frame
-        self._frame = frame
-        try:
-            if direct:
-                container[key] = _base_complete_value(self, pending.return_type, pending.nodes, info, path, value,
-                                                      *pending.rest)
-            else:
-                container[key] = self.complete_value(pending.return_type, pending.nodes, info, path, value,
-                                                     *pending.rest)
-        except Exception as raw_error:
-            container[key] = None
-            self._fail(run, pending, raw_error)
-        finally:
-            self._frame = saved
-
-    def _fail_all(self, run: Run, error: Exception) -> None:
-        pending = list(run.watched) + run.pendings(run.unwatched)
-        run.watched, run.unwatched = {}, []
-        for one in pending:
-            self._resume(run, one, error)
-
-    def _resume(self, run: Run, pending: Pending, error: Optional[Exception]) -> None:
-        """Complete one placeholder (or fail it with *error*) and put the result in its place."""
-        if run.root_error is not None:
-            return  # the data is null: graphql-core runs nothing after that either
-        path = pending.path
-        if path is pending.info.path and not run.nulled:
-            # A field of an object (or a root field): its container is the
-            # object's results dict, kept in the frame; None when the object's
-            # completion raised (its position is nulled: nothing to do).
-            frame = pending.frame
-            container = run.root if frame is None else frame.results
-            if container is None:
-                return
-            key = path.key
-        else:  # a list item, or positions were nulled: find the container from the root
-            slot = run.slot(path)
-            if slot is None:
-                return  # an enclosing position was nulled meanwhile: nothing to do
-            container, key = slot
-        placeholder = container[key]
-        if placeholder is not pending and placeholder is not pending.future:  # a field's placeholder is its future
-            return
-        saved = self._frame
-        self._frame = pending.frame
-        try:
-            try:
-                if error is not None:
-                    raise error
-                value = pending.future.result()  # done: raises its error at once
-                kind = pending.kind
-                if kind == VALUE:
-                    # graphql-core's completion writes the value; a nested
-                    # Future or Promise goes through ours again.
-                    if (isinstance(value, _Future) or not is_plain(value.__class__)  # a Promise, an awaitable
-                            or type(self).complete_value is not DataLoaderExecutionContext.complete_value):
-                        completed = self.complete_value(pending.return_type, pending.nodes, pending.info, path,
-                                                        value, *pending.rest)
-                    else:
-                        completed = _base_complete_value(self, pending.return_type, pending.nodes, pending.info,
-                                                         path, value, *pending.rest)
-                elif kind == TYPE:
-                    object_type = self.ensure_valid_runtime_type(value, pending.return_type, pending.nodes,
-                                                                 pending.info, pending.source)
-                    completed = self.complete_object_value(object_type, pending.nodes, pending.info, path,
-                                                           pending.source, *pending.rest)
-                else:
-                    if not value:
-                        raise _compat.invalid_return_type_error(pending.return_type, pending.source,
-                                                                pending.nodes)
-                    completed = self._complete_fields(pending.return_type, pending.nodes, pending.info, path,
-                                                      pending.source, pending.rest)
-            except Exception as raw_error:
-                if isinstance(raw_error, cf.CancelledError) and not str(raw_error):
-                    raw_error = cf.CancelledError("the future of this field was cancelled")
-                completed = None
-                self._fail(run, pending, raw_error)
-            container[key] = completed
-        finally:
-            self._frame = saved
-
-    def _fail(self, run: Run, pending: Pending, error: Exception) -> None:
-        """Handle a field error at *pending*'s position and propagate it as graphql-core does."""
-        frame, info, path, nodes = pending.frame, pending.info, pending.path, pending.nodes
-        while True:
-            for position, type_ in levels(info, path):
-                try:
-                    _handle(self, error, type_, nodes, position)
-                except _compat.GraphQLError as located:  # non-null: the parent position takes it
-                    error = located
-                    continue
-                if position is not pending.path:
-                    run.parents.clear()  # containers below the nulled position are detached
-                    run.nulled = True  # from now on, positions are found from the root
-                    slot = locate(run.root, position)
-                    if slot is not None:
-                        slot[0][slot[1]] = None
-                return
-            if frame is None:  # past the root fields: the whole data is null
-                run.root_error = error
-                return
-            frame, info, path, nodes = frame.parent, frame.info, frame.path, frame.nodes
