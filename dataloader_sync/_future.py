@@ -306,7 +306,7 @@ class Future(cf.Future[T], Generic[T]):
         if ticket is not None:  # a loader's future: its key is forgotten before any callback runs
             loader = ticket.loader()
             if loader is not None:
-                loader._forget_cancelled(self, ticket)  # the loader's own: its queue and cache
+                loader._forget_cancelled(self, ticket)  # the loader's seam for a cancelled load (DataLoader)
         self._invoke_callbacks()
         return True
 
