@@ -32,8 +32,8 @@ from ._pool import ElasticPool
 from ._time import Clock, check_callable, check_clock
 from ._time import Delay as Delay
 from ._time import seconds as _seconds
+from ._timer import Entry, Timer
 from ._timer import ScheduledFuture as ScheduledFuture
-from ._timer import _Entry, _Timer
 from ._types import P
 
 __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_executor"]
@@ -99,7 +99,7 @@ class ScheduledExecutor(cf.Executor):
             workers = max_workers or min(32, (os.cpu_count() or 1) + 4)
             executor = ElasticPool(workers, name=name)
         self._name = name
-        self._timer = _Timer(executor, owned, name, threshold, clock)
+        self._timer = Timer(executor, owned, name, threshold, clock)
         weakref.finalize(self, self._timer.stop, False, False).atexit = False
 
     @property
@@ -163,7 +163,7 @@ class ScheduledExecutor(cf.Executor):
         """Put a new task on the heap, due *delay* seconds from now (delays already checked)."""
         if not callable(fn):
             raise TypeError("fn must be callable")
-        entry = _Entry(fn, args, kwargs, period, fixed_rate)
+        entry = Entry(fn, args, kwargs, period, fixed_rate)
         entry.future = ScheduledFuture(self._timer, entry)
         self._timer.schedule(entry, delay)
         return entry.future
@@ -209,7 +209,7 @@ class ScheduledExecutor(cf.Executor):
         """
         if not callable(fn):
             raise TypeError("fn must be callable")
-        entry = _Entry(fn, args, kwargs, None, False)
+        entry = Entry(fn, args, kwargs, None, False)
         entry.future = ScheduledFuture(self._timer, entry)
         self._timer.run_now(entry)
         return entry.future

@@ -9,31 +9,17 @@ its own ``Lock``, or, for a loader's futures, the loader's ``RLock``
 (``loader_future``) — and builds a Condition only when a thread actually has
 to wait (``tools/bench.py --micro`` measures both side by side).
 
-Duplicated for speed (said once here, as cachetools does): ``settle_many``
-has ``_settle``'s steps inline for a batch under one lock acquisition;
-``then`` and ``loader_future`` have ``__init__``'s stores inline; the hot
-paths take the lock with ``acquire``/``release`` rather than ``with``.  Keep
-each copy in step with its original; the figures are in
+Duplicated for speed (said once here, as cachetools does): ``then`` and
+``loader_future`` have ``__init__``'s stores inline, and ``_future_lock``'s
+``settle_many`` has ``_settle``'s steps inline for a batch under one lock
+acquisition; the hot paths take the lock with ``acquire``/``release`` rather
+than ``with``.  Keep each copy in step with its original; the figures are in
 docs/performance.rst, not in docstrings.
 
-The lock protocol (who may move a future's ``_lock``, and when):
-
-  ============  ==========================  ====================================
-  state         ``_lock``                   moved by, under
-  ============  ==========================  ====================================
-  own           a ``Lock`` of its own       never moves (fork repair rebuilds it
-                (``_shared`` is None)       in a child: ``_abandon_in_child``)
-  sharing       ``_shared``, the loader's   ``_own_lock`` (the first Condition),
-                ``RLock``                   holding ``_shared``: -> detached
-  detached      a ``Lock`` of its own       never moves again
-                (``_shared`` is not None)
-  ============  ==========================  ====================================
-
-  Invariants: sharing => ``_cond is None``; ``_cond is not None`` =>
-  ``_cond`` is over ``_lock`` (the final one).  A future's ``_lock`` changes
-  at most once, while the old lock is held, so whoever acquires it checks it
-  is still the future's (``_acquire``); ``settle_many`` holds the loader's
-  lock, so a future it finds sharing cannot detach under it.
+A future's lock is its own or, for a loader's futures, its loader's until it
+first needs a Condition: the lock protocol (the states, who moves a future
+between them and under which lock, the invariants) is one table in
+``_future_lock``, with every step that moves a future's lock.
 
 Guarantees:
 - It *is* a ``concurrent.futures.Future``: ``isinstance`` holds, and
@@ -57,25 +43,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import threading
-from concurrent.futures._base import (
-    CANCELLED,
-    CANCELLED_AND_NOTIFIED,
-    FINISHED,
-    PENDING,
-    RUNNING,
-)
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING, RUNNING
 from contextvars import copy_context
-from typing import (
-    Any,
-    Callable,
-    Generic,
-    Optional,
-    TypeVar,
-    overload,
-)
+from typing import Any, Callable, Generic, Optional, TypeVar, overload
 
 from . import _fork
 from ._demand import drive_and_wait, waiters_for
+from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
 
 __all__ = ["Future", "abandon_in_child", "completed_future", "failed_future", "loader_future", "renew_lock_in_child",
            "settle", "settle_many"]
@@ -102,16 +76,9 @@ class Future(cf.Future[T], Generic[T]):
     # concurrent.futures.wait/as_completed, and Blockers: threads blocked in
     # result()) exist only once needed.
     #
-    # A loader's futures share their loader's lock (see loader_future and the
-    # lock protocol in the module notes): no lock object per load (a lock is
-    # one more object for the cyclic GC to walk), and a batch settles under
-    # one acquisition (settle_many).  A future *detaches* from the shared lock,
-    # taking one of its own, when it first gets a Condition (_own_lock):
-    # concurrent.futures.wait and as_completed acquire the _condition of every
-    # future they are given, one after another; on shared locks that would,
-    # between two threads, take two loaders' locks in either order (a
-    # deadlock), and a Condition's wait over a re-entrant lock held twice
-    # would not release it.
+    # A loader's futures share their loader's lock until they first need a
+    # Condition: the lock protocol is _future_lock's (its table says who
+    # may move _lock, and when).
     #
     # Sync on demand (see _demand.py); class-level defaults, so a future that
     # needs none of them costs nothing:
@@ -125,9 +92,9 @@ class Future(cf.Future[T], Generic[T]):
     #   future whose chain passes through this one, driving it).
     _ticket: Any = None
     _follow: Any = None
-    # _shared: the loader's lock this future was made to share (see above), or
-    # None; never changes (detaching changes _lock only), so a then() future
-    # reads it without a lock.  A future shares while _lock is _shared.
+    # _shared: the loader's lock this future was made to share, or None;
+    # never changes (detaching changes _lock only), so a then() future reads
+    # it without a lock.  A future shares while _lock is _shared.
     _shared: Any = None
     _drivers: Optional[list[Any]] = None
 
@@ -144,35 +111,12 @@ class Future(cf.Future[T], Generic[T]):
         self._waiter_list: Optional[list[Any]] = None
         self._follow = None
 
-    # -- the lock ----------------------------------------------------------------
-    def _acquire(self) -> Any:
-        """Acquire this future's lock (the current one: see the class's comments) and return it."""
-        lock = self._lock
-        lock.acquire()
-        while lock is not self._lock:  # it detached meanwhile
-            lock.release()
-            lock = self._lock
-            lock.acquire()
-        return lock
-
-    def _own_lock(self) -> Any:
-        """Make sure ``_cond`` exists, over a lock that is this future's alone; return that lock, held.
-
-        A future sharing its loader's lock detaches from it here (see the
-        class's comments); any other keeps its lock.
-        """
-        lock = self._acquire()
-        assert self._cond is None or self._cond._lock is lock, "a Condition is over the final lock"  # type: ignore[attr-defined]
-        if self._cond is None and lock is not self._shared:
-            self._cond = threading.Condition(lock)
-        elif self._cond is None:
-            own = _Lock()
-            own.acquire()
-            self._lock = own
-            self._cond = threading.Condition(own)
-            lock.release()  # threads waiting for the old lock find it is not this future's any more
-            lock = own
-        return lock
+    # -- the lock (the protocol and its steps: _future_lock) -------------------
+    #: Acquire this future's current lock and return it (``_future_lock.acquire``).
+    _acquire = acquire
+    #: Make sure ``_cond`` exists over a lock of this future's alone; return it, held
+    #: (``_future_lock.own_lock``: where a sharing future detaches).
+    _own_lock = own_lock
 
     # -- what concurrent.futures.wait / as_completed reach for --------------
     @property
@@ -279,7 +223,7 @@ class Future(cf.Future[T], Generic[T]):
         if self._state is PENDING or self._state is RUNNING:
             lock = self._lock
             lock.acquire()
-            if lock is not self._lock:  # it detached meanwhile (see the class's comments)
+            if lock is not self._lock:  # it detached meanwhile (see _future_lock)
                 lock.release()
                 lock = self._acquire()
             try:
@@ -362,7 +306,7 @@ class Future(cf.Future[T], Generic[T]):
         if ticket is not None:  # a loader's future: its key is forgotten before any callback runs
             loader = ticket.loader()
             if loader is not None:
-                loader._forget_cancelled(self, ticket)  # the loader's own: its queue and cache
+                loader._forget_cancelled(self, ticket)  # the loader's seam for a cancelled load (DataLoader)
         self._invoke_callbacks()
         return True
 
@@ -413,11 +357,11 @@ class Future(cf.Future[T], Generic[T]):
         done future drives nothing, and dropping ``_follow`` keeps a finished
         chain from holding its earlier futures (and a gather from a cycle).
         """
-        # The hot path of a chain (settle_many has these steps inline, for a
+        # The hot path of a chain (_future_lock.settle_many has these steps inline, for a
         # batch): no method call unless someone waits or a callback is registered.
         lock = self._lock
         lock.acquire()
-        if lock is not self._lock:  # it detached meanwhile (see the class's comments)
+        if lock is not self._lock:  # it detached meanwhile (see _future_lock)
             lock.release()
             lock = self._acquire()
         try:
@@ -453,10 +397,7 @@ class Future(cf.Future[T], Generic[T]):
         Returns:
             True if done-callbacks wait to be run (``_invoke_callbacks``).
         """
-        assert self._shared is None, "a loader's future is repaired by its loader"
-        self._lock = _Lock()
-        self._cond = None
-        self._waiter_list = None
+        renew_lock_in_child(self)  # a loader's future is repaired by its loader: asserted there
         if self._state not in (PENDING, RUNNING):
             return False
         self._state = CANCELLED_AND_NOTIFIED
@@ -498,7 +439,7 @@ class Future(cf.Future[T], Generic[T]):
         if not callable(fn):
             raise TypeError("fn must be callable")
         # Future.__init__'s stores, but the lock is the loader's lock this
-        # future shares (or shared), if any: see the class's comments.  Never
+        # future shares (or shared), if any: see _future_lock.  Never
         # a lock of this future's own: its Condition may be held (by
         # concurrent.futures.wait) while the chain detaches through it.
         shared = self._shared
@@ -593,7 +534,7 @@ def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
 
 
 def loader_future(lock: Any) -> Future[Any]:
-    """A new pending future guarded by *lock*, its loader's (see the comments of ``Future``).
+    """A new pending future sharing *lock*, its loader's (the lock protocol's *sharing* state: see ``_future_lock``).
 
     ``Future.__init__``'s stores, in its order (instances share their
     attribute layout), without a lock of its own.
@@ -614,65 +555,6 @@ def loader_future(lock: Any) -> Future[Any]:
 _new = object.__new__
 
 
-def settle_many(lock: Any, futures: list[Future[Any]], values: list[Any]) -> None:
-    """Settle each future with its value (an exception instance fails it), as ``_settle`` does.
-
-    The futures guarded by *lock* (their loader's) are settled under one
-    acquisition of it, with ``_settle``'s steps inline (a copy for speed: see
-    the module notes); any other (one that detached, see ``Future``) by
-    ``_settle``.  Every future is settled before any done-callback runs; a
-    callback's ``BaseException`` that is not an ``Exception`` propagates once
-    all the callbacks ran (see ``_invoke_callbacks``).
-    """
-    called = []
-    apart = None
-    lock.acquire()
-    try:
-        for fut, value in zip(futures, values):
-            if fut._lock is not lock:  # detached (it cannot while we hold lock)
-                if apart is None:
-                    apart = []
-                apart.append((fut, value))
-                continue
-            state = fut._state
-            if state is not PENDING and state is not RUNNING:
-                continue
-            if isinstance(value, BaseException):
-                fut._result = None
-                fut._exception = value
-            else:
-                fut._result = value
-                fut._exception = None
-            if fut._follow is not None:
-                fut._follow = fut._drivers = None
-            if fut._cond is None and not fut._waiter_list:
-                fut._state = FINISHED
-            else:
-                fut._finish_locked(FINISHED)
-            if fut._done_callbacks is not None:
-                called.append(fut)
-    finally:
-        lock.release()
-    escaped: Optional[BaseException] = None
-    for fut, value in apart or ():
-        try:
-            if isinstance(value, BaseException):
-                fut._settle(None, value)
-            else:
-                fut._settle(value, None)
-        except BaseException as exc:
-            if escaped is None:
-                escaped = exc
-    for fut in called:
-        try:
-            fut._invoke_callbacks()
-        except BaseException as exc:
-            if escaped is None:
-                escaped = exc
-    if escaped is not None:
-        raise escaped
-
-
 #: ``settle(fut, result, exception)``: complete *fut* unless it is done already
 #: (``Future._settle``); what the other modules of the package call to complete
 #: a future of theirs.  The method itself, not a wrapper: the same cost.
@@ -687,17 +569,6 @@ def abandon_in_child(fut: Future[Any]) -> None:
     """
     if fut._abandon_in_child():
         _fork.soon(fut._invoke_callbacks)
-
-
-def renew_lock_in_child(fut: Future[Any]) -> None:
-    """Fork repair of a future that stays pending in a forked child (a periodic task's, re-armed there).
-
-    Its lock may have been held by a parent thread at the fork, and its
-    waiters are the parent's threads: both are rebuilt (its own lock, no
-    Condition, no waiters).
-    """
-    assert fut._shared is None, "a loader's future is repaired by its loader"
-    fut._lock, fut._cond, fut._waiter_list = threading.Lock(), None, None
 
 
 def completed_future(value: T) -> Future[T]:

@@ -45,13 +45,13 @@ from ._executor_statistics import ExecutorStatistics, Window
 from ._future import Future, abandon_in_child, renew_lock_in_child, settle
 from ._time import Clock, wait_timeout
 
-__all__ = ["ScheduledFuture"]
+__all__ = ["Entry", "ScheduledFuture", "Timer"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 T = TypeVar("T")
 
 
-class _Entry:
+class Entry:
     """A task.  Fields other than ``future`` and ``ctx`` are guarded by the timer's lock."""
 
     __slots__ = ("fn", "args", "kwargs", "ctx", "future", "period", "fixed_rate", "due", "in_heap")
@@ -80,7 +80,7 @@ class ScheduledFuture(Future[T], Generic[T]):
     for a periodic task (a run in progress finishes, no new run starts).
     """
 
-    def __init__(self, timer: _Timer, entry: _Entry) -> None:
+    def __init__(self, timer: Timer, entry: Entry) -> None:
         super().__init__()
         self._timer = timer
         self._entry = entry
@@ -133,7 +133,7 @@ def _task_name(fn: Callable[..., Any]) -> str:
     return f"{module}.{qualname}" if module else qualname
 
 
-class _Timer:
+class Timer:
     """The timer thread's state.  The thread refers to this, never to the ScheduledExecutor.
 
     An entry's life: on the heap (``pending_count``) -> due, handed to the
@@ -149,11 +149,11 @@ class _Timer:
         self.clock = clock  # due times and timings; called under lock (see ScheduledExecutor)
         self.slow_task_threshold = slow_task_threshold
         self._init_locks()
-        self.heap: list[tuple[float, int, _Entry]] = []
+        self.heap: list[tuple[float, int, Entry]] = []
         self.seq = itertools.count()
         self.live = 0  # entries in the heap that are not cancelled: the pending count
-        self.queued: set[_Entry] = set()  # handed to the executor, not started
-        self.running: set[_Entry] = set()
+        self.queued: set[Entry] = set()  # handed to the executor, not started
+        self.running: set[Entry] = set()
         self.task_count = 0
         self.completed_count = 0
         self.failed_count = 0
@@ -175,14 +175,14 @@ class _Timer:
 
     def _init_locks(self) -> None:
         # lock guards heap, live, queued, running, the counts and windows,
-        # shutdown_flag, thread and every _Entry's due/in_heap.
+        # shutdown_flag, thread and every Entry's due/in_heap.
         # deadline_changed signals the timer thread that the earliest due
         # time moved or shutdown began.
         self.lock = threading.Lock()
         self.deadline_changed = threading.Condition(self.lock)
 
     # -- heap -------------------------------------------------------------------
-    def push_locked(self, entry: _Entry, due: float) -> None:
+    def push_locked(self, entry: Entry, due: float) -> None:
         entry.due = due
         entry.in_heap = True
         self.live += 1
@@ -197,7 +197,7 @@ class _Timer:
         self.thread = threading.Thread(target=self.run, name=f"{self.name}-timer", daemon=True)
         self.thread.start()
 
-    def discard(self, entry: _Entry) -> bool:
+    def discard(self, entry: Entry) -> bool:
         """Take *entry* off the heap; True if it was there."""
         with self.lock:
             if not entry.in_heap:
@@ -210,7 +210,7 @@ class _Timer:
                 heapq.heapify(self.heap)
             return True
 
-    def withdraw(self, entry: _Entry) -> bool:
+    def withdraw(self, entry: Entry) -> bool:
         """Take *entry* out of ``queued`` (handed to the executor, not started); True if it was there.
 
         Its run then does nothing (``run_entry`` finds it gone), so a
@@ -223,7 +223,7 @@ class _Timer:
             self.queued.discard(entry)
             return True
 
-    def schedule(self, entry: _Entry, delay: float) -> None:
+    def schedule(self, entry: Entry, delay: float) -> None:
         with self.lock:
             if self.shutdown_flag:
                 raise RuntimeError("cannot schedule new tasks after shutdown")
@@ -233,7 +233,7 @@ class _Timer:
         with self.lock:
             self.deadline_changed.notify_all()
 
-    def run_now(self, entry: _Entry) -> None:
+    def run_now(self, entry: Entry) -> None:
         """Hand *entry* to the executor at once (``submit``), bypassing the heap."""
         with self.lock:
             if self.shutdown_flag:
@@ -247,7 +247,7 @@ class _Timer:
     # -- the timer thread -----------------------------------------------------------
     def run(self) -> None:
         while True:
-            due: list[_Entry] = []
+            due: list[Entry] = []
             with self.lock:
                 while not due:
                     if self.shutdown_flag:
@@ -268,7 +268,7 @@ class _Timer:
             for entry in due:
                 self.hand_over(executor, entry)
 
-    def hand_over(self, executor: cf.Executor, entry: _Entry) -> None:
+    def hand_over(self, executor: cf.Executor, entry: Entry) -> None:
         if self.owned:
             # Our own pool: no Future per run; shutdown and fork are handled
             # through ``queued`` (see stop and _after_fork_in_child).
@@ -287,7 +287,7 @@ class _Timer:
         self.refusing = False
         pool_future.add_done_callback(lambda pf: self._dropped_if_cancelled(pf, entry))
 
-    def _drop(self, entry: _Entry, exc: BaseException) -> None:
+    def _drop(self, entry: Entry, exc: BaseException) -> None:
         # Logged once per run of refusals: at interpreter exit the pool
         # refuses every task from then on (every tick of every registry
         # never closed), and one line says it all.
@@ -299,7 +299,7 @@ class _Timer:
             self.queued.discard(entry)
         settle(entry.future, None, exc)
 
-    def _dropped_if_cancelled(self, pool_future: cf.Future[Any], entry: _Entry) -> None:
+    def _dropped_if_cancelled(self, pool_future: cf.Future[Any], entry: Entry) -> None:
         # The wrapped executor cancelled the run before it started (its own
         # shutdown with cancel_futures): the task will not run, so neither
         # will a periodic task's next run.
@@ -312,7 +312,7 @@ class _Timer:
             entry.future._notify_cancelled()
 
     # -- on the wrapped executor ------------------------------------------------------
-    def run_entry(self, entry: _Entry) -> None:
+    def run_entry(self, entry: Entry) -> None:
         fut = entry.future
         with self.lock:
             if entry not in self.queued:

@@ -461,3 +461,17 @@ def test_dataloader_sync_flask_without_flask_says_which_extra_to_install():
         "    raise SystemExit('no ImportError')\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_graphql_view_answers_an_invalid_schema_with_500_and_its_errors(recorder):
+    from graphql import GraphQLArgument, GraphQLField, GraphQLObjectType, GraphQLSchema, GraphQLString
+
+    # The schema builds, but validate_schema refuses a name starting with "__".
+    field = GraphQLField(GraphQLString, args={"__bad": GraphQLArgument(GraphQLString)})
+    query = GraphQLObjectType("Query", {"x": field})
+    app = flask.Flask(__name__)
+    app.add_url_rule("/graphql", view_func=graphql_view(GraphQLSchema(query), registry_factory=recorder.factory))
+    response = app.test_client().post("/graphql", json={"query": "{ x }"})
+    assert response.status_code == 500
+    assert "__bad" in response.json["errors"][0]["message"]
+    assert recorder.registries[0].closed

@@ -57,6 +57,7 @@ _current_batch: contextvars.ContextVar[Optional[_Batch]] = contextvars.ContextVa
 def _loader_name(loader: DataLoader[Any, Any]) -> str:
     if loader.name:
         return loader.name
+    # DataLoader has no public accessor for its batch function (a name is all we take of it).
     fn = getattr(loader, "_batch_load_fn", None)
     return getattr(fn, "__qualname__", None) or "DataLoader"
 

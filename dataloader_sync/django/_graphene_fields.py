@@ -104,6 +104,7 @@ class _LoaderPages:
                     base = maybe_queryset(default_manager)
                 return queryset_resolver(connection, base, info, dict(resolver_args))
 
+            # _meta: graphene's documented type options (the node type) and Django's Model._meta.
             request = PageRequest(connection._meta.node._meta.model, make_queryset,
                                   rows_needed(resolver_args, max_limit), selects(info, "totalCount"),
                                   (queryset_resolver, default_manager, _frozen(resolver_args)))

@@ -42,10 +42,10 @@ from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._connections import batch_connection
-from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label
+from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label, using_alias
 from ._relations import Relation, relation
 
-__all__ = ["load_model", "load_related", "model_loader", "related_loader"]
+__all__ = ["load_model", "load_related", "model_loader", "related_loader", "unlinked"]
 
 _PARENT = "_dataloader_sync_parent"  # annotation: the parent key a related row belongs to
 _ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent (first=)
@@ -128,7 +128,8 @@ def keys_by_database(rel: Relation, queryset: Optional[QuerySet[Any]], instances
     by_db: dict[str, list[Any]] = {}
     for instance, key in zip(instances, parents):
         if key is not None:
-            db = (queryset._db if queryset is not None else None) or instance._state.db \
+            # Model._state.db: Django's documented record of the database an instance came from.
+            db = (using_alias(queryset) if queryset is not None else None) or instance._state.db \
                 or router.db_for_read(rel.related_model, instance=instance)
             by_db.setdefault(db, []).append(key)
     return by_db
@@ -145,7 +146,7 @@ def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
     deferred: dict[tuple[Any, str], list[Model]] = {}
     for instance in instances:
         if attname not in instance.__dict__:  # deferred (a loaded column is in the instance's __dict__)
-            db = instance._state.db or router.db_for_read(type(instance), instance=instance)
+            db = instance._state.db or router.db_for_read(type(instance), instance=instance)  # documented, as above
             deferred.setdefault((type(instance)._meta.concrete_model, db), []).append(instance)
     for (model, db), group in deferred.items():
         with batch_connection(db):
@@ -158,7 +159,7 @@ def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
            keys: list[Any]) -> dict[Any, Any]:
     """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
-    base = (rel.manager().all() if queryset is None else _unlinked(rel, queryset)).using(db)
+    base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db)
     ordering = ordering_of(base)
     base = base.annotate(**{_PARENT: F(rel.path)})
     if first is not None:
@@ -178,7 +179,7 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
     return found
 
 
-def _unlinked(rel: Relation, queryset: QuerySet[Any]) -> QuerySet[Any]:
+def unlinked(rel: Relation, queryset: QuerySet[Any]) -> QuerySet[Any]:
     """*queryset*, or the same rows selected by primary key when it joins the relation's own through table.
 
     The parent annotation (``F("books__id")``) reuses a join the queryset

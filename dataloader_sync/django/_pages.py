@@ -31,7 +31,7 @@ from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
-from ._orm import _unlinked, keys_by_database
+from ._orm import keys_by_database, unlinked
 from ._querysets import key_chunks
 from ._relations import relation
 
@@ -102,7 +102,7 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
     for db, keys in by_db.items():
         # a queryset joining the relation's own through table is counted by
         # primary key, apart from the parent link, as load_related selects it
-        base = (rel.manager().all() if queryset is None else _unlinked(rel, queryset)).using(db).order_by()
+        base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db).order_by()
         base = base.annotate(**{_PARENT: models.F(rel.path)})
         with batch_connection(db):
             for chunk in key_chunks(base, _PARENT, rel.key_field, list(dict.fromkeys(keys))):

@@ -32,7 +32,7 @@ from django.db import connections
 from django.db.models import F, Lookup, QuerySet
 from django.db.models.query import ModelIterable
 
-__all__ = ["EMPTY", "check_queryset", "key_chunks", "ordering_of", "queryset_key", "queryset_label"]
+__all__ = ["EMPTY", "check_queryset", "key_chunks", "ordering_of", "queryset_key", "queryset_label", "using_alias"]
 
 EMPTY = "<no rows>"  # the SQL part of the key of a queryset that can match nothing
 _KEYS: weakref.WeakKeyDictionary[QuerySet[Any], Hashable] = weakref.WeakKeyDictionary()
@@ -47,8 +47,15 @@ def check_queryset(queryset: Any, model: Any, parameter: str = "queryset") -> No
         raise ValueError(f"{parameter} must be a queryset of {model.__name__} (got {queryset.model.__name__})")
     if queryset.query.is_sliced:
         raise ValueError(f"{parameter} must not be sliced (use first=)")
+    # values()/values_list() have no public mark but the iterable class they set.
     if queryset._iterable_class is not ModelIterable:
         raise ValueError(f"{parameter} must give model instances (not values() or values_list())")
+
+
+def using_alias(queryset: QuerySet[Any]) -> Optional[str]:
+    """The database alias *queryset* was given with ``using()``, or None."""
+    # QuerySet.db falls back to the router's choice; only _db says whether using() named one.
+    return queryset._db  # type: ignore[no-any-return]
 
 
 def _hashable(value: Any) -> Hashable:
@@ -69,7 +76,7 @@ def queryset_key(queryset: Optional[QuerySet[Any]]) -> Hashable:
             sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
         except EmptyResultSet:
             sql, params = EMPTY, ()
-        key = (queryset.model, queryset._db, sql, tuple(_hashable(p) for p in params))
+        key = (queryset.model, using_alias(queryset), sql, tuple(_hashable(p) for p in params))
         _KEYS[queryset] = key
     return key
 
@@ -88,7 +95,8 @@ def queryset_label(queryset: QuerySet[Any]) -> str:
         text = sql
     cut = min([i for i in (text.find(" WHERE "), text.find(" ORDER BY ")) if i >= 0], default=-1)
     text = text[cut + 1:] if cut >= 0 else "all"
-    using = f" using {queryset._db}" if queryset._db else ""
+    alias = using_alias(queryset)
+    using = f" using {alias}" if alias else ""
     return f"{queryset.model.__name__} {text if len(text) <= 80 else text[:77] + '...'}{using}"
 
 

@@ -143,18 +143,35 @@ def graphql_view(
             a factory not callable, or *name* not a str.
         ImportError: graphql-core is not installed.
     """
-    from graphql import (
-        GraphQLError,
-        GraphQLSchema,
-        OperationType,
-        execute,
-        get_operation_ast,
-        parse,
-        validate,
-        validate_schema,
-    )
+    graphql_schema = _checked_schema(schema, loaders, registry_factory, context_factory, name)
 
-    from ..graphql import DataLoaderExecutionContext
+    def view() -> flask.Response:
+        # The request itself, not the context-local proxy, goes in the context
+        # (resolvers may run on other threads); werkzeug's documented accessor.
+        request = flask.request._get_current_object()  # type: ignore[attr-defined]
+        registry = _request_registry(loaders, registry_factory)
+        try:
+            return _run(graphql_schema, request, registry, context_factory, root_value, middleware)
+        except _HttpError as error:
+            return _json_response({"errors": [{"message": str(error)}]}, error.status, error.headers)
+        finally:
+            if registry_factory is not None:  # made for this execution: closed with it
+                close_quietly(registry)
+
+    view.__name__ = view.__qualname__ = name
+    view.methods = ["GET", "POST"]  # type: ignore[attr-defined]
+    return view
+
+
+def _checked_schema(schema: Any, loaders: Optional[DataLoaders],
+                    registry_factory: Optional[Callable[[], DataLoaderRegistry]],
+                    context_factory: Optional[Callable[[DataLoaderRegistry], Any]], name: str) -> Any:
+    """Check ``graphql_view``'s arguments; return the graphql-core schema (a graphene one's ``graphql_schema``).
+
+    Raises:
+        ImportError, ValueError, TypeError: as ``graphql_view``.
+    """
+    from graphql import GraphQLSchema
 
     if loaders is not None and registry_factory is not None:
         raise ValueError("give loaders or registry_factory, not both")
@@ -171,64 +188,71 @@ def graphql_view(
         raise TypeError(
             f"schema must be a graphene Schema or a graphql-core GraphQLSchema, got {type(schema).__name__}"
         )
+    return graphql_schema
 
-    def run(request: flask.Request, registry: DataLoaderRegistry) -> flask.Response:
-        query, variables, operation_name = _graphql_params(request)
-        schema_errors = validate_schema(graphql_schema)
-        if schema_errors:
-            return _json_response({"errors": [e.formatted for e in schema_errors]}, 500)
-        try:
-            document = parse(query)
-        except GraphQLError as error:
-            return _json_response({"errors": [error.formatted]}, 400)
-        operation = get_operation_ast(document, operation_name)
-        if request.method == "GET" and operation is not None and operation.operation != OperationType.QUERY:
-            raise _HttpError(405, f"Can only perform a {operation.operation.value} operation from a POST request.",
-                             {"Allow": "POST"})
-        validation_errors = validate(graphql_schema, document)
-        if validation_errors:
-            return _json_response({"errors": [e.formatted for e in validation_errors]}, 400)
-        context = GraphQLContext(request, registry) if context_factory is None else context_factory(registry)
-        result = execute(
-            graphql_schema,
-            document,
-            root_value=root_value,
-            context_value=context,
-            variable_values=variables,
-            operation_name=operation_name,
-            middleware=middleware,
-            execution_context_class=DataLoaderExecutionContext,
+
+def _request_registry(loaders: Optional[DataLoaders],
+                      registry_factory: Optional[Callable[[], DataLoaderRegistry]]) -> DataLoaderRegistry:
+    """The registry of this request: a fresh one from *registry_factory*, or the extension's.
+
+    Raises:
+        RuntimeError: neither is given and the app has no ``DataLoaders`` extension.
+    """
+    if registry_factory is not None:
+        return make_request_registry(registry_factory)
+    extension = loaders if loaders is not None else flask.current_app.extensions.get(EXTENSION_KEY)
+    if extension is None:
+        raise RuntimeError(
+            "graphql_view needs a registry: set up DataLoaders(app, factory=...) "
+            "or pass loaders= or registry_factory="
         )
-        if inspect.isawaitable(result):
-            getattr(result, "close", lambda: None)()
-            raise RuntimeError("GraphQL execution returned an awaitable; graphql_view runs sync resolvers only")
-        errors = result.errors or []
-        # Errors without a path were raised before execution started (an
-        # unknown operation, variables that do not coerce): a bad request.
-        status = 400 if result.data is None and errors and all(e.path is None for e in errors) else 200
-        return _json_response(result.formatted, status)
+    return extension.get_registry()
 
-    def view() -> flask.Response:
-        request = flask.request._get_current_object()  # type: ignore[attr-defined]
-        owned = registry_factory is not None
-        if registry_factory is not None:
-            registry = make_request_registry(registry_factory)
-        else:
-            extension = loaders if loaders is not None else flask.current_app.extensions.get(EXTENSION_KEY)
-            if extension is None:
-                raise RuntimeError(
-                    "graphql_view needs a registry: set up DataLoaders(app, factory=...) "
-                    "or pass loaders= or registry_factory="
-                )
-            registry = extension.get_registry()
-        try:
-            return run(request, registry)
-        except _HttpError as error:
-            return _json_response({"errors": [{"message": str(error)}]}, error.status, error.headers)
-        finally:
-            if owned:
-                close_quietly(registry)
 
-    view.__name__ = view.__qualname__ = name
-    view.methods = ["GET", "POST"]  # type: ignore[attr-defined]
-    return view
+def _run(graphql_schema: Any, request: flask.Request, registry: DataLoaderRegistry,
+         context_factory: Optional[Callable[[DataLoaderRegistry], Any]], root_value: Any,
+         middleware: Any) -> flask.Response:
+    """Execute the GraphQL request *request* with *registry*; its JSON response.
+
+    Raises:
+        _HttpError: the request cannot be run (answered by the view).
+        RuntimeError: the execution returned an awaitable (an async resolver).
+    """
+    from graphql import GraphQLError, OperationType, execute, get_operation_ast, parse, validate, validate_schema
+
+    from ..graphql import DataLoaderExecutionContext
+
+    query, variables, operation_name = _graphql_params(request)
+    schema_errors = validate_schema(graphql_schema)
+    if schema_errors:
+        return _json_response({"errors": [e.formatted for e in schema_errors]}, 500)
+    try:
+        document = parse(query)
+    except GraphQLError as error:
+        return _json_response({"errors": [error.formatted]}, 400)
+    operation = get_operation_ast(document, operation_name)
+    if request.method == "GET" and operation is not None and operation.operation != OperationType.QUERY:
+        raise _HttpError(405, f"Can only perform a {operation.operation.value} operation from a POST request.",
+                         {"Allow": "POST"})
+    validation_errors = validate(graphql_schema, document)
+    if validation_errors:
+        return _json_response({"errors": [e.formatted for e in validation_errors]}, 400)
+    context = GraphQLContext(request, registry) if context_factory is None else context_factory(registry)
+    result = execute(
+        graphql_schema,
+        document,
+        root_value=root_value,
+        context_value=context,
+        variable_values=variables,
+        operation_name=operation_name,
+        middleware=middleware,
+        execution_context_class=DataLoaderExecutionContext,
+    )
+    if inspect.isawaitable(result):
+        getattr(result, "close", lambda: None)()
+        raise RuntimeError("GraphQL execution returned an awaitable; graphql_view runs sync resolvers only")
+    errors = result.errors or []
+    # Errors without a path were raised before execution started (an
+    # unknown operation, variables that do not coerce): a bad request.
+    status = 400 if result.data is None and errors and all(e.path is None for e in errors) else 200
+    return _json_response(result.formatted, status)

@@ -40,7 +40,7 @@ from .._batch import BatchLoaderEnvironment
 from .._breaker import live_breakers  # the core's, also dataloader_sync.live_breakers
 from .._dataloader import DataLoader
 from .._instrumentation import DataLoaderInstrumentation, DataLoaderInstrumentationContext
-from ._spans import _error_type, _loader_name
+from ._spans import error_type, loader_name
 
 __all__ = ["OpenTelemetryMetrics", "get_meter", "histogram"]
 
@@ -120,7 +120,7 @@ class _BatchTimer:
         elapsed = time.perf_counter() - self.start
         attributes = self.attributes
         if error is not None:
-            attributes = {**attributes, "error.type": _error_type(error)}
+            attributes = {**attributes, "error.type": error_type(error)}
         self.duration.record(elapsed, attributes)
 
 
@@ -163,12 +163,12 @@ class OpenTelemetryMetrics(DataLoaderInstrumentation):
         keys: list[Any],
         environment: Optional[BatchLoaderEnvironment],
     ) -> Optional[DataLoaderInstrumentationContext]:
-        attributes = {"dataloader.name": _loader_name(loader)}
+        attributes = {"dataloader.name": loader_name(loader)}
         self._size.record(len(keys), attributes)
         return _BatchTimer(self._duration, attributes)
 
     def value_cache_lookup(self, loader: DataLoader[Any, Any], hits: int, misses: int) -> None:
-        name = _loader_name(loader)
+        name = loader_name(loader)
         if hits:
             self._lookups.add(hits, {"dataloader.name": name, "dataloader.value_cache.result": "hit"})
         if misses:

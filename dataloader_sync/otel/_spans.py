@@ -38,20 +38,21 @@ from .._instrumentation import (
     DataLoaderInstrumentationContext,
 )
 
-__all__ = ["OpenTelemetryInstrumentation"]
+__all__ = ["OpenTelemetryInstrumentation", "error_type", "loader_name"]
 
 _TRACER_NAME = "dataloader_sync"
 
 
-def _loader_name(loader: DataLoader[Any, Any]) -> str:
+def loader_name(loader: DataLoader[Any, Any]) -> str:
     """The loader's name; for an unnamed, unregistered loader its batch function's."""
     if loader.name:
         return loader.name
+    # DataLoader has no public accessor for its batch function (a name is all we take of it).
     fn = getattr(loader, "_batch_load_fn", None)
     return getattr(fn, "__qualname__", None) or "DataLoader"
 
 
-def _error_type(error: BaseException) -> str:
+def error_type(error: BaseException) -> str:
     cls = type(error)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 
@@ -68,7 +69,7 @@ class _BatchSpan:
         span = self.span
         if error is not None:
             span.record_exception(error)
-            span.set_attribute("error.type", _error_type(error))
+            span.set_attribute("error.type", error_type(error))
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.end()
 
@@ -98,7 +99,7 @@ class OpenTelemetryInstrumentation(DataLoaderInstrumentation):
         keys: list[Any],
         environment: Optional[BatchLoaderEnvironment],
     ) -> Optional[DataLoaderInstrumentationContext]:
-        name = _loader_name(loader)
+        name = loader_name(loader)
         span = self._tracer.start_span(  # parent: the span current here, on the dispatching thread
             f"dataloader.batch {name}",
             kind=SpanKind.INTERNAL,

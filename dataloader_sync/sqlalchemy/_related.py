@@ -88,85 +88,129 @@ def load_related(
     """
     relation = relation_of(attribute)
     check_session(session)
-    criteria = criteria_for(relation, where, order_by, first)
-    plain = criteria.empty  # shortcuts (loaded values, the identity map) would bypass where=
-    factory = is_factory(session)
-    given = resolve(session)
-    results: list[Any] = [None] * len(instances)
-    pending: dict[tuple[Any, ...], list[int]] = {}
-    batch_session: Optional[Session] = given
-    checked: Optional[Session] = None
-    unloaded: list[tuple[int, InstanceState[Any]]] = []  # key columns deferred or expired: one statement
-
-    def place(index: int, key: Optional[tuple[Any, ...]]) -> None:
-        if key is None:
-            results[index] = [] if relation.to_many else None
-            return
-        if plain and relation.identity and batch_session is not None:
-            found = _from_identity_map(batch_session, relation, key)
-            if found is not None:
-                results[index] = found
-                return
-        pending.setdefault(key, []).append(index)
-
+    batch = _RelatedBatch(relation, criteria_for(relation, where, order_by, first), session, len(instances))
     for index, instance in enumerate(instances):
+        batch.add(index, instance)
+    batch.place_unloaded()
+    if batch.pending:
+        batch.query()
+    return batch.results
+
+
+class _RelatedBatch:
+    """One call of ``load_related``: each instance's value, the keys left to query, the batch's session.
+
+    Used by one thread, for one call.
+    """
+
+    __slots__ = ("relation", "criteria", "plain", "argument", "factory", "given", "results", "pending",
+                 "session", "checked", "unloaded")
+
+    def __init__(self, relation: Relation, criteria: Criteria, session: SessionArgument, size: int) -> None:
+        self.relation = relation
+        self.criteria = criteria
+        self.plain = criteria.empty  # shortcuts (loaded values, the identity map) would bypass where=
+        self.argument = session  # load_related's session=
+        self.factory = is_factory(session)
+        self.given = resolve(session)
+        self.results: list[Any] = [None] * size
+        self.pending: dict[tuple[Any, ...], list[int]] = {}  # key -> the indexes of the instances waiting for it
+        self.session: Optional[Session] = self.given  # the batch's session, once known
+        self.checked: Optional[Session] = None  # the session whose thread was checked
+        self.unloaded: list[tuple[int, InstanceState[Any]]] = []  # key columns deferred or expired: one statement
+
+    def add(self, index: int, instance: Any) -> None:
+        """Give *instance* (at *index*) its value, or its error, or queue its key.
+
+        Raises:
+            RuntimeError: the batch's session belongs to another thread.
+        """
+        relation = self.relation
         state = _state_of(instance, relation)
         if isinstance(state, Exception):
-            results[index] = state
-            continue
-        if plain and not relation.to_many and relation.key in state.dict:  # already loaded: no session needed
-            results[index] = state.dict[relation.key]
-            continue
-        if not factory:
-            own = state.session
-            if own is None and given is None:
-                results[index] = DetachedInstanceError(
-                    f"{_describe(state)} is not in a session, so {relation.name} cannot be loaded for it; "
-                    "pass session= to related_loader"
-                )
-                continue
-            if batch_session is None:
-                assert own is not None  # given is None here
-                batch_session = own
-            elif own is not None and own is not batch_session:
-                results[index] = ValueError(
-                    f"{_describe(state)} belongs to another session than the batch's: each batch of "
-                    f"{relation.name} runs in one session; load instances of one session, or pass session="
-                )
-                continue
-            if checked is not batch_session:
-                check_thread(batch_session, relation.name)
-                checked = batch_session
+            self.results[index] = state
+            return
+        if self.plain and not relation.to_many and relation.key in state.dict:  # already loaded: no session needed
+            self.results[index] = state.dict[relation.key]
+            return
+        if not self.factory:
+            error = self._join_session(state)
+            if error is not None:
+                self.results[index] = error
+                return
         try:
-            key = _key_of(state, relation, may_load=not factory)
+            key = _key_of(state, relation, may_load=not self.factory)
         except Exception as error:
-            results[index] = error
-            continue
+            self.results[index] = error
+            return
         if key is _UNLOADED:
-            unloaded.append((index, state))
+            self.unloaded.append((index, state))
         else:
-            place(index, key)
-    if unloaded:
-        assert batch_session is not None  # may_load: not a factory batch
-        keys = _load_keys(batch_session, relation, [state for _, state in unloaded])
-        for index, state in unloaded:
-            place(index, keys.get(state.identity, None))
-    if not pending:
-        return results
-    with open_batch_session(session, batch_session) as query_session:
-        rows = run_keyed(query_session, lambda clause: relation.statement(clause, criteria), relation.target,
-                         relation.match_columns, list(pending))
-        values: dict[tuple[Any, ...], Any] = {}
-        for value, match in rows:
-            if relation.to_many:
-                values.setdefault(match, []).append(value)
-            else:
-                values.setdefault(match, value)
-    for key, indexes in pending.items():
-        value = values.get(key)
-        for index in indexes:
-            results[index] = (list(value) if value else []) if relation.to_many else value
-    return results
+            self.place(index, key)
+
+    def _join_session(self, state: InstanceState[Any]) -> Optional[Exception]:
+        """Make *state*'s session the batch's if it has none yet, checking its thread; the key's error, if any.
+
+        Raises:
+            RuntimeError: the batch's session belongs to another thread.
+        """
+        own = state.session
+        if own is None and self.given is None:
+            return DetachedInstanceError(
+                f"{_describe(state)} is not in a session, so {self.relation.name} cannot be loaded for it; "
+                "pass session= to related_loader"
+            )
+        if self.session is None:
+            assert own is not None  # given is None here
+            self.session = own
+        elif own is not None and own is not self.session:
+            return ValueError(
+                f"{_describe(state)} belongs to another session than the batch's: each batch of "
+                f"{self.relation.name} runs in one session; load instances of one session, or pass session="
+            )
+        if self.checked is not self.session:
+            check_thread(self.session, self.relation.name)
+            self.checked = self.session
+        return None
+
+    def place(self, index: int, key: Optional[tuple[Any, ...]]) -> None:
+        """The instance at *index* has parent key *key*: its value if known without a query, else queue the key."""
+        relation = self.relation
+        if key is None:
+            self.results[index] = [] if relation.to_many else None
+            return
+        if self.plain and relation.identity and self.session is not None:
+            found = _from_identity_map(self.session, relation, key)
+            if found is not None:
+                self.results[index] = found
+                return
+        self.pending.setdefault(key, []).append(index)
+
+    def place_unloaded(self) -> None:
+        """Load the key columns the instances had not loaded, all in one statement, and place them."""
+        if self.unloaded:
+            assert self.session is not None  # may_load: not a factory batch
+            keys = _load_keys(self.session, self.relation, [state for _, state in self.unloaded])
+            for index, state in self.unloaded:
+                self.place(index, keys.get(state.identity, None))
+
+    def query(self) -> None:
+        """Load the related rows of the pending keys (one statement, or as few as the driver allows)."""
+        relation, criteria = self.relation, self.criteria
+        with open_batch_session(self.argument, self.session) as query_session:
+            rows = run_keyed(query_session, lambda clause: relation.statement(clause, criteria), relation.target,
+                             relation.match_columns, list(self.pending))
+            values: dict[tuple[Any, ...], Any] = {}
+            for value, match in rows:
+                if relation.to_many:
+                    values.setdefault(match, []).append(value)
+                else:
+                    values.setdefault(match, value)
+        results = self.results
+        for key, indexes in self.pending.items():
+            value = values.get(key)
+            for index in indexes:
+                results[index] = (list(value) if value else []) if relation.to_many else value
 
 
 def _state_of(instance: Any, relation: Relation) -> InstanceState[Any] | Exception:

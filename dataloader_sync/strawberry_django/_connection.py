@@ -76,6 +76,7 @@ class DataLoaderConnectionExtension(StrawberryDjangoConnectionExtension):  # typ
                 base = model._default_manager.all()
             return field.get_queryset(base, info, **kwargs)
 
+        # strawberry's Info has no public graphql-core info; selects() walks its field nodes and fragments.
         request = PageRequest(model, make_queryset, self._rows_needed(info, before, after, first, last),
                               selects(info._raw_info, "totalCount"), (field, repr(sorted(kwargs.items()))))
         with requesting(request):
