@@ -1,7 +1,8 @@
 """Per-operation costs for tools/bench.py ``--micro`` and their shape for ``--scaling``.
 
 ``micro()``: ns per ``load()`` (cached, queued), per ``dispatch()`` of 100 keys,
-per tick of an idle 200-loader registry, per one-key batch with and without
+per tick of an idle 200-loader registry, per request for building
+and closing that registry (the fixed cost of a request), per one-key batch with and without
 the OpenTelemetry instrumentations (when opentelemetry-sdk is installed), beside graphql-sync-dataloaders'
 ``SyncDataLoader`` (when installed) and a bare ``concurrent.futures.Future``
 lifecycle, in the same run.  Each figure is the best of 5 repeats with the
@@ -201,6 +202,20 @@ def _dgs_registry(executor: ScheduledExecutor, loaders: int = 200) -> ScheduledD
     return registry
 
 
+def _registry_per_request() -> float:
+    """Seconds to build the Bench shape's per-request registry (200 ``DataLoader()`` + ``register``) and close it."""
+    executor = ScheduledExecutor(name="bench-micro")
+    try:
+        total = 0.0
+        for _ in range(20):
+            t = time.perf_counter()
+            _dgs_registry(executor).close()
+            total += time.perf_counter() - t
+        return total / 20
+    finally:
+        executor.shutdown(cancel_futures=True)
+
+
 def _idle_tick(path: str) -> Callable[[], float]:
     """``dispatch_all_with_count()`` of an idle 200-loader registry, or its ``_tick`` (which also re-arms)."""
     def case() -> float:
@@ -302,6 +317,7 @@ def micro(quick: bool = False) -> dict[str, float]:
     rows += [
         ("registry dispatch_all_with_count, 200 idle loaders", _timed(_idle_tick("dispatch_all"))),
         ("registry _tick (re-arm + 200 idle loaders)", _timed(_idle_tick("tick"))),
+        ("registry per request: 200 DataLoader() + register + close", _timed(_registry_per_request)),
         ("dataloader_sync.Future: create, set_result, result", bench_future_cycle(Future, REPEAT) * 1e9 - overhead),
         ("concurrent.futures.Future: create, set_result, result",
          bench_future_cycle(cf.Future, REPEAT) * 1e9 - overhead),
