@@ -201,8 +201,3 @@ class _SinkPart:
                 out[positions[j]] = value
         self.sink.report(0, [], error)
 
-
-# The names these two classes had before they lost their underscore (their module is private):
-# kept so that code written against the old names still imports.
-_Queue = KeyQueue
-_DispatchSink = DispatchSink

@@ -241,7 +241,7 @@ class DataLoader(Generic[K, V]):
         self._clock = clock
         # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
         # counters (the batch call's too), and it is the lock of this loader's
-        # futures (see _future's lock protocol).  Re-entrant, at the cost of a
+        # futures (see _future_lock's lock protocol).  Re-entrant, at the cost of a
         # plain lock: a cache_map's methods run under it, and may touch the
         # futures they hold.
         self._lock = threading.RLock()

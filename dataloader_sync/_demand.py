@@ -90,7 +90,7 @@ class TicketLoader(Protocol):
 class Drivable(Protocol):
     """The seam between this module and ``_future.Future``: what a driver reads and writes of a future.
 
-    The fields are the future's (see its comments and its lock protocol);
+    The fields are the future's (see its comments, and _future_lock for its lock protocol);
     ``_acquire`` returns its current lock, held, under which ``_drivers``,
     ``_follow`` and ``_waiter_list`` are read and changed.  What a chain
     follows may also be a plain ``concurrent.futures.Future`` (an

@@ -51,8 +51,8 @@ from . import _fork
 from ._demand import drive_and_wait, waiters_for
 from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
 
-__all__ = ["Future", "abandon_in_child", "completed_future", "failed_future", "loader_future", "renew_lock_in_child",
-           "settle", "settle_many"]
+__all__ = ["Future", "abandon_in_child", "completed_future", "copy_outcome", "failed_future", "loader_future",
+           "renew_lock_in_child", "settle", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -523,7 +523,7 @@ class _Chain(Future[Any]):
             self._settle(value, None)
 
 
-def _copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
+def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
     """Complete *dst*, which followed the done *src*, with *src*'s outcome (a cancellation as a CancelledError)."""
     try:
         value = src.result()

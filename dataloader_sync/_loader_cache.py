@@ -24,7 +24,7 @@ from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
 from ._demand import Ticket
-from ._future import Future, _copy_outcome, completed_future, failed_future
+from ._future import Future, completed_future, copy_outcome, failed_future
 
 __all__ = ["Cached", "cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
 
@@ -76,7 +76,7 @@ def prime(loader: Cached, key: Any, value: Any) -> None:
         loader._cache_failed(*cache_error)
     if pending is not None and not present:
         # Outside the lock: a done future runs the callback at once.
-        pending.add_done_callback(lambda src: _copy_outcome(src, fut))
+        pending.add_done_callback(lambda src: copy_outcome(src, fut))
 
 
 def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
