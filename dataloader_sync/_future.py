@@ -253,7 +253,10 @@ class Future(cf.Future[T], Generic[T]):
             escaped: Optional[BaseException] = None
             for fn in callbacks if type(callbacks) is list else (callbacks,):
                 try:
-                    fn(self)
+                    if fn.__class__ is _Chain:  # a then() future waiting on this one (see _add_chain)
+                        fn._step(self)
+                    else:
+                        fn(self)
                 except Exception:
                     _LOGGER.exception("exception calling callback for %r", self)
                 except BaseException as exc:
@@ -458,8 +461,34 @@ class Future(cf.Future[T], Generic[T]):
         # execution's scope; the copy holds the then()-time scope (even None).
         out._fn = fn
         out._context = copy_context()
-        self.add_done_callback(out._step)  # a bound method: the future itself is not callable
+        self._add_chain(out)
         return out
+
+    def _add_chain(self, chain: _Chain) -> None:
+        """``add_done_callback(chain._step)``, with the chain itself stored as the callback.
+
+        ``_invoke_callbacks`` runs a ``_Chain`` entry as ``chain._step(self)``:
+        no bound method per ``then()`` (one object less for the cyclic GC to
+        walk while the chain waits); the chain itself stays not callable.
+        """
+        if self._state is PENDING or self._state is RUNNING:
+            lock = self._acquire()
+            try:
+                if self._state is PENDING or self._state is RUNNING:
+                    callbacks = self._done_callbacks
+                    if callbacks is None:
+                        self._done_callbacks = chain
+                    elif type(callbacks) is list:
+                        callbacks.append(chain)
+                    else:
+                        self._done_callbacks = [callbacks, chain]
+                    return
+            finally:
+                lock.release()
+        try:
+            chain._step(self)
+        except Exception:
+            _LOGGER.exception("exception calling callback for %r", self)
 
     def _move_to(self, inner: cf.Future[Any]) -> None:
         """The chain moved on: this future now waits on *inner*; wake its blocked drivers."""
@@ -481,9 +510,11 @@ class Future(cf.Future[T], Generic[T]):
 class _Chain(Future[Any]):
     """The future ``then(fn)`` returns.
 
-    Its bound method ``_step`` is the done-callback of its source, and then
-    of the future ``fn`` returned, if any (no closure per call: a chained load
-    is on the hot path of every nested GraphQL field).  The future itself is
+    The chain itself is the done-callback of its source, and then of the
+    future ``fn`` returned, if any, run as ``_step(src)`` (``Future._add_chain``:
+    no closure nor bound method per call, a chained load is on the hot path of
+    every nested GraphQL field); of a plain ``concurrent.futures.Future`` it is
+    the bound method ``_step``.  The future itself is
     not callable: frameworks call a callable resolver result (strawberry-django's
     ``django_resolver`` does), and must get the chain's value.
 
@@ -518,7 +549,10 @@ class _Chain(Future[Any]):
             return
         if isinstance(value, cf.Future):
             self._move_to(value)
-            value.add_done_callback(self._step)
+            if isinstance(value, Future):
+                value._add_chain(self)
+            else:  # a plain concurrent.futures.Future calls its callbacks
+                value.add_done_callback(self._step)
         else:
             self._settle(value, None)
 

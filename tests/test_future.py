@@ -389,6 +389,24 @@ def test_Future_then_returns_a_future_that_is_not_callable():
     assert not callable(out) and out.result(TIMEOUT) == 2 and flat.result(TIMEOUT) == 1
 
 
+def test_Future_then_keeps_no_callback_object_of_its_own_and_keeps_the_callbacks_order():
+    # The chain itself waits in its source's done-callbacks (no bound method
+    # per then(), one object less for the cyclic GC), and in those of the
+    # future its function returned; callbacks still run in registration order.
+    src: Future = Future()
+    inner: Future = Future()
+    order: list[str] = []
+    src.add_done_callback(lambda f: order.append("before"))
+    out = src.then(lambda v: (order.append("chain"), inner)[1])
+    src.add_done_callback(lambda f: order.append("after"))
+    assert out in src._done_callbacks
+    src.set_result(1)
+    assert order == ["before", "chain", "after"]
+    assert inner._done_callbacks is out and not callable(out)
+    inner.set_result(2)
+    assert out.result(TIMEOUT) == 2
+
+
 def test_Future_then_of_a_then_future_chains_both_stages():
     src: Future = Future()
     inner: Future = Future()

@@ -488,6 +488,29 @@ def test_three_levels_over_n_objects_make_one_batch_per_loader_per_level() -> No
     assert [len(c) for c in labels.calls] == [7, 14, 28]
 
 
+def test_the_waiting_fields_of_every_level_are_kept_in_the_same_two_lists(monkeypatch: Any) -> None:
+    # The loop's list of waiting fields is not a new list at each step: a new
+    # young list of every waiting field is what each young collection of the
+    # cyclic GC would walk again (see Run.spare).
+    from dataloader_sync.graphql import _loop
+
+    lists: dict[int, list[Any]] = {}  # id -> the list itself (kept: ids stay unique)
+    real = _loop.resume_done
+
+    def recording(ctx: Any, run: Any) -> bool:
+        lists[id(run.unwatched)] = run.unwatched
+        lists[id(run.spare)] = run.spare
+        return real(ctx, run)
+
+    monkeypatch.setattr(_loop, "resume_done", recording)
+    nodes, kids, labels = Recorder(lambda k: {"id": k}), Recorder(lambda k: [k * 10 + 1, k * 10 + 2]), Recorder(str)
+    schema = _tree_schema(DataLoader(nodes), DataLoader(kids), DataLoader(labels))
+    result = run(schema, "{ roots(n: 7) { label children { label children { label children { id } } } } }")
+    assert result.errors is None and result.data["roots"][3]["children"][1]["children"][0]["label"] == "421"
+    assert len(labels.calls) == 3
+    assert len(lists) == 2
+
+
 def test_batches_of_different_loaders_run_in_parallel_with_an_executor() -> None:
     barrier = threading.Barrier(2, timeout=TIMEOUT)
 

@@ -134,8 +134,19 @@ def resume_done(ctx: Execution, run: Run) -> bool:
     without a ``Pending``, any other value straight into the object's results
     dict (``complete_into``); every other case goes through ``resume``.
     """
-    unwatched, run.unwatched = run.unwatched, []
-    still = run.unwatched  # placeholders created while resuming join the list too
+    unwatched = run.unwatched
+    # The spare list (see Run.spare) is the new one: placeholders created while resuming join it too.
+    still = run.unwatched = run.spare
+    assert not still and still is not unwatched, "Run.spare is empty and is not unwatched"
+    try:
+        return _resume_done(ctx, run, unwatched, still)
+    finally:
+        unwatched.clear()
+        run.spare = unwatched
+
+
+def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any]) -> bool:
+    """``resume_done``'s walk over *unwatched*; the entries still pending go to *still*."""
     resumed = False
     pending_of = run.pending_of
     direct = ctx._direct

@@ -164,8 +164,8 @@ class Run:
     enqueues it in the scope, waking the loop).
     """
 
-    __slots__ = ("scope", "unwatched", "watched", "to_dispatch", "parents", "nulled", "root", "root_error", "registry",
-                 "seen", "request", "ctx")
+    __slots__ = ("scope", "unwatched", "spare", "watched", "to_dispatch", "parents", "nulled", "root", "root_error",
+                 "registry", "seen", "request", "ctx")
 
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
@@ -173,6 +173,13 @@ class Run:
         # In creation order, ENTRY slots each: (future, frame, field nodes, return type)
         # for a field of an object, (future, PENDING, pending, None) otherwise.
         self.unwatched: list[Any] = []
+        # An empty list that becomes ``unwatched`` at the next step of the loop
+        # (``_loop.resume_done``), the old one emptied becoming the spare: the
+        # same two lists serve the whole execution, so after its first
+        # collections the cyclic GC's young collections no longer walk a new
+        # list of every waiting field at each step.  Invariant: spare is empty
+        # and is not unwatched.
+        self.spare: list[Any] = []
         self.watched: dict[Pending, None] = {}
         self.to_dispatch: dict[Any, None] = {}  # loaders reported by the scope, not yet dispatched
         # id(parent path) -> (parent path, container): where placeholders under it live.
