@@ -66,7 +66,7 @@ from ._batch import (
     DispatchSink,
     KeyQueue,
 )
-from ._batch_call import BatchCall
+from ._batch_call import BatchCall, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, loader_future
@@ -96,6 +96,10 @@ K = TypeVar("K")
 V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
+
+# The batch call's options of a loader made with every option at its default:
+# executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache.
+_DEFAULT_OPTIONS: tuple[Any, ...] = (None, False, None, None, None, True, None)
 
 
 class DataLoader(Generic[K, V]):
@@ -222,12 +226,19 @@ class DataLoader(Generic[K, V]):
         clock: Callable[[], float] = time.monotonic,
         instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
-        check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
-                         "cache_exceptions": cache_exceptions, "pass_env": pass_env},
-                         max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
-                         context_provider=context_provider, executor=executor, cache_map=cache_map,
-                         value_cache=value_cache)
-        first_reading = check_clock("clock", clock)
+        if (batch is True and cache is True and cache_exceptions is True and pass_env is False
+                and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
+                and context is None and context_provider is None and value_cache is None
+                and (name is None or type(name) is str) and callable(batch_load_fn)):
+            options = _DEFAULT_OPTIONS  # every option at its default (a per-request loader): nothing else to check
+        else:
+            check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
+                             "cache_exceptions": cache_exceptions, "pass_env": pass_env},
+                             max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
+                             context_provider=context_provider, executor=executor, cache_map=cache_map,
+                             value_cache=value_cache)
+            options = (executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache)
+        first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
         # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
         self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
@@ -239,30 +250,55 @@ class DataLoader(Generic[K, V]):
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
         self._cache_key_fn = cache_key_fn
         self._clock = clock
-        # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
-        # counters (the batch call's too), and it is the lock of this loader's
+        # _lock guards _queue, _ticket, _call, _told, _cache, _last_dispatch and
+        # the counters (the batch call's too), and it is the lock of this loader's
         # futures (see _future_lock's lock protocol).  Re-entrant, at the cost of a
         # plain lock: a cache_map's methods run under it, and may touch the
         # futures they hold.
         self._lock = threading.RLock()
-        self._queue = KeyQueue(cache_key_fn is not None)
-        # Stamped on each future queued in _queue, replaced whenever _queue is swapped out: blocking on a
-        # future whose ticket is still current dispatches this loader (see _demand).  Weak: no cycle.
-        ref = weakref.ref(self)  # shared by its tickets and its batch call
-        self._ticket = Ticket(ref)
-        _fork.watch(ref)  # repaired in a forked child (see _loader_fork)
-        # What a dispatch does with the queue it took: held, not inherited.
-        self._batch_call = BatchCall(
-            ref, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
-            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
-            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
-            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
+        # Made on first use (most loaders of a per-request registry are never
+        # used: an unused one holds no queue, ticket or batch call for the
+        # cyclic GC to walk).  _queue: the queued loads, None until a load
+        # queues one (and again once a dispatch took it).  _ticket: stamped on
+        # each future queued in _queue, made with it and dropped when it is
+        # taken: blocking on a future whose ticket is still current dispatches
+        # this loader (see _demand).
+        self._queue: Optional[KeyQueue] = None
+        self._ticket: Optional[Ticket] = None
+        self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
+        _fork.watch(self._ref)  # repaired in a forked child (see _loader_fork)
+        # What a dispatch does with the queue it took, held, not inherited: the
+        # batch call (the _batch_call property), made by the first dispatch
+        # from the options below, which the loader keeps until then.
+        self._call: Optional[BatchCall] = None
+        self._options = options
+        if not batch:
+            self._call = self._new_batch_call()  # each load calls at once
         self._last_dispatch = first_reading
         self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
-        self._registries: tuple[tuple[Any, str], ...] = ()
+        self._registries: tuple[Any, ...] = ()
         self._told: Any = None
+
+    def _new_batch_call(self) -> BatchCall:
+        executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = self._options
+        return BatchCall(
+            self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name, executor=executor,
+            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
+            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=self._cache_enabled,
+            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
+
+    @property
+    def _batch_call(self) -> BatchCall:
+        """The loader's batch call, made on first use (see ``__init__``)."""
+        call = self._call
+        if call is None:
+            with self._lock:
+                call = self._call
+                if call is None:
+                    call = self._call = self._new_batch_call()
+        return call
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -272,7 +308,8 @@ class DataLoader(Generic[K, V]):
     @property
     def dispatch_depth(self) -> int:
         """How many keys are queued, waiting for a dispatch."""
-        return len(self._queue)
+        queue = self._queue
+        return 0 if queue is None else len(queue)
 
     def time_since_dispatch(self) -> float:
         """Seconds since the last ``dispatch()`` (or since creation)."""
@@ -281,7 +318,8 @@ class DataLoader(Generic[K, V]):
     def statistics(self) -> Statistics:
         """A frozen snapshot of this loader's counters."""
         with self._lock:
-            errors, invokes, loads, exceptions, vc_hits, vc_misses = self._batch_call.counts_locked()
+            call = self._call  # no batch call yet: nothing dispatched, every count 0
+            errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
             return Statistics(self._load_count, errors, invokes, loads, exceptions, self._cache_hit_count,
                               vc_hits, vc_misses)
 
@@ -291,7 +329,7 @@ class DataLoader(Generic[K, V]):
         return self._instrumentation
 
     def __repr__(self) -> str:
-        return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
+        return f"<DataLoader {self._name or hex(id(self))} depth={self.dispatch_depth}>"
 
     def _after_fork_in_child(self) -> None:
         # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
@@ -299,7 +337,7 @@ class DataLoader(Generic[K, V]):
 
     # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call.
     def _label(self) -> str:
-        return self._batch_call.label()
+        return loader_label(self._name)
 
     def _cache_failed(self, kind: str, exc: Exception) -> None:
         self._batch_call.cache_failed(kind, exc)
@@ -356,7 +394,11 @@ class DataLoader(Generic[K, V]):
                     cache_error = ("write", exc)
             if self._batch:
                 queue = self._queue
-                first = not queue.keys
+                if queue is None:  # the first load since the last dispatch
+                    queue = self._new_queue_locked()
+                    first = True
+                else:
+                    first = not queue.keys
                 fut._ticket = self._ticket
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
                     queue.keys.append(key)  # the common case of KeyQueue.add, inlined
@@ -472,6 +514,12 @@ class DataLoader(Generic[K, V]):
         _loader_cache.forget_cancelled(self, fut, ticket)
 
     # -- dispatching ---------------------------------------------------------
+    def _new_queue_locked(self) -> KeyQueue:
+        """A new current queue and its ticket (under ``_lock``, when ``_queue`` is None)."""
+        queue = self._queue = KeyQueue(self._cache_key_fn is not None)
+        self._ticket = Ticket(self._ref)
+        return queue
+
     def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
 
@@ -486,10 +534,11 @@ class DataLoader(Generic[K, V]):
             queue = self._queue
             if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
                 return None
-            self._queue = KeyQueue(self._cache_key_fn is not None)
+            ticket = self._ticket
+            assert ticket is not None, "a queue has its ticket"
+            ticket.taken_in = _fork.generation
+            self._queue = self._ticket = None  # the next load makes new ones
             self._told = None  # the next load tells its scope again
-            self._ticket.taken_in = _fork.generation
-            self._ticket = Ticket(self._ticket.loader)
         return queue
 
     def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
@@ -574,7 +623,7 @@ class DataLoader(Generic[K, V]):
             Exception: the first error of a dispatched key.
         """
         values = self.dispatch().result()
-        while len(self._queue):
+        while self.dispatch_depth:
             values.extend(self.dispatch().result())
         return values
 

@@ -17,7 +17,7 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, MutableMapping
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
 from ._demand import Ticket
@@ -36,9 +36,9 @@ class ManyLoaded(Listened, Protocol):
     """
 
     _lock: Any  # a threading.RLock (as Listened's: read here too)
-    _queue: KeyQueue
+    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
     _told: Any
-    _ticket: Ticket
+    _ticket: Optional[Ticket]  # made with _queue
     _cache: MutableMapping[Hashable, Future[Any]]
     _cache_enabled: bool
     _cache_key_fn: Any
@@ -47,6 +47,8 @@ class ManyLoaded(Listened, Protocol):
     _cache_hit_count: int
 
     def _cache_key(self, key: Any) -> Hashable: ...
+
+    def _new_queue_locked(self) -> KeyQueue: ...
 
     def _cache_failed(self, kind: str, exc: Exception) -> None: ...
 
@@ -72,8 +74,10 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
         finally:
             loader._load_count += len(futures)
             if loader._batch and new:
-                first = not loader._queue
-                loader._queue.extend(new)
+                queue = loader._queue
+                assert queue is not None, "made by _register_many_locked"
+                first = not queue
+                queue.extend(new)
                 if loader._told is not scope:  # as in load()
                     tell, mixed = retell_locked(loader, scope, first)
     for kind, error in cache_errors:
@@ -95,7 +99,11 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
     cache map leaves no key cached without being queued.
     """
     cache = loader._cache if loader._cache_enabled else None
-    ticket = loader._ticket if loader._batch else None
+    ticket = None
+    if loader._batch:
+        if loader._queue is None:
+            loader._new_queue_locked()
+        ticket = loader._ticket
     for key, ck, kc in zip(keys, cks, contexts):
         if cache is not None:
             try:
