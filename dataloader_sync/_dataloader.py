@@ -275,7 +275,9 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._new_batch_call()  # each load calls at once
         self._last_dispatch = first_reading
-        self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
+        # The loader's counters (the batch call keeps its own): loads answered from the cache, and the others
+        # (the load count is their sum: a cached load counts once).
+        self._cache_hit_count = self._miss_count = 0
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
@@ -320,8 +322,8 @@ class DataLoader(Generic[K, V]):
         with self._lock:
             call = self._call  # no batch call yet: nothing dispatched, every count 0
             errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
-            return Statistics(self._load_count, errors, invokes, loads, exceptions, self._cache_hit_count,
-                              vc_hits, vc_misses)
+            hits = self._cache_hit_count
+            return Statistics(self._miss_count + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
 
     @property
     def instrumentation(self) -> Optional[InstrumentationHooks]:
@@ -370,22 +372,20 @@ class DataLoader(Generic[K, V]):
                 except TypeError:
                     raise _unhashable(ck) from None
         cache_error = None
-        scope = current_scope()
         lock = self._lock
         lock.acquire()  # not ``with``: it costs about twice as much (see _future)
         try:
-            self._load_count += 1
             if self._cache_enabled:
                 try:
                     fut = self._cache.get(ck)
                 except Exception as exc:  # a failing cache_map: a miss
                     if self._dict_cache:  # a dict's get raises only for an unhashable key
-                        self._load_count -= 1
                         raise _unhashable(ck) from None
                     fut, cache_error = None, ("read", exc)
                 if fut is not None:
                     self._cache_hit_count += 1
                     return fut
+            self._miss_count += 1
             fut = loader_future(lock)
             if self._cache_enabled:
                 try:
@@ -406,6 +406,7 @@ class DataLoader(Generic[K, V]):
                 else:
                     queue.add(key, ck, key_context, fut)
                 tell = mixed = False
+                scope = current_scope()  # only a load that queues needs it
                 if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
                     tell, mixed = retell_locked(self, scope, first)
         finally:

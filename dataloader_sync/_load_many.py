@@ -64,8 +64,8 @@ class ManyLoaded(Listened, Protocol):
     _dict_cache: bool
     _cache_key_fn: Any
     _batch: bool
-    _load_count: int
-    _cache_hit_count: int
+    _cache_hit_count: int  # loads answered from the cache
+    _miss_count: int  # the other loads (the load count is their sum)
 
     def _cache_key(self, key: Any) -> Hashable: ...
 
@@ -100,7 +100,7 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
         try:
             _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors)
         finally:
-            loader._load_count += len(futures)
+            loader._miss_count += len(new)
             if loader._batch and new:
                 first, tell, mixed = _queue_locked(loader, new, scope)
     for kind, error in cache_errors:
@@ -168,7 +168,7 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
             new_futures = [loader_future(lock) for _ in range(n_new)]
             for fut in new_futures:
                 fut._ticket = ticket
-            loader._load_count += n_keys
+            loader._miss_count += n_new
             loader._cache_hit_count += n_keys - n_new
             if queue.contexts is None and queue.cache_keys is None:
                 queue.keys.extend(new_keys)
@@ -185,7 +185,6 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
             if loader._told is not scope:  # as in load()
                 tell, mixed = retell_locked(loader, scope, first)
         else:
-            loader._load_count += n_keys
             loader._cache_hit_count += n_keys
     finally:
         lock.release()
