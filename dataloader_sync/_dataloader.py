@@ -438,6 +438,12 @@ class DataLoader(Generic[K, V]):
     ) -> Future[list[Any]]:
         """Return a future of the list of values for *keys*, in order.
 
+        The future completes once every key has settled (at once when every
+        key is cached and settled), or fails with the first failed key in key
+        order (a cancelled one as ``CancelledError``): keys settled by one
+        batch are all seen together; a key that fails in one batch while an
+        earlier key waits for another is reported once the earlier one settles.
+
         Args:
             keys: the keys.
             key_contexts: a sequence parallel to ``keys``, or a mapping
@@ -446,9 +452,10 @@ class DataLoader(Generic[K, V]):
                 instead of failing the whole future (as ``asyncio.gather``).
 
         Raises:
-            TypeError: a key is not hashable, or *keys* is a ``str`` or
-            ``bytes`` (its characters would be loaded as keys); ValueError:
-            ``key_contexts`` is a sequence of another length.
+            TypeError: a key is not hashable, *keys* is a ``str`` or
+            ``bytes`` (its characters would be loaded as keys), or
+            ``return_exceptions`` is not a bool (no key is registered then);
+            ValueError: ``key_contexts`` is a sequence of another length.
         """
         return _load_many.load_many(self, keys, key_contexts, return_exceptions)
 
