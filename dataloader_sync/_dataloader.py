@@ -32,9 +32,12 @@ Guarantees:
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
 
 Duplicated for speed (said once here): ``load()`` is the path of every
-GraphQL field that loads, so it inlines ``_cache_key`` and the common case of
-``KeyQueue.add``, and takes the lock with ``acquire``/``release`` rather than
-``with``.  Keep each copy in step with its original; what the copies save is
+GraphQL field that loads, so ``_load`` (any loader) inlines ``_cache_key`` and
+the common case of ``KeyQueue.add``, and ``load()`` itself is ``_load``'s
+steps for a plain loader (its own dict, keys their own cache keys, batching)
+and no key context, falling back to ``_load`` otherwise; both take the lock
+with ``acquire``/``release`` rather than ``with``.  Keep each copy in step
+with its original; what the copies save is
 measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
 here).  Everything that runs once per queue rather than once per load
 (``_listeners.retell_locked``, ``_listeners.announce``) is a plain call.
@@ -248,6 +251,8 @@ class DataLoader(Generic[K, V]):
         self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
+        # The common loader: its own dict, keys their own cache keys, batching (load()'s first path).
+        self._plain = batch and cache and cache_map is None and cache_key_fn is None
         self._cache_key_fn = cache_key_fn
         self._clock = clock
         # _lock guards _queue, _ticket, _call, _told, _cache, _last_dispatch and
@@ -362,7 +367,47 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        # The hot path: _cache_key and KeyQueue.add inlined (see the module notes).
+        if not self._plain or key_context is not None:
+            return self._load(key, key_context)
+        # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
+        # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
+        lock = self._lock
+        lock.acquire()  # not ``with``: it costs about twice as much (see _future)
+        try:
+            try:
+                fut = self._cache.get(key)
+            except TypeError:  # a dict's get raises it only for an unhashable key
+                raise _unhashable(key) from None
+            if fut is not None:
+                self._cache_hit_count += 1
+                return fut
+            self._miss_count += 1
+            fut = loader_future(lock)
+            self._cache[key] = fut
+            queue = self._queue
+            if queue is None:  # the first load since the last dispatch
+                queue = self._new_queue_locked()
+                first = True
+            else:
+                first = not queue.keys
+            fut._ticket = self._ticket
+            if queue.contexts is None:  # (no cache_keys column: no cache_key_fn)
+                queue.keys.append(key)
+                queue.futures.append(fut)
+            else:
+                queue.add(key, key, None, fut)
+            tell = mixed = False
+            scope = current_scope()  # only a load that queues needs it
+            if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
+                tell, mixed = retell_locked(self, scope, first)
+        finally:
+            lock.release()
+        if first or mixed or tell:  # once per queue and scope
+            announce(self, scope, first or mixed, tell)
+        return fut
+
+    def _load(self, key: Any, key_context: Any) -> Future[Any]:
+        """``load()`` of any loader: a cache_map, cache_key_fn, cache=False, batch=False, a key context."""
         ck = None
         if self._cache_enabled:
             ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
