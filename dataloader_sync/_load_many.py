@@ -20,8 +20,8 @@ Guarantees:
   ``CancelledError``), unless ``return_exceptions``; keys all settled already
   (cached values) give a done future at once.
 
-No per-key Python where one pass in C does (said once here; the figures
-are in docs/performance.rst): the loader's own dict without ``cache_key_fn``
+No per-key Python where one pass in C does (said once here; measured by
+``tools/bench.py --micro`` and ``--value-cache``): the loader's own dict without ``cache_key_fn``
 or key contexts, the common case, is read with one ``map`` of its ``get``
 and written with one ``update``; the outcome of settled keys is read with
 ``map`` over their fields; and the list's future waits on one key at a time
