@@ -32,10 +32,10 @@ Guarantees:
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
 
 Duplicated for speed (said once here): ``load()`` is the path of every
-GraphQL field that loads, so ``_load`` (any loader) inlines ``_cache_key`` and
-the common case of ``KeyQueue.add``, and ``load()`` itself is ``_load``'s
-steps for a plain loader (its own dict, keys their own cache keys, batching)
-and no key context, falling back to ``_load`` otherwise; both take the lock
+GraphQL field that loads, so ``_load_any.load_any`` (any loader) inlines
+``_cache_key`` and the common case of ``KeyQueue.add``, and ``load()`` itself
+is its steps for a plain loader (its own dict, keys their own cache keys,
+batching) and no key context, falling back to it otherwise; both take the lock
 with ``acquire``/``release`` rather than ``with``.  Keep each copy in step
 with its original; what the copies save is
 measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
@@ -75,6 +75,7 @@ from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, loader_future
 from ._hooks import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, retell_locked
+from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
 from ._statistics import Statistics
 from ._time import check_clock
@@ -261,50 +262,41 @@ class DataLoader(Generic[K, V]):
         # plain lock: a cache_map's methods run under it, and may touch the
         # futures they hold.
         self._lock = threading.RLock()
-        # Made on first use (most loaders of a per-request registry are never
-        # used: an unused one holds no queue, ticket or batch call for the
-        # cyclic GC to walk).  _queue: the queued loads, None until a load
-        # queues one (and again once a dispatch took it).  _ticket: stamped on
-        # each future queued in _queue, made with it and dropped when it is
-        # taken: blocking on a future whose ticket is still current dispatches
-        # this loader (see _demand).
+        # Made on first use (most loaders of a per-request registry are never used): _queue, None until a load
+        # queues a key (and once a dispatch took it), and _ticket, made with it, stamped on its futures (_demand).
         self._queue: Optional[KeyQueue] = None
         self._ticket: Optional[Ticket] = None
         self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
         _fork.watch(self._ref)  # repaired in a forked child (see _loader_fork)
-        # What a dispatch does with the queue it took, held, not inherited: the
-        # batch call (the _batch_call property), made by the first dispatch
-        # from the options below, which the loader keeps until then.
+        # What a dispatch does with the queue it took, held, not inherited: the batch call (_batch_call),
+        # made by the first dispatch from the options below (batch=False: now, each load calls at once).
         self._call: Optional[BatchCall] = None
         self._options = options
         if not batch:
-            self._call = self._new_batch_call()  # each load calls at once
+            self._call = self._batch_call
         self._last_dispatch = first_reading
-        # The loader's counters (the batch call keeps its own): loads answered from the cache, and the others
-        # (the load count is their sum: a cached load counts once).
-        self._cache_hit_count = self._miss_count = 0
+        self._cache_hit_count = self._miss_count = 0  # cache hits, other loads (the batch call counts its own)
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
         self._told: Any = None
-
-    def _new_batch_call(self) -> BatchCall:
-        executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = self._options
-        return BatchCall(
-            self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name, executor=executor,
-            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
-            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=self._cache_enabled,
-            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
 
     @property
     def _batch_call(self) -> BatchCall:
         """The loader's batch call, made on first use (see ``__init__``)."""
         call = self._call
         if call is None:
+            executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = (
+                self._options)
             with self._lock:
                 call = self._call
                 if call is None:
-                    call = self._call = self._new_batch_call()
+                    call = self._call = BatchCall(
+                        self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name,
+                        executor=executor, instrumentation=self._instrumentation, pass_env=pass_env,
+                        context=context, context_provider=context_provider, max_batch_size=max_batch_size,
+                        cache_enabled=self._cache_enabled, cache=self._cache, cache_exceptions=cache_exceptions,
+                        value_cache=value_cache)
         return call
 
     # -- introspection -----------------------------------------------------------
@@ -358,7 +350,7 @@ class DataLoader(Generic[K, V]):
         try:
             hash(ck)
         except TypeError:
-            raise _unhashable(ck) from None
+            raise unhashable(ck) from None
         return ck
 
     def load(self, key: K, key_context: Any = None) -> Future[V]:
@@ -368,7 +360,7 @@ class DataLoader(Generic[K, V]):
             TypeError: the key (or its cache key) is not hashable.
         """
         if not self._plain or key_context is not None:
-            return self._load(key, key_context)
+            return load_any(self, key, key_context)
         # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
         # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
         lock = self._lock
@@ -377,7 +369,7 @@ class DataLoader(Generic[K, V]):
             try:
                 fut = self._cache.get(key)
             except TypeError:  # a dict's get raises it only for an unhashable key
-                raise _unhashable(key) from None
+                raise unhashable(key) from None
             if fut is not None:
                 self._cache_hit_count += 1
                 return fut
@@ -403,64 +395,6 @@ class DataLoader(Generic[K, V]):
         finally:
             lock.release()
         if first or mixed or tell:  # once per queue and scope
-            announce(self, scope, first or mixed, tell)
-        return fut
-
-    def _load(self, key: Any, key_context: Any) -> Future[Any]:
-        """``load()`` of any loader: a cache_map, cache_key_fn, cache=False, batch=False, a key context."""
-        ck = None
-        if self._cache_enabled:
-            ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
-            if not self._dict_cache:  # a dict's lookup (below) checks the key itself
-                try:
-                    hash(ck)
-                except TypeError:
-                    raise _unhashable(ck) from None
-        cache_error = None
-        lock = self._lock
-        lock.acquire()  # not ``with``: it costs about twice as much (see _future)
-        try:
-            if self._cache_enabled:
-                try:
-                    fut = self._cache.get(ck)
-                except Exception as exc:  # a failing cache_map: a miss
-                    if self._dict_cache:  # a dict's get raises only for an unhashable key
-                        raise _unhashable(ck) from None
-                    fut, cache_error = None, ("read", exc)
-                if fut is not None:
-                    self._cache_hit_count += 1
-                    return fut
-            self._miss_count += 1
-            fut = loader_future(lock)
-            if self._cache_enabled:
-                try:
-                    self._cache[ck] = fut
-                except Exception as exc:  # uncached, still loaded
-                    cache_error = ("write", exc)
-            if self._batch:
-                queue = self._queue
-                if queue is None:  # the first load since the last dispatch
-                    queue = self._new_queue_locked()
-                    first = True
-                else:
-                    first = not queue.keys
-                fut._ticket = self._ticket
-                if queue.cache_keys is None and key_context is None and queue.contexts is None:
-                    queue.keys.append(key)  # the common case of KeyQueue.add, inlined
-                    queue.futures.append(fut)
-                else:
-                    queue.add(key, ck, key_context, fut)
-                tell = mixed = False
-                scope = current_scope()  # only a load that queues needs it
-                if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
-                    tell, mixed = retell_locked(self, scope, first)
-        finally:
-            lock.release()
-        if cache_error is not None:
-            self._cache_failed(*cache_error)
-        if not self._batch:
-            self._call_single(key, ck, key_context, fut)
-        elif first or mixed or tell:  # once per queue and scope
             announce(self, scope, first or mixed, tell)
         return fut
 
@@ -594,21 +528,6 @@ class DataLoader(Generic[K, V]):
             self._told = None  # the next load tells its scope again
         return queue
 
-    def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
-        """``batch=False``: one batch call for this one load, now."""
-        one = KeyQueue(self._cache_key_fn is not None)
-        one.add(key, ck, key_context, fut)
-        self._batch_call.send(one)
-
-    def _call_each(self, new: KeyQueue) -> None:
-        """``batch=False`` and ``load_many``: one batch call per key, now."""
-        for i in range(len(new)):
-            try:
-                self._batch_call.send(new.slice(i, i + 1))
-            except BaseException as exc:
-                self._batch_call.abandon(new.slice(i + 1, len(new)), exc)
-                raise
-
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
         if self._instrumentation is not None:
@@ -679,8 +598,3 @@ class DataLoader(Generic[K, V]):
         while self.dispatch_depth:
             values.extend(self.dispatch().result())
         return values
-
-
-def _unhashable(ck: Any) -> TypeError:
-    """The error of a load whose key (or cache key) is not hashable."""
-    return TypeError(f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one")

@@ -37,12 +37,13 @@ from operator import attrgetter, is_
 from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
+from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, failed_future, loader_future, settle
 from ._listeners import Listened, announce, retell_locked
 
-__all__ = ["Many", "ManyLoaded", "contexts_for", "load_many"]
+__all__ = ["Many", "ManyLoaded", "call_each", "contexts_for", "load_many"]
 
 _states = attrgetter("_state")
 _exceptions = attrgetter("_exception")
@@ -73,7 +74,8 @@ class ManyLoaded(Listened, Protocol):
 
     def _cache_failed(self, kind: str, exc: Exception) -> None: ...
 
-    def _call_each(self, new: KeyQueue) -> None: ...
+    @property
+    def _batch_call(self) -> BatchCall: ...
 
 
 def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
@@ -106,10 +108,21 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     for kind, error in cache_errors:
         loader._cache_failed(kind, error)
     if new and not loader._batch:
-        loader._call_each(new)
+        call_each(loader, new)
     elif first or mixed or tell:
         announce(loader, scope, first or mixed, tell)
     return gathered(futures, return_exceptions)
+
+
+def call_each(loader: ManyLoaded, new: KeyQueue) -> None:
+    """``batch=False``: one batch call per key of *new*, now (outside the lock)."""
+    call = loader._batch_call
+    for i in range(len(new)):
+        try:
+            call.send(new.slice(i, i + 1))
+        except BaseException as exc:
+            call.abandon(new.slice(i + 1, len(new)), exc)
+            raise
 
 
 def _queue_locked(loader: ManyLoaded, new: KeyQueue, scope: Any) -> tuple[bool, bool, bool]:
