@@ -48,7 +48,7 @@ from ._hooks import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
 
-__all__ = ["BatchCall"]
+__all__ = ["BatchCall", "loader_label"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -103,7 +103,7 @@ class BatchCall:
         self._cache = cache
         self._cache_exceptions = cache_exceptions
         self._value_cache = value_cache
-        self._cache_errors_logged: set[str] = set()  # "read"/"write"/"delete" already logged
+        self._cache_errors_logged: tuple[str, ...] = ()  # "read"/"write"/"delete" already logged (no set per loader)
         self._load_error_count = 0
         self._batch_invoke_count = 0
         self._batch_load_count = 0
@@ -365,7 +365,7 @@ class BatchCall:
             self._complete_batch(batch, result, sink, offset)
 
     def label(self) -> str:
-        return f"DataLoader {self._name!r}" if self._name else "DataLoader"
+        return loader_label(self._name)
 
     def _values_for(self, batch: KeyQueue, result: Any) -> list[Any]:
         """The batch result as one value per key, in order.
@@ -490,8 +490,13 @@ class BatchCall:
         with self._lock:
             if kind in self._cache_errors_logged:
                 return
-            self._cache_errors_logged.add(kind)
+            self._cache_errors_logged += (kind,)
         what = {"read": "a miss", "write": "the key stays uncached but is loaded",
                 "delete": "the entry stays"}[kind]
         _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self.label(), kind, what,
                         exc_info=exc)
+
+
+def loader_label(name: Optional[str]) -> str:
+    """How errors and logs name the loader called *name*."""
+    return f"DataLoader {name!r}" if name else "DataLoader"

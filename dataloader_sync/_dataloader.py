@@ -32,9 +32,12 @@ Guarantees:
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
 
 Duplicated for speed (said once here): ``load()`` is the path of every
-GraphQL field that loads, so it inlines ``_cache_key`` and the common case of
-``KeyQueue.add``, and takes the lock with ``acquire``/``release`` rather than
-``with``.  Keep each copy in step with its original; what the copies save is
+GraphQL field that loads, so ``_load_any.load_any`` (any loader) inlines
+``_cache_key`` and the common case of ``KeyQueue.add``, and ``load()`` itself
+is its steps for a plain loader (its own dict, keys their own cache keys,
+batching) and no key context, falling back to it otherwise; both take the lock
+with ``acquire``/``release`` rather than ``with``.  Keep each copy in step
+with its original; what the copies save is
 measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
 here).  Everything that runs once per queue rather than once per load
 (``_listeners.retell_locked``, ``_listeners.announce``) is a plain call.
@@ -66,12 +69,13 @@ from ._batch import (
     DispatchSink,
     KeyQueue,
 )
-from ._batch_call import BatchCall
+from ._batch_call import BatchCall, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, completed_future, loader_future
 from ._hooks import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, retell_locked
+from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
 from ._statistics import Statistics
 from ._time import check_clock
@@ -96,6 +100,10 @@ K = TypeVar("K")
 V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
+
+# The batch call's options of a loader made with every option at its default:
+# executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache.
+_DEFAULT_OPTIONS: tuple[Any, ...] = (None, False, None, None, None, True, None)
 
 
 class DataLoader(Generic[K, V]):
@@ -222,12 +230,19 @@ class DataLoader(Generic[K, V]):
         clock: Callable[[], float] = time.monotonic,
         instrumentation: Optional[InstrumentationHooks] = None,
     ) -> None:
-        check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
-                         "cache_exceptions": cache_exceptions, "pass_env": pass_env},
-                         max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
-                         context_provider=context_provider, executor=executor, cache_map=cache_map,
-                         value_cache=value_cache)
-        first_reading = check_clock("clock", clock)
+        if (batch is True and cache is True and cache_exceptions is True and pass_env is False
+                and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
+                and context is None and context_provider is None and value_cache is None
+                and (name is None or type(name) is str) and callable(batch_load_fn)):
+            options = _DEFAULT_OPTIONS  # every option at its default (a per-request loader): nothing else to check
+        else:
+            check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
+                             "cache_exceptions": cache_exceptions, "pass_env": pass_env},
+                             max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
+                             context_provider=context_provider, executor=executor, cache_map=cache_map,
+                             value_cache=value_cache)
+            options = (executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache)
+        first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
         # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
         self._instrumentation: Optional[InstrumentationHooks] = self._own_instrumentation
@@ -237,32 +252,52 @@ class DataLoader(Generic[K, V]):
         self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
+        # The common loader: its own dict, keys their own cache keys, batching (load()'s first path).
+        self._plain = batch and cache and cache_map is None and cache_key_fn is None
         self._cache_key_fn = cache_key_fn
         self._clock = clock
-        # _lock guards _queue, _ticket, _told, _cache, _last_dispatch and the
-        # counters (the batch call's too), and it is the lock of this loader's
+        # _lock guards _queue, _ticket, _call, _told, _cache, _last_dispatch and
+        # the counters (the batch call's too), and it is the lock of this loader's
         # futures (see _future_lock's lock protocol).  Re-entrant, at the cost of a
         # plain lock: a cache_map's methods run under it, and may touch the
         # futures they hold.
         self._lock = threading.RLock()
-        self._queue = KeyQueue(cache_key_fn is not None)
-        # Stamped on each future queued in _queue, replaced whenever _queue is swapped out: blocking on a
-        # future whose ticket is still current dispatches this loader (see _demand).  Weak: no cycle.
-        ref = weakref.ref(self)  # shared by its tickets and its batch call
-        self._ticket = Ticket(ref)
-        _fork.watch(ref)  # repaired in a forked child (see _loader_fork)
-        # What a dispatch does with the queue it took: held, not inherited.
-        self._batch_call = BatchCall(
-            ref, self._lock, batch_load_fn=batch_load_fn, name=name, executor=executor,
-            instrumentation=self._instrumentation, pass_env=pass_env, context=context,
-            context_provider=context_provider, max_batch_size=max_batch_size, cache_enabled=cache,
-            cache=self._cache, cache_exceptions=cache_exceptions, value_cache=value_cache)
+        # Made on first use (most loaders of a per-request registry are never used): _queue, None until a load
+        # queues a key (and once a dispatch took it), and _ticket, made with it, stamped on its futures (_demand).
+        self._queue: Optional[KeyQueue] = None
+        self._ticket: Optional[Ticket] = None
+        self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
+        _fork.watch(self._ref)  # repaired in a forked child (see _loader_fork)
+        # What a dispatch does with the queue it took, held, not inherited: the batch call (_batch_call),
+        # made by the first dispatch from the options below (batch=False: now, each load calls at once).
+        self._call: Optional[BatchCall] = None
+        self._options = options
+        if not batch:
+            self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._load_count = self._cache_hit_count = 0  # the loader's counters (the batch call keeps its own)
+        self._cache_hit_count = self._miss_count = 0  # cache hits, other loads (the batch call counts its own)
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
-        self._registries: tuple[tuple[Any, str], ...] = ()
+        self._registries: tuple[Any, ...] = ()
         self._told: Any = None
+
+    @property
+    def _batch_call(self) -> BatchCall:
+        """The loader's batch call, made on first use (see ``__init__``)."""
+        call = self._call
+        if call is None:
+            executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = (
+                self._options)
+            with self._lock:
+                call = self._call
+                if call is None:
+                    call = self._call = BatchCall(
+                        self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name,
+                        executor=executor, instrumentation=self._instrumentation, pass_env=pass_env,
+                        context=context, context_provider=context_provider, max_batch_size=max_batch_size,
+                        cache_enabled=self._cache_enabled, cache=self._cache, cache_exceptions=cache_exceptions,
+                        value_cache=value_cache)
+        return call
 
     # -- introspection -----------------------------------------------------------
     @property
@@ -272,7 +307,8 @@ class DataLoader(Generic[K, V]):
     @property
     def dispatch_depth(self) -> int:
         """How many keys are queued, waiting for a dispatch."""
-        return len(self._queue)
+        queue = self._queue
+        return 0 if queue is None else len(queue)
 
     def time_since_dispatch(self) -> float:
         """Seconds since the last ``dispatch()`` (or since creation)."""
@@ -281,9 +317,10 @@ class DataLoader(Generic[K, V]):
     def statistics(self) -> Statistics:
         """A frozen snapshot of this loader's counters."""
         with self._lock:
-            errors, invokes, loads, exceptions, vc_hits, vc_misses = self._batch_call.counts_locked()
-            return Statistics(self._load_count, errors, invokes, loads, exceptions, self._cache_hit_count,
-                              vc_hits, vc_misses)
+            call = self._call  # no batch call yet: nothing dispatched, every count 0
+            errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
+            hits = self._cache_hit_count
+            return Statistics(self._miss_count + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
 
     @property
     def instrumentation(self) -> Optional[InstrumentationHooks]:
@@ -291,7 +328,7 @@ class DataLoader(Generic[K, V]):
         return self._instrumentation
 
     def __repr__(self) -> str:
-        return f"<DataLoader {self._name or hex(id(self))} depth={len(self._queue)}>"
+        return f"<DataLoader {self._name or hex(id(self))} depth={self.dispatch_depth}>"
 
     def _after_fork_in_child(self) -> None:
         # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
@@ -299,7 +336,7 @@ class DataLoader(Generic[K, V]):
 
     # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call.
     def _label(self) -> str:
-        return self._batch_call.label()
+        return loader_label(self._name)
 
     def _cache_failed(self, kind: str, exc: Exception) -> None:
         self._batch_call.cache_failed(kind, exc)
@@ -313,7 +350,7 @@ class DataLoader(Generic[K, V]):
         try:
             hash(ck)
         except TypeError:
-            raise _unhashable(ck) from None
+            raise unhashable(ck) from None
         return ck
 
     def load(self, key: K, key_context: Any = None) -> Future[V]:
@@ -322,57 +359,42 @@ class DataLoader(Generic[K, V]):
         Raises:
             TypeError: the key (or its cache key) is not hashable.
         """
-        # The hot path: _cache_key and KeyQueue.add inlined (see the module notes).
-        ck = None
-        if self._cache_enabled:
-            ck = key if self._cache_key_fn is None else self._cache_key_fn(key)
-            if not self._dict_cache:  # a dict's lookup (below) checks the key itself
-                try:
-                    hash(ck)
-                except TypeError:
-                    raise _unhashable(ck) from None
-        cache_error = None
-        scope = current_scope()
+        if not self._plain or key_context is not None:
+            return load_any(self, key, key_context)
+        # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
+        # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
         lock = self._lock
         lock.acquire()  # not ``with``: it costs about twice as much (see _future)
         try:
-            self._load_count += 1
-            if self._cache_enabled:
-                try:
-                    fut = self._cache.get(ck)
-                except Exception as exc:  # a failing cache_map: a miss
-                    if self._dict_cache:  # a dict's get raises only for an unhashable key
-                        self._load_count -= 1
-                        raise _unhashable(ck) from None
-                    fut, cache_error = None, ("read", exc)
-                if fut is not None:
-                    self._cache_hit_count += 1
-                    return fut
+            try:
+                fut = self._cache.get(key)
+            except TypeError:  # a dict's get raises it only for an unhashable key
+                raise unhashable(key) from None
+            if fut is not None:
+                self._cache_hit_count += 1
+                return fut
+            self._miss_count += 1
             fut = loader_future(lock)
-            if self._cache_enabled:
-                try:
-                    self._cache[ck] = fut
-                except Exception as exc:  # uncached, still loaded
-                    cache_error = ("write", exc)
-            if self._batch:
-                queue = self._queue
+            self._cache[key] = fut
+            queue = self._queue
+            if queue is None:  # the first load since the last dispatch
+                queue = self._new_queue_locked()
+                first = True
+            else:
                 first = not queue.keys
-                fut._ticket = self._ticket
-                if queue.cache_keys is None and key_context is None and queue.contexts is None:
-                    queue.keys.append(key)  # the common case of KeyQueue.add, inlined
-                    queue.futures.append(fut)
-                else:
-                    queue.add(key, ck, key_context, fut)
-                tell = mixed = False
-                if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
-                    tell, mixed = retell_locked(self, scope, first)
+            fut._ticket = self._ticket
+            if queue.contexts is None:  # (no cache_keys column: no cache_key_fn)
+                queue.keys.append(key)
+                queue.futures.append(fut)
+            else:
+                queue.add(key, key, None, fut)
+            tell = mixed = False
+            scope = current_scope()  # only a load that queues needs it
+            if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
+                tell, mixed = retell_locked(self, scope, first)
         finally:
             lock.release()
-        if cache_error is not None:
-            self._cache_failed(*cache_error)
-        if not self._batch:
-            self._call_single(key, ck, key_context, fut)
-        elif first or mixed or tell:  # once per queue and scope
+        if first or mixed or tell:  # once per queue and scope
             announce(self, scope, first or mixed, tell)
         return fut
 
@@ -395,6 +417,12 @@ class DataLoader(Generic[K, V]):
     ) -> Future[list[Any]]:
         """Return a future of the list of values for *keys*, in order.
 
+        The future completes once every key has settled (at once when every
+        key is cached and settled), or fails with the first failed key in key
+        order (a cancelled one as ``CancelledError``): keys settled by one
+        batch are all seen together; a key that fails in one batch while an
+        earlier key waits for another is reported once the earlier one settles.
+
         Args:
             keys: the keys.
             key_contexts: a sequence parallel to ``keys``, or a mapping
@@ -403,9 +431,10 @@ class DataLoader(Generic[K, V]):
                 instead of failing the whole future (as ``asyncio.gather``).
 
         Raises:
-            TypeError: a key is not hashable, or *keys* is a ``str`` or
-            ``bytes`` (its characters would be loaded as keys); ValueError:
-            ``key_contexts`` is a sequence of another length.
+            TypeError: a key is not hashable, *keys* is a ``str`` or
+            ``bytes`` (its characters would be loaded as keys), or
+            ``return_exceptions`` is not a bool (no key is registered then);
+            ValueError: ``key_contexts`` is a sequence of another length.
         """
         return _load_many.load_many(self, keys, key_contexts, return_exceptions)
 
@@ -472,6 +501,12 @@ class DataLoader(Generic[K, V]):
         _loader_cache.forget_cancelled(self, fut, ticket)
 
     # -- dispatching ---------------------------------------------------------
+    def _new_queue_locked(self) -> KeyQueue:
+        """A new current queue and its ticket (under ``_lock``, when ``_queue`` is None)."""
+        queue = self._queue = KeyQueue(self._cache_key_fn is not None)
+        self._ticket = Ticket(self._ref)
+        return queue
+
     def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
 
@@ -486,26 +521,12 @@ class DataLoader(Generic[K, V]):
             queue = self._queue
             if not queue:  # an idle loader (most of them, on most ticks) allocates nothing
                 return None
-            self._queue = KeyQueue(self._cache_key_fn is not None)
+            ticket = self._ticket
+            assert ticket is not None, "a queue has its ticket"
+            ticket.taken_in = _fork.generation
+            self._queue = self._ticket = None  # the next load makes new ones
             self._told = None  # the next load tells its scope again
-            self._ticket.taken_in = _fork.generation
-            self._ticket = Ticket(self._ticket.loader)
         return queue
-
-    def _call_single(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
-        """``batch=False``: one batch call for this one load, now."""
-        one = KeyQueue(self._cache_key_fn is not None)
-        one.add(key, ck, key_context, fut)
-        self._batch_call.send(one)
-
-    def _call_each(self, new: KeyQueue) -> None:
-        """``batch=False`` and ``load_many``: one batch call per key, now."""
-        for i in range(len(new)):
-            try:
-                self._batch_call.send(new.slice(i, i + 1))
-            except BaseException as exc:
-                self._batch_call.abandon(new.slice(i + 1, len(new)), exc)
-                raise
 
     def dispatch_count(self) -> int:
         """Dispatch the queued keys; return how many (no result future is built)."""
@@ -574,11 +595,6 @@ class DataLoader(Generic[K, V]):
             Exception: the first error of a dispatched key.
         """
         values = self.dispatch().result()
-        while len(self._queue):
+        while self.dispatch_depth:
             values.extend(self.dispatch().result())
         return values
-
-
-def _unhashable(ck: Any) -> TypeError:
-    """The error of a load whose key (or cache key) is not hashable."""
-    return TypeError(f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one")

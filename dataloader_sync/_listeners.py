@@ -36,6 +36,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
@@ -59,13 +60,14 @@ class Listened(Protocol):
     """
 
     _lock: Any  # a threading.RLock
-    _queue: KeyQueue
+    _queue: Optional[KeyQueue]  # None until a load queues a key
     _told: Any  # the dispatch scope told of the current queue, MIXED, or None
-    _registries: tuple[tuple[Any, str], ...]  # (weakref to a registry's _Queued, name)
+    # Flat pairs (weakref to a registry's _Queued, name, ...): one tuple per loader, not one per registration.
+    _registries: tuple[Any, ...]
     _name: Optional[str]
     _own_instrumentation: Optional[InstrumentationHooks]
     _instrumentation: Optional[InstrumentationHooks]
-    _batch_call: BatchCall
+    _call: Optional[BatchCall]  # None until the first dispatch makes it
 
 
 # -- registries: joining, leaving (called by _registry under the registry's lock) ------------
@@ -80,7 +82,8 @@ def registered(loader: Listened, name: str, instrumentation: Optional[Instrument
         loader._name = name
     if instrumentation is not None and loader._own_instrumentation is None:
         loader._instrumentation = instrumentation
-    loader._batch_call.registered(loader._name, loader._instrumentation)
+    if loader._call is not None:  # else the first dispatch makes it with these
+        loader._call.registered(loader._name, loader._instrumentation)
 
 
 def watch(loader: Listened, queued_ref: Any, name: str) -> None:
@@ -92,9 +95,9 @@ def watch(loader: Listened, queued_ref: Any, name: str) -> None:
     with loader._lock:
         registries = loader._registries
         if registries:  # drop the registries gone meanwhile, so a shared loader keeps no trace of them
-            registries = tuple(w for w in registries if w[0]() is not None)
-        loader._registries = registries + ((queued_ref, name),)
-        queued = bool(loader._queue.keys)
+            registries = _flat((ref, held) for ref, held in _pairs(registries) if ref() is not None)
+        loader._registries = registries + (queued_ref, name)
+        queued = loader._queue is not None and bool(loader._queue.keys)
     if queued:
         queued_ref().add(name, False)  # the registry's lock is held: it wakes its ticker itself
 
@@ -102,13 +105,22 @@ def watch(loader: Listened, queued_ref: Any, name: str) -> None:
 def unwatch(loader: Listened, queued_ref: Any, name: str) -> None:
     """The registry of *queued_ref* no longer holds *loader* under *name* (called under the registry's lock)."""
     with loader._lock:
-        loader._registries = tuple(w for w in loader._registries
-                                   if not (w[0] is queued_ref and w[1] == name) and w[0]() is not None)
+        loader._registries = _flat((ref, held) for ref, held in _pairs(loader._registries)
+                                   if not (ref is queued_ref and held == name) and ref() is not None)
 
 
 def watched_by(loader: Listened, queued: Any) -> bool:
     """True when the registry whose ``_Queued`` is *queued* holds *loader* (no lock: a snapshot)."""
-    return any(ref() is queued for ref, _ in loader._registries)
+    return any(ref() is queued for ref in loader._registries[::2])
+
+
+def _pairs(registries: tuple[Any, ...]) -> Iterator[tuple[Any, str]]:
+    """The ``(weakref, name)`` pairs of a loader's flat ``_registries``."""
+    return zip(registries[::2], registries[1::2])
+
+
+def _flat(pairs: Iterable[tuple[Any, str]]) -> tuple[Any, ...]:
+    return tuple(item for pair in pairs for item in pair)
 
 
 # -- loads (called by DataLoader.load/load_many) ------------------------------------------------
@@ -162,7 +174,7 @@ def report_queued(loader: Listened, scope: Any) -> None:
     loader is woken.
     """
     wake = scope is None or not scope.dispatches_itself
-    for ref, name in loader._registries:
+    for ref, name in _pairs(loader._registries):
         queued = ref()
         if queued is not None:
             queued.add(name, wake)

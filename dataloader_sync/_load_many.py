@@ -3,7 +3,8 @@
 A friend of ``DataLoader`` as ``_loader_fork`` is: it reads and writes the
 fields :class:`ManyLoaded` declares (``DataLoader`` implements it), under the
 loader's lock, and runs no user code under it except the loader's
-``cache_map`` methods (the one exception the loader documents).
+``cache_map`` methods (the one exception the loader documents) and, for its
+own dict, the keys' ``__hash__``/``__eq__`` (as ``load()``).
 
 Guarantees:
 - Every key is registered (answered from the cache, or queued) or none: even
@@ -13,20 +14,40 @@ Guarantees:
   (see ``_listeners``): once per queue, after the lock is released.
 - ``cache_key_fn`` runs before the lock is taken; a failing ``cache_map`` is
   logged through the loader after it is released.
+- The future of the list (a ``Many``'s) completes once every key has settled,
+  with the values in key order, or fails with the first failed key in key
+  order among those settled when it looks (a cancelled one as
+  ``CancelledError``), unless ``return_exceptions``; keys all settled already
+  (cached values) give a done future at once.
+
+No per-key Python where one pass in C does (said once here; measured by
+``tools/bench.py --micro`` and ``--value-cache``): the loader's own dict without ``cache_key_fn``
+or key contexts, the common case, is read with one ``map`` of its ``get``
+and written with one ``update``; the outcome of settled keys is read with
+``map`` over their fields; and the list's future waits on one key at a time
+(one done-callback per wait, not one per key: see ``Many``).
 """
 from __future__ import annotations
 
+import concurrent.futures as cf
 from collections.abc import Hashable, Iterable, Mapping, MutableMapping
-from typing import Any, Protocol
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
+from itertools import compress, count, repeat
+from operator import attrgetter, is_
+from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
+from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, loader_future
-from ._gather import gather
+from ._future import Future, completed_future, failed_future, loader_future, settle
 from ._listeners import Listened, announce, retell_locked
 
-__all__ = ["ManyLoaded", "contexts_for", "load_many"]
+__all__ = ["Many", "ManyLoaded", "call_each", "contexts_for", "load_many"]
+
+_states = attrgetter("_state")
+_exceptions = attrgetter("_exception")
+_results = attrgetter("_result")
 
 
 class ManyLoaded(Listened, Protocol):
@@ -36,21 +57,25 @@ class ManyLoaded(Listened, Protocol):
     """
 
     _lock: Any  # a threading.RLock (as Listened's: read here too)
-    _queue: KeyQueue
+    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
     _told: Any
-    _ticket: Ticket
+    _ticket: Optional[Ticket]  # made with _queue
     _cache: MutableMapping[Hashable, Future[Any]]
     _cache_enabled: bool
+    _dict_cache: bool
     _cache_key_fn: Any
     _batch: bool
-    _load_count: int
-    _cache_hit_count: int
+    _cache_hit_count: int  # loads answered from the cache
+    _miss_count: int  # the other loads (the load count is their sum)
 
     def _cache_key(self, key: Any) -> Hashable: ...
 
+    def _new_queue_locked(self) -> KeyQueue: ...
+
     def _cache_failed(self, kind: str, exc: Exception) -> None: ...
 
-    def _call_each(self, new: KeyQueue) -> None: ...
+    @property
+    def _batch_call(self) -> BatchCall: ...
 
 
 def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
@@ -58,10 +83,17 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     """``DataLoader.load_many`` (see its docstring for the arguments and errors)."""
     if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
         raise TypeError(f"keys must be an iterable of keys, not a {type(keys).__name__}")
+    if not isinstance(return_exceptions, bool):  # "no" would be truthy
+        raise TypeError("return_exceptions must be a bool")
     keys = list(keys)
+    if key_contexts is None and loader._dict_cache and loader._cache_key_fn is None and loader._batch \
+            and loader._cache_enabled:
+        futures = _register_in_dict(loader, keys)
+        if futures is not None:
+            return gathered(futures, return_exceptions)
     contexts = contexts_for(keys, key_contexts)
     cks = [loader._cache_key(k) for k in keys] if loader._cache_enabled else [None] * len(keys)
-    futures: list[Future[Any]] = []
+    futures = []
     new = KeyQueue(loader._cache_key_fn is not None)
     cache_errors: list[tuple[str, Exception]] = []
     scope = current_scope()
@@ -70,19 +102,108 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
         try:
             _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors)
         finally:
-            loader._load_count += len(futures)
+            loader._miss_count += len(new)
             if loader._batch and new:
-                first = not loader._queue
-                loader._queue.extend(new)
-                if loader._told is not scope:  # as in load()
-                    tell, mixed = retell_locked(loader, scope, first)
+                first, tell, mixed = _queue_locked(loader, new, scope)
     for kind, error in cache_errors:
         loader._cache_failed(kind, error)
     if new and not loader._batch:
-        loader._call_each(new)
+        call_each(loader, new)
     elif first or mixed or tell:
         announce(loader, scope, first or mixed, tell)
-    return gather(futures, return_exceptions=return_exceptions)
+    return gathered(futures, return_exceptions)
+
+
+def call_each(loader: ManyLoaded, new: KeyQueue) -> None:
+    """``batch=False``: one batch call per key of *new*, now (outside the lock)."""
+    call = loader._batch_call
+    for i in range(len(new)):
+        try:
+            call.send(new.slice(i, i + 1))
+        except BaseException as exc:
+            call.abandon(new.slice(i + 1, len(new)), exc)
+            raise
+
+
+def _queue_locked(loader: ManyLoaded, new: KeyQueue, scope: Any) -> tuple[bool, bool, bool]:
+    """Append *new* (not empty) to the loader's queue; ``(first, tell, mixed)`` for ``announce``, as in ``load()``."""
+    queue = loader._queue
+    if queue is None:
+        queue = loader._new_queue_locked()
+    first = not queue
+    ticket = loader._ticket
+    for fut in new.futures:
+        fut._ticket = ticket
+    queue.extend(new)
+    tell = mixed = False
+    if loader._told is not scope:  # as in load()
+        tell, mixed = retell_locked(loader, scope, first)
+    return first, tell, mixed
+
+
+def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Future[Any]]]:
+    """The keys, in the loader's own dict (no ``cache_key_fn``, no key contexts, batching): their futures.
+
+    One pass in C reads the dict; the misses get new futures, written with
+    one ``update`` and queued with one ``extend`` each.  Returns None, having
+    changed nothing, when the careful per-key path must decide: a key the
+    dict cannot look up (unhashable, or its ``__eq__`` raises: that path names
+    the key), or a key missed twice (the second load is a hit of the first).
+    """
+    scope = current_scope()
+    lock = loader._lock
+    first = tell = mixed = False
+    lock.acquire()
+    try:
+        cache = loader._cache
+        try:
+            found: list[Any] = list(map(cache.get, keys))
+        except Exception:
+            return None
+        n_keys = len(keys)
+        n_new = found.count(None)
+        if n_new:
+            if n_new == n_keys:
+                new_keys = keys
+            else:
+                missed = list(map(is_, found, repeat(None, n_keys)))
+                new_keys = list(compress(keys, missed))
+            try:
+                if n_new > 1 and len(set(new_keys)) != n_new:
+                    return None
+            except Exception:
+                return None
+            queue = loader._queue
+            if queue is None:
+                queue = loader._new_queue_locked()
+            first = not queue
+            ticket = loader._ticket
+            new_futures = [loader_future(lock) for _ in range(n_new)]
+            for fut in new_futures:
+                fut._ticket = ticket
+            loader._miss_count += n_new
+            loader._cache_hit_count += n_keys - n_new
+            if queue.contexts is None and queue.cache_keys is None:
+                queue.keys.extend(new_keys)
+                queue.futures.extend(new_futures)
+            else:
+                for key, fut in zip(new_keys, new_futures):
+                    queue.add(key, key, None, fut)
+            cache.update(zip(new_keys, new_futures))  # queued first: a raising __hash__ leaves keys uncached
+            if n_new == n_keys:
+                found = new_futures
+            else:
+                for i, fut in zip(compress(count(), missed), new_futures):
+                    found[i] = fut
+            if loader._told is not scope:  # as in load()
+                tell, mixed = retell_locked(loader, scope, first)
+        else:
+            loader._cache_hit_count += n_keys
+    finally:
+        lock.release()
+    if first or mixed or tell:
+        announce(loader, scope, first or mixed, tell)
+    return found
 
 
 def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], contexts: list[Any],
@@ -95,7 +216,6 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
     cache map leaves no key cached without being queued.
     """
     cache = loader._cache if loader._cache_enabled else None
-    ticket = loader._ticket if loader._batch else None
     for key, ck, kc in zip(keys, cks, contexts):
         if cache is not None:
             try:
@@ -108,7 +228,6 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
                 futures.append(fut)
                 continue
         fut = loader_future(loader._lock)
-        fut._ticket = ticket
         if cache is not None:
             try:
                 cache[ck] = fut
@@ -116,6 +235,78 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
                 cache_errors.append(("write", exc))
         new.add(key, ck, kc, fut)
         futures.append(fut)
+
+
+def gathered(futures: list[Future[Any]], return_exceptions: bool) -> Future[list[Any]]:
+    """The future of the list of *futures*' values, in order: done at once when they all are."""
+    if not futures:
+        return completed_future([])
+    if set(map(_states, futures)) == {FINISHED}:  # every key settled (cached values): no callback
+        errors = list(map(_exceptions, futures))
+        if errors.count(None) == len(errors):
+            return completed_future(list(map(_results, futures)))
+        if not return_exceptions:
+            return failed_future(next(exc for exc in errors if exc is not None))
+        return completed_future([fut._result if exc is None else exc for fut, exc in zip(futures, errors)])
+    many = Many(futures, return_exceptions)
+    out = many.out
+    out._follow = many  # Drivable._follow (_demand's seam): blocking on the list drives its keys
+    many.look()
+    return out
+
+
+class Many:
+    """Collects the outcomes of a ``load_many``'s futures into the list's future, in key order.
+
+    It waits on one pending key at a time: ``look`` reads the keys in order
+    from ``next``, settled ones directly, and at the first pending one adds
+    itself as that future's one done-callback, then returns; that callback
+    looks again from there.  A batch settles its keys before it runs their
+    callbacks (``settle_many``), so a dispatch that settles every key costs
+    one callback, not one per key.  One look runs at a time (one callback is
+    registered at a time, and nothing is done after registering it), so the
+    fields need no lock.
+
+    ``futures`` (the keys' futures, None once the list's future is decided)
+    is what a thread blocked on the list's future drives (``_demand``).
+    """
+
+    __slots__ = ("futures", "next", "out", "return_exceptions", "values")
+
+    def __init__(self, futures: list[Future[Any]], return_exceptions: bool) -> None:
+        self.out: Future[list[Any]] = Future()
+        self.futures: Optional[list[Future[Any]]] = futures
+        self.values: list[Any] = [None] * len(futures)
+        self.next = 0
+        self.return_exceptions = return_exceptions
+
+    def look(self, _done: Any = None) -> None:
+        """Read the keys from ``next`` on; complete the list's future, or wait for the first pending key."""
+        futures = self.futures
+        if futures is None:
+            return
+        values = self.values
+        for i in range(self.next, len(futures)):
+            fut = futures[i]
+            state = fut._state
+            if state is FINISHED:
+                exc = fut._exception
+                if exc is None:
+                    values[i] = fut._result
+                    continue
+            elif state is CANCELLED or state is CANCELLED_AND_NOTIFIED:
+                exc = cf.CancelledError()
+            else:  # pending: wait for it (a done future runs the callback at once)
+                self.next = i
+                fut.add_done_callback(self.look)
+                return
+            if not self.return_exceptions:
+                self.futures = None
+                settle(self.out, None, exc)
+                return
+            values[i] = exc
+        self.futures = None
+        settle(self.out, values, None)
 
 
 def contexts_for(keys: list[Any], key_contexts: Any) -> list[Any]:

@@ -33,8 +33,8 @@ class Cached(Protocol):
     """What this module reads of a DataLoader (see ``DataLoader.__init__``); ``_lock`` guards the rest."""
 
     _lock: Any  # a threading.RLock
-    _queue: KeyQueue
-    _ticket: Ticket
+    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
+    _ticket: Optional[Ticket]  # made with _queue
     _cache: MutableMapping[Hashable, Future[Any]]
     _cache_enabled: bool
 
@@ -90,8 +90,8 @@ def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
     with loader._lock:
         ck: Any = None
         found = False
-        if ticket is loader._ticket:  # still queued
-            queue = loader._queue
+        queue = loader._queue
+        if ticket is loader._ticket and queue is not None:  # still queued
             for i, queued in enumerate(queue.futures):
                 if queued is fut:
                     ck, found = queue.cached_under()[i], True
@@ -122,7 +122,7 @@ def cached_beyond_queue(loader: Cached) -> bool:
     ``cache_map`` is its own method.
     """
     with loader._lock:
-        return len(loader._cache) > len(loader._queue)
+        return len(loader._cache) > (0 if loader._queue is None else len(loader._queue))
 
 
 def outcome_of(src: cf.Future[Any]) -> Future[Any]:

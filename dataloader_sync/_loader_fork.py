@@ -14,7 +14,7 @@ Guarantees:
 - A loader whose lock a parent thread held at the fork works in the child:
   the lock is re-initialised in place (the futures that share it see the new
   one), and the queue, which that thread may have left halfway through an
-  append, is replaced by an empty one.
+  append, is dropped (the next load in the child makes a new one).
 - The keys of a queue replaced above fail with a ``CancelledError`` that
   says so, and leave the cache, so a later load in the child loads them
   again.  Failing runs their callbacks, so it happens after the fork, on the
@@ -54,8 +54,8 @@ class _ForkedLoader(Protocol):
     """What this module reads and writes of a DataLoader (see ``DataLoader.__init__``)."""
 
     _lock: Any  # a threading.RLock
-    _queue: KeyQueue
-    _ticket: Ticket
+    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
+    _ticket: Optional[Ticket]  # made with _queue
     _told: Any
     _cache: MutableMapping[Hashable, Future[Any]]
     _dict_cache: bool
@@ -80,11 +80,11 @@ def repair_in_child(loader: _ForkedLoader) -> None:
     # the futures that share it see the freed lock.
     lock._at_fork_reinit()
     torn, old = loader._queue, loader._ticket
-    loader._queue = KeyQueue(loader._cache_key_fn is not None)
-    loader._ticket = Ticket(old.loader)
-    old.taken_in = _fork.generation - 1  # taken by the parent (see abandon)
+    loader._queue = loader._ticket = None  # the child's next load makes new ones
     loader._told = None
-    if not torn.futures:
+    if old is not None:
+        old.taken_in = _fork.generation - 1  # taken by the parent (see abandon)
+    if torn is None or not torn.futures:
         return
     batch = KeyQueue(True)
     cks = torn.cached_under()

@@ -2215,3 +2215,140 @@ def test_DataLoader_clear_raises_the_cache_maps_error_to_its_caller():
     loader.clear("good")
     assert list(cache.stash) == ["bad"]
     assert loader.load("bad").result(0) == 1
+
+
+# -- state made on first use; load_many's one pass -------------------------------------------------
+
+
+def test_DataLoader_makes_its_queue_ticket_and_batch_call_on_first_use_and_drops_the_queue_at_dispatch():
+    loader, calls = id_loader()
+    assert (loader._queue, loader._ticket, loader._call) == (None, None, None)
+    assert loader.dispatch_depth == 0 and loader.statistics().batch_invoke_count == 0
+    assert loader.dispatch_with_counts().keys_count == 0 and loader._call is None  # nothing to send
+    fut = loader.load(1)
+    assert loader._queue is not None and fut._ticket is loader._ticket and loader.dispatch_depth == 1
+    loader.dispatch()
+    assert (loader._queue, loader._ticket) == (None, None) and loader._call is not None
+    assert fut.result(TIMEOUT) == 1 and calls == [[1]]
+    assert loader.load(2) is not fut and loader.dispatch_depth == 1  # a new queue
+    assert loader.dispatch().result(TIMEOUT) == [2]
+    stats = loader.statistics()
+    assert (stats.load_count, stats.batch_invoke_count, stats.cache_hit_count) == (2, 2, 0)
+
+
+def test_DataLoader_never_used_keeps_three_objects_for_the_cyclic_gc():
+    def batch(keys: list[Any]) -> list[Any]:
+        return keys
+
+    def make() -> DataLoader[Any, Any]:
+        return DataLoader(batch, name="never used")
+
+    make()
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        kept = [make() for _ in range(200)]
+        after = len(gc.get_objects())
+    finally:
+        gc.enable()
+    # the loader, its lock and its weak reference: no queue, ticket or batch call yet
+    assert (after - before - 1) / len(kept) <= 3 + 0.1
+
+
+def test_DataLoader_with_default_options_still_refuses_bad_arguments_naming_them():
+    with pytest.raises(TypeError, match="batch_load_fn must be callable"):
+        DataLoader(5)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="name must be a str or None"):
+        DataLoader(lambda keys: keys, name=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="clock must be callable"):
+        DataLoader(lambda keys: keys, clock=5)  # type: ignore[arg-type]
+
+    class Name(str):
+        pass
+
+    assert DataLoader(lambda keys: keys, name=Name("sub")).name == "sub"  # a str subclass takes the full check
+
+
+def test_DataLoader_load_many_of_cached_keys_is_done_at_once():
+    loader, calls = id_loader()
+    loader.load_many([1, 2, 3])
+    loader.dispatch()
+    again = loader.load_many([3, 1, 3])
+    assert again.done() and again.result(0) == [3, 1, 3]
+    assert loader.dispatch_depth == 0 and calls == [[1, 2, 3]]
+    assert loader.statistics().cache_hit_count == 3 and loader.statistics().load_count == 6
+
+
+def test_DataLoader_load_many_waits_with_one_done_callback_not_one_per_key():
+    loader, _ = id_loader()
+    fut = loader.load_many(range(100))
+    queued = loader._queue
+    assert queued is not None
+    assert sum(f._done_callbacks is not None for f in queued.futures) == 1
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == list(range(100))
+
+
+def test_DataLoader_load_many_mixes_hits_and_misses_and_queues_a_missed_key_once():
+    loader, calls = id_loader()
+    loader.load_many([1, 2])
+    loader.dispatch()
+    fut = loader.load_many([5, 1, 6, 5, 2, 6])
+    assert loader.dispatch_depth == 2
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == [5, 1, 6, 5, 2, 6] and calls == [[1, 2], [5, 6]]
+    stats = loader.statistics()
+    assert (stats.load_count, stats.cache_hit_count) == (8, 4)
+
+
+def test_DataLoader_load_many_settled_by_slices_in_any_order_keeps_the_order_of_keys():
+    with cf.ThreadPoolExecutor(4) as pool:
+        gates = [threading.Event() for _ in range(3)]
+
+        def batch(keys: list[int]) -> list[int]:
+            assert gates[keys[0] // 2].wait(TIMEOUT)
+            return [k * 10 for k in keys]
+
+        loader = DataLoader(batch, max_batch_size=2, executor=pool)
+        fut = loader.load_many([0, 1, 2, 3, 4, 5])
+        loader.dispatch()
+        for gate in reversed(gates):  # the last slice settles first
+            gate.set()
+        assert fut.result(TIMEOUT) == [0, 10, 20, 30, 40, 50]
+
+
+def test_DataLoader_load_many_fails_with_the_first_failed_key_or_lists_every_error():
+    def batch(keys: list[int]) -> list[Any]:
+        return [ValueError(f"bad {k}") if k % 2 else k for k in keys]
+
+    loader = DataLoader(batch, max_batch_size=1)  # each key settles on its own
+    failing = loader.load_many([0, 1, 2, 3])
+    listing = loader.load_many([0, 1, 2, 3], return_exceptions=True)
+    loader.dispatch()
+    with pytest.raises(ValueError, match="bad 1"):
+        failing.result(TIMEOUT)
+    values = listing.result(TIMEOUT)
+    assert values[0::2] == [0, 2] and [str(e) for e in values[1::2]] == ["bad 1", "bad 3"]
+
+
+def test_DataLoader_load_many_with_a_cancelled_key_fails_or_lists_a_CancelledError():
+    loader, calls = id_loader()
+    failing = loader.load_many([1, 2])
+    listing = loader.load_many([1, 2], return_exceptions=True)
+    assert loader.load(2).cancel()
+    loader.dispatch()
+    with pytest.raises(cf.CancelledError):
+        failing.result(TIMEOUT)
+    values = listing.result(TIMEOUT)
+    assert values[0] == 1 and isinstance(values[1], cf.CancelledError) and calls == [[1]]
+
+
+def test_DataLoader_load_many_refuses_an_unhashable_key_or_a_bad_flag_registering_nothing():
+    loader, calls = id_loader()
+    with pytest.raises(TypeError, match="key must be hashable"):
+        loader.load_many([1, [2], 3])
+    with pytest.raises(TypeError, match="return_exceptions must be a bool"):
+        loader.load_many([1, 2], return_exceptions="no")  # type: ignore[call-overload]
+    assert loader.dispatch_depth == 0 and loader.statistics().load_count == 0
+    assert loader.load_many([1, 3]).result(TIMEOUT) == [1, 3] and calls == [[1, 3]]

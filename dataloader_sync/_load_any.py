@@ -1,0 +1,97 @@
+"""``DataLoader.load`` of any loader: the general path, beside ``load()``'s own for a plain loader.
+
+``load()`` takes its own path for the common loader (its own dict, keys
+their own cache keys, batching) and no key context, and this one for every
+other: a ``cache_map``, ``cache_key_fn``, ``cache=False``, ``batch=False``,
+a key context.  A friend of ``DataLoader`` as ``_load_many`` is: it reads and
+writes the fields ``_load_many.ManyLoaded`` declares, under the loader's lock, and
+runs no user code under it but the ``cache_map``'s own methods (the one
+exception ``DataLoader`` documents) and the keys' ``__hash__``/``__eq__``.
+
+Guarantees (``DataLoader``'s, for one load): the cache lookup, the cache
+insert and the queue append happen under one lock acquisition; a failing
+``cache_map`` is a miss (read) or leaves the key uncached but loaded
+(write), logged after the lock is released; the registries and the dispatch
+scope hear of the loader once per queue (``_listeners``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ._batch import KeyQueue
+from ._dispatch_scope import current_scope
+from ._future import Future, loader_future
+from ._listeners import announce, retell_locked
+from ._load_many import ManyLoaded
+
+__all__ = ["load_any", "unhashable"]
+
+
+def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
+    """``DataLoader.load`` of any loader: a cache_map, cache_key_fn, cache=False, batch=False, a key context.
+
+    Raises:
+        TypeError: the key (or its cache key) is not hashable.
+    """
+    ck = None
+    if loader._cache_enabled:
+        ck = key if loader._cache_key_fn is None else loader._cache_key_fn(key)
+        if not loader._dict_cache:  # a dict's lookup (below) checks the key itself
+            try:
+                hash(ck)
+            except TypeError:
+                raise unhashable(ck) from None
+    cache_error = None
+    lock = loader._lock
+    lock.acquire()  # not ``with``: it costs about twice as much (see _future)
+    try:
+        if loader._cache_enabled:
+            try:
+                fut = loader._cache.get(ck)
+            except Exception as exc:  # a failing cache_map: a miss
+                if loader._dict_cache:  # a dict's get raises only for an unhashable key
+                    raise unhashable(ck) from None
+                fut, cache_error = None, ("read", exc)
+            if fut is not None:
+                loader._cache_hit_count += 1
+                return fut
+        loader._miss_count += 1
+        fut = loader_future(lock)
+        if loader._cache_enabled:
+            try:
+                loader._cache[ck] = fut
+            except Exception as exc:  # uncached, still loaded
+                cache_error = ("write", exc)
+        if loader._batch:
+            queue = loader._queue
+            if queue is None:  # the first load since the last dispatch
+                queue = loader._new_queue_locked()
+                first = True
+            else:
+                first = not queue.keys
+            fut._ticket = loader._ticket
+            if queue.cache_keys is None and key_context is None and queue.contexts is None:
+                queue.keys.append(key)  # the common case of KeyQueue.add, inlined
+                queue.futures.append(fut)
+            else:
+                queue.add(key, ck, key_context, fut)
+            tell = mixed = False
+            scope = current_scope()  # only a load that queues needs it
+            if loader._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
+                tell, mixed = retell_locked(loader, scope, first)
+    finally:
+        lock.release()
+    if cache_error is not None:
+        loader._cache_failed(*cache_error)
+    if not loader._batch:
+        one = KeyQueue(loader._cache_key_fn is not None)  # batch=False: one batch call for this load, now
+        one.add(key, ck, key_context, fut)
+        loader._batch_call.send(one)
+    elif first or mixed or tell:  # once per queue and scope
+        announce(loader, scope, first or mixed, tell)
+    return fut
+
+
+def unhashable(ck: Any) -> TypeError:
+    """The error of a load whose key (or cache key) is not hashable."""
+    return TypeError(f"key must be hashable (got {type(ck).__name__}); pass cache_key_fn= to map it to one")
