@@ -17,8 +17,6 @@ from ._executor import get_default_scheduled_executor as get_default_scheduled_e
 from ._executor_statistics import ExecutorStatistics as ExecutorStatistics
 from ._executor_statistics import TimingStatistics as TimingStatistics
 from ._future import Future as Future
-from ._future import completed_future as completed_future
-from ._future import failed_future as failed_future
 from ._gather import gather as gather
 from ._gc import tune_gc as tune_gc
 from ._instrumentation import ChainedInstrumentation as ChainedInstrumentation
@@ -26,6 +24,8 @@ from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumenta
 from ._instrumentation import (
     DataLoaderInstrumentationContext as DataLoaderInstrumentationContext,
 )
+from ._new_futures import completed_future as completed_future
+from ._new_futures import failed_future as failed_future
 from ._pool import PoolStatistics as PoolStatistics
 from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
 from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER

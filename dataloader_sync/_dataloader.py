@@ -72,11 +72,12 @@ from ._batch import (
 from ._batch_call import BatchCall, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, completed_future, loader_future
+from ._future import Future
 from ._hooks import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, retell_locked
 from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
+from ._new_futures import completed_future, loader_future
 from ._statistics import Statistics
 from ._time import check_clock
 from ._types import (

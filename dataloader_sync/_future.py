@@ -6,11 +6,11 @@ Every ``load()`` creates a future, so its cost is the cost of a load.  The
 standard ``Future.__init__`` builds a ``threading.Condition`` (a lock, a
 waiter list and bound methods) for every future; this one holds a lock —
 its own ``Lock``, or, for a loader's futures, the loader's ``RLock``
-(``loader_future``) — and builds a Condition only when a thread actually has
+(``_new_futures.loader_future``) — and builds a Condition only when a thread actually has
 to wait (``tools/bench.py --micro`` measures both side by side).
 
 Duplicated for speed (said once here, as cachetools does): ``then`` and
-``loader_future`` have ``__init__``'s stores inline, and ``_future_lock``'s
+``_new_futures.loader_future`` have ``__init__``'s stores inline, and ``_future_lock``'s
 ``settle_many`` has ``_settle``'s steps inline for a batch under one lock
 acquisition; the hot paths take the lock with ``acquire``/``release`` rather
 than ``with``.  Keep each copy in step with its original; the figures are in
@@ -51,8 +51,7 @@ from . import _fork
 from ._demand import drive_and_wait, waiters_for
 from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
 
-__all__ = ["Future", "abandon_in_child", "completed_future", "copy_outcome", "failed_future", "loader_future",
-           "renew_lock_in_child", "settle", "settle_many"]
+__all__ = ["Future", "abandon_in_child", "renew_lock_in_child", "settle", "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -557,35 +556,6 @@ class _Chain(Future[Any]):
             self._settle(value, None)
 
 
-def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
-    """Complete *dst*, which followed the done *src*, with *src*'s outcome (a cancellation as a CancelledError)."""
-    try:
-        value = src.result()
-    except BaseException as exc:  # CancelledError included
-        dst._settle(None, exc)
-    else:
-        dst._settle(value, None)
-
-
-def loader_future(lock: Any) -> Future[Any]:
-    """A new pending future sharing *lock*, its loader's (the lock protocol's *sharing* state: see ``_future_lock``).
-
-    ``Future.__init__``'s stores, in its order (instances share their
-    attribute layout), without a lock of its own.
-    """
-    fut: Future[Any] = _new(Future)
-    fut._lock = lock
-    fut._state = PENDING
-    fut._result = None
-    fut._exception = None
-    fut._done_callbacks = None
-    fut._cond = None
-    fut._waiter_list = None
-    fut._follow = None
-    fut._shared = lock
-    return fut
-
-
 _new = object.__new__
 
 
@@ -603,25 +573,3 @@ def abandon_in_child(fut: Future[Any]) -> None:
     """
     if fut._abandon_in_child():
         _fork.soon(fut._invoke_callbacks)
-
-
-def completed_future(value: T) -> Future[T]:
-    """Return a future already holding *value*."""
-    fut: Future[T] = Future()
-    fut._result = value
-    fut._state = FINISHED
-    return fut
-
-
-def failed_future(exc: BaseException) -> Future[Any]:
-    """Return a future already failed with *exc*.
-
-    Raises:
-        TypeError: *exc* is not an exception instance (a class is not one).
-    """
-    if not isinstance(exc, BaseException):
-        raise TypeError(f"exc must be an exception instance, got {type(exc).__name__}")
-    fut: Future[Any] = Future()
-    fut._exception = exc
-    fut._state = FINISHED
-    return fut

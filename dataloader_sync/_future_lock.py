@@ -1,6 +1,6 @@
 """A future's lock: its own, or its loader's, shared until it needs a Condition (the lock protocol).
 
-A loader's futures share their loader's ``RLock`` (``_future.loader_future``;
+A loader's futures share their loader's ``RLock`` (``_new_futures.loader_future``;
 a ``then()`` future shares its source's): no lock object per load (a lock is
 one more object for the cyclic GC to walk), and a batch settles under one
 acquisition (``settle_many``).  A future *detaches* from the shared lock,

@@ -18,7 +18,8 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Literal, Optional, TypeVar, Union, overload
 
-from ._future import Future, completed_future, settle
+from ._future import Future, settle
+from ._new_futures import completed_future
 from ._types import ResultOf
 
 __all__ = ["gather"]

@@ -20,9 +20,10 @@ from typing import Any
 
 from ._batch import KeyQueue
 from ._dispatch_scope import current_scope
-from ._future import Future, loader_future
+from ._future import Future
 from ._listeners import announce, retell_locked
 from ._load_many import ManyLoaded
+from ._new_futures import loader_future
 
 __all__ = ["load_any", "unhashable"]
 

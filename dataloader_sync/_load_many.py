@@ -40,8 +40,9 @@ from ._batch import KeyQueue
 from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._future import Future, completed_future, failed_future, loader_future, settle
+from ._future import Future, settle
 from ._listeners import Listened, announce, retell_locked
+from ._new_futures import completed_future, failed_future, loader_future
 
 __all__ = ["Many", "ManyLoaded", "call_each", "contexts_for", "load_many"]
 

@@ -24,7 +24,8 @@ from typing import Any, Optional, Protocol
 
 from ._batch import KeyQueue
 from ._demand import Ticket
-from ._future import Future, completed_future, copy_outcome, failed_future
+from ._future import Future
+from ._new_futures import completed_future, copy_outcome, failed_future
 
 __all__ = ["Cached", "cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
 

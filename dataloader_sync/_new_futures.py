@@ -1,0 +1,69 @@
+"""Futures made ready to hand out: a loader's pending future, a completed or failed one, a copied outcome.
+
+The loader's future (``loader_future``) is made without ``Future.__init__``:
+its stores are ``__init__``'s, in its order (instances share their
+attribute layout), but its lock is the loader's (the lock protocol's
+*sharing* state, see ``_future_lock``) — one of the copies for speed that
+``_future``'s docstring lists.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+from concurrent.futures._base import FINISHED, PENDING
+from typing import Any, TypeVar
+
+from ._future import Future
+
+__all__ = ["completed_future", "copy_outcome", "failed_future", "loader_future"]
+
+T = TypeVar("T")
+
+_new = object.__new__
+
+
+def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
+    """Complete *dst*, which followed the done *src*, with *src*'s outcome (a cancellation as a CancelledError)."""
+    try:
+        value = src.result()
+    except BaseException as exc:  # CancelledError included
+        dst._settle(None, exc)
+    else:
+        dst._settle(value, None)
+
+
+def loader_future(lock: Any) -> Future[Any]:
+    """A new pending future sharing *lock*, its loader's (``Future.__init__``'s stores, without a lock of its own)."""
+    fut: Future[Any] = _new(Future)
+    fut._lock = lock
+    fut._state = PENDING
+    fut._result = None
+    fut._exception = None
+    fut._done_callbacks = None
+    fut._cond = None
+    fut._waiter_list = None
+    fut._follow = None
+    fut._shared = lock
+    return fut
+
+
+
+def completed_future(value: T) -> Future[T]:
+    """Return a future already holding *value*."""
+    fut: Future[T] = Future()
+    fut._result = value
+    fut._state = FINISHED
+    return fut
+
+
+def failed_future(exc: BaseException) -> Future[Any]:
+    """Return a future already failed with *exc*.
+
+    Raises:
+        TypeError: *exc* is not an exception instance (a class is not one).
+    """
+    if not isinstance(exc, BaseException):
+        raise TypeError(f"exc must be an exception instance, got {type(exc).__name__}")
+    fut: Future[Any] = Future()
+    fut._exception = exc
+    fut._state = FINISHED
+    return fut
