@@ -248,6 +248,8 @@ def gathered(futures: list[Future[Any]], return_exceptions: bool) -> Future[list
             return completed_future(list(map(_results, futures)))
         if not return_exceptions:
             return failed_future(next(exc for exc in errors if exc is not None))
+        # a done future's fields read as result() would (the _states/_results getters' reads, below too):
+        # no call per key
         return completed_future([fut._result if exc is None else exc for fut, exc in zip(futures, errors)])
     many = Many(futures, return_exceptions)
     out = many.out
@@ -289,7 +291,7 @@ class Many:
         values = self.values
         for i in range(self.next, len(futures)):
             fut = futures[i]
-            state = fut._state
+            state = fut._state  # the fields result() reads, without its call and lock: one look per key
             if state is FINISHED:
                 exc = fut._exception
                 if exc is None:

@@ -12,7 +12,7 @@ import concurrent.futures as cf
 from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, TypeVar
 
-from ._future import Future
+from ._future import Future, settle
 
 __all__ = ["completed_future", "copy_outcome", "failed_future", "loader_future"]
 
@@ -26,9 +26,9 @@ def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
     try:
         value = src.result()
     except BaseException as exc:  # CancelledError included
-        dst._settle(None, exc)
+        settle(dst, None, exc)
     else:
-        dst._settle(value, None)
+        settle(dst, value, None)
 
 
 def loader_future(lock: Any) -> Future[Any]:
