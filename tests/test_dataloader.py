@@ -9,8 +9,12 @@ from __future__ import annotations
 import collections
 import concurrent.futures as cf
 import gc
+import os
 import queue
 import random
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from typing import Any, Optional
@@ -2236,11 +2240,14 @@ def test_DataLoader_makes_its_queue_ticket_and_batch_call_on_first_use_and_drops
     assert (stats.load_count, stats.batch_invoke_count, stats.cache_hit_count) == (2, 2, 0)
 
 
-def test_DataLoader_never_used_keeps_three_objects_for_the_cyclic_gc():
-    def batch(keys: list[Any]) -> list[Any]:
+NEVER_USED_CENSUS = textwrap.dedent("""
+    import gc
+    from dataloader_sync import DataLoader
+
+    def batch(keys):
         return keys
 
-    def make() -> DataLoader[Any, Any]:
+    def make():
         return DataLoader(batch, name="never used")
 
     make()
@@ -2252,8 +2259,21 @@ def test_DataLoader_never_used_keeps_three_objects_for_the_cyclic_gc():
         after = len(gc.get_objects())
     finally:
         gc.enable()
-    # the loader, its lock and its weak reference: no queue, ticket or batch call yet
-    assert (after - before - 1) / len(kept) <= 3 + 0.1
+    print((after - before - 1) / len(kept))
+""")
+
+
+def test_DataLoader_never_used_keeps_three_objects_for_the_cyclic_gc():
+    # In a fresh interpreter: what an instance keeps depends on its class's
+    # history in the process (CPython's shared instance layouts).
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", NEVER_USED_CENSUS], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", "")))
+    assert out.returncode == 0, out.stderr
+    # the loader, its lock and its weak reference: no queue, ticket or batch call yet; a lock
+    # is a tracked object from CPython 3.10 on, and before 3.11 an instance has a __dict__ too
+    expected = 2 + gc.is_tracked(threading.RLock()) + (sys.version_info < (3, 11))
+    assert float(out.stdout) <= expected + 0.1
 
 
 def test_DataLoader_with_default_options_still_refuses_bad_arguments_naming_them():
