@@ -33,7 +33,7 @@ import time
 from typing import Callable
 
 from . import _fork
-from ._time import Delay, check_callable, wait_timeout
+from ._time import Delay, check_clock, wait_timeout
 from ._time import seconds as _seconds
 
 __all__ = ["RestartableWorker", "WorkerState"]
@@ -89,13 +89,16 @@ class RestartableWorker:
         max_restarts: crashes allowed within ``restart_window``; one more
             and the worker gives up.
         restart_window: seconds (or a ``timedelta``) over which crashes count.
-        clock: monotonic seconds, for the restart window only.
+        clock: monotonic seconds, for the restart window only; read once here
+            (as every other ``clock=`` of the package), so that a clock that
+            cannot tell the time fails now, not on the first crash.
 
     Raises:
-        TypeError: ``target`` or ``clock`` is not callable, ``name`` not a
-            str, or ``max_restarts`` not an int.
-        ValueError: ``max_restarts`` < 0, or ``restart_window`` not > 0 and
-            finite.
+        TypeError: ``target`` or ``clock`` is not callable, ``clock``
+            returns something other than a number, ``name`` is not a str, or
+            ``max_restarts`` not an int.
+        ValueError: ``max_restarts`` < 0, ``restart_window`` not > 0 and
+            finite, or ``clock`` returns NaN or an infinity.
     """
 
     def __init__(
@@ -122,7 +125,8 @@ class RestartableWorker:
         self._target = target
         self._name = name
         self._max_restarts = max_restarts
-        self._clock = check_callable("clock", clock)
+        check_clock("clock", clock)
+        self._clock = clock
         self._thread_numbers = itertools.count(1)
         self._init_locks()
         self._forget_threads()

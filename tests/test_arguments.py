@@ -41,9 +41,13 @@ def _noop() -> None:
 
 
 BAD_CALLS = [
-    # RestartableWorker: the clock is called on a crash, on the worker's thread.
+    # RestartableWorker: the clock is called on a crash, on the worker's thread; its first reading here.
     ("worker clock=None", lambda: RestartableWorker(_noop, clock=None), TypeError, "clock must be callable"),
     ("worker clock=5", lambda: RestartableWorker(_noop, clock=5), TypeError, "clock must be callable"),
+    ("worker clock=nan", lambda: RestartableWorker(_noop, clock=lambda: math.nan), ValueError,
+     "clock must return a finite number of seconds, got nan"),
+    ("worker clock=str", lambda: RestartableWorker(_noop, clock=lambda: "now"), TypeError,
+     "clock must return a number of seconds, got str"),
     ("worker max_restarts=True", lambda: RestartableWorker(_noop, max_restarts=True), TypeError, "max_restarts"),
     ("worker restart_window=inf", lambda: RestartableWorker(_noop, restart_window=math.inf), ValueError,
      "restart_window must be finite"),
@@ -284,7 +288,11 @@ def test_RestartableWorker_with_a_raising_clock_does_not_stay_running_without_a_
     def target() -> None:
         raise _Crash()
 
+    readings = iter([0.0])  # the construction's reading, then none
+
     def broken_clock() -> float:
+        for now in readings:
+            return now
         raise RuntimeError("clock is broken")
 
     worker = RestartableWorker(target, name="broken-clock", clock=broken_clock)
