@@ -1221,3 +1221,36 @@ def test_a_subclass_overriding_complete_leaf_value_completes_every_leaf() -> Non
     assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}
     got = run(_scalar_schema(), "{ rows { n } }", cls=Doubling)
     assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}
+
+
+def test_done_futures_of_an_objects_fields_complete_as_their_values_would() -> None:
+    # A field of an object whose resolver returns a done future (a cached load) completes its value as if the
+    # resolver had returned it: a leaf serialized (its error located), an object, a future inside (flattened),
+    # a failed or cancelled one fails its field; a stdlib Future the same as ours.
+    loader = DataLoader(lambda keys: [f"loaded {k}" for k in keys])
+    cancelled: cf.Future[Any] = cf.Future()
+    cancelled.cancel()
+    stdlib: cf.Future[Any] = cf.Future()
+    stdlib.set_result("stdlib")
+    schema = build_schema("type Query { o: O }  type O { leaf: String n: Int bad: Int obj: P inner: String "
+                          "failed: String gone: String std: String }  type P { x: String }")
+    resolvers = {
+        "leaf": lambda o, i: completed_future("a"),
+        "n": lambda o, i: completed_future(7),
+        "bad": lambda o, i: completed_future("not an int"),
+        "obj": lambda o, i: completed_future({"x": "in p"}),
+        "inner": lambda o, i: completed_future(loader.load(3)),
+        "failed": lambda o, i: failed_future(ValueError("no value")),
+        "gone": lambda o, i: cancelled,
+        "std": lambda o, i: stdlib,
+    }
+    for name, fn in resolvers.items():
+        schema.type_map["O"].fields[name].resolve = fn
+    schema.query_type.fields["o"].resolve = lambda root, info: {}
+    result = run(schema, "{ o { leaf n bad obj { x } inner failed gone std } }")
+    assert result.data == {"o": {"leaf": "a", "n": 7, "bad": None, "obj": {"x": "in p"}, "inner": "loaded 3",
+                                 "failed": None, "gone": None, "std": "stdlib"}}
+    errors = {tuple(e.path): e.message for e in result.errors}
+    assert set(errors) == {("o", "bad"), ("o", "failed"), ("o", "gone")}
+    assert "Int cannot represent non-integer value" in errors[("o", "bad")]
+    assert errors[("o", "failed")] == "no value" and "cancelled" in errors[("o", "gone")]
