@@ -89,7 +89,7 @@ def test_bench_bound_variants_run_only_when_named_and_take_their_parts_away(tmp_
     if importlib.util.find_spec("dataloader_sync.graphql") is None:
         return
     out = tmp_path / "bench.json"
-    bounds = ["all-cached", "done-futures", "registry-unused"]
+    bounds = ["all-cached", "primed-in-request", "done-futures", "registry-unused"]
     proc = _bench("--requests", "6", "--concurrency", "2", "--io-ms", "0", "--items", "3", "--depth", "1",
                   "--loaders", "20", "--json", str(out), "--variants", "single-tick", *bounds)
     assert proc.returncode == 0, proc.stderr

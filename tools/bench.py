@@ -23,6 +23,8 @@ away, to see what any design with a Future per load can reach; CPU-bound:
                             primed in its registry before the run: every load() a cache hit returning a done
                             future, no queue, dispatch, settle or waiting field (batch calls 0); building and
                             priming the registries is outside the measured CPU, closing them inside
+  primed-in-request         all-cached with each request building and priming its registry itself (measured):
+                            one settled future per key made in the request, and the GC walking them
   done-futures              resolvers return a pre-made done dataloader_sync future (one per resolver and item,
                             shared by every request) through DataLoaderExecutionContext: no loader, no registry
   registry-unused           floor-ours with single-tick's per-request registry built, in the context, closed:
@@ -79,7 +81,7 @@ from dataloader_sync import ScheduledDataLoaderRegistry
 
 DEFAULT_VARIANTS = ["single-tick", "per-loader-chains", "floor", "floor-ours", "n-plus-one", "graphql-sync-dataloaders",
                     "aiodataloader"]
-BOUND_VARIANTS = ["all-cached", "done-futures", "registry-unused"]  # run only when named
+BOUND_VARIANTS = ["all-cached", "primed-in-request", "done-futures", "registry-unused"]  # run only when named
 VARIANTS = DEFAULT_VARIANTS + BOUND_VARIANTS
 N_PLUS_ONE_BUDGET = 30.0  # seconds of (estimated) wall time n-plus-one may take (5 with --quick)
 
@@ -106,7 +108,8 @@ def make_variant(name: str, w: bw.Workload) -> Any:
             import dataloader_sync.graphql
         except ImportError as exc:
             return f"dataloader_sync.graphql is not importable: {exc}"
-        return {"all-cached": bw.AllCachedVariant, "done-futures": bw.DoneFuturesVariant,
+        return {"all-cached": bw.AllCachedVariant, "primed-in-request": bw.PrimedInRequestVariant,
+                "done-futures": bw.DoneFuturesVariant,
                 "registry-unused": bw.RegistryUnusedVariant}[name](w)
     if name in ("floor", "floor-ours", "n-plus-one"):
         if name == "floor-ours":
