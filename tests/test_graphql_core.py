@@ -1254,3 +1254,37 @@ def test_done_futures_of_an_objects_fields_complete_as_their_values_would() -> N
     assert set(errors) == {("o", "bad"), ("o", "failed"), ("o", "gone")}
     assert "Int cannot represent non-integer value" in errors[("o", "bad")]
     assert errors[("o", "failed")] == "no value" and "cancelled" in errors[("o", "gone")]
+
+
+def test_a_step_that_finds_no_future_done_leaves_the_waiting_fields_as_they_are(monkeypatch: Any) -> None:
+    # Before each dispatch the loop finds a level's futures all pending: it reads their states only
+    # (first_done), keeps the same list with the same entries, and dispatches.
+    from dataloader_sync.graphql import _loop
+
+    steps: list[tuple[bool, bool, bool]] = []  # (resumed, same list, same entries) per step
+    real = _loop.resume_done
+
+    def recording(ctx: Any, run: Any) -> bool:
+        before, entries = run.unwatched, list(run.unwatched)
+        resumed = real(ctx, run)
+        steps.append((resumed, run.unwatched is before, run.unwatched == entries))
+        return resumed
+
+    monkeypatch.setattr(_loop, "resume_done", recording)
+    nodes, kids, labels = Recorder(lambda k: {"id": k}), Recorder(lambda k: [k * 10 + 1, k * 10 + 2]), Recorder(str)
+    schema = _tree_schema(DataLoader(nodes), DataLoader(kids), DataLoader(labels))
+    result = run(schema, "{ roots(n: 3) { label children { label children { id } } } }")
+    assert result.errors is None and result.data["roots"][2]["children"][1]["children"][0]["id"] == 321
+    idle = [step for step in steps if not step[0]]
+    assert idle and all(same_list and same_entries for _, same_list, same_entries in idle), steps
+    assert any(resumed for resumed, _, _ in steps)
+
+
+def test_first_done_finds_the_first_entry_whose_future_is_done() -> None:
+    from dataloader_sync.graphql._loop import first_done
+
+    pending, done = Future(), completed_future(1)
+    assert first_done([]) == -1
+    assert first_done([pending, None, None, None] * 3) == -1
+    assert first_done([pending, None, None, None, done, None, None, None, pending, None, None, None]) == 4
+    assert first_done([done, None, None, None]) == 0
