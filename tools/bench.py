@@ -25,6 +25,7 @@ away, to see what any design with a Future per load can reach; CPU-bound:
                             priming the registries is outside the measured CPU, closing them inside
   primed-in-request         all-cached with each request building and priming its registry itself (measured):
                             one settled future per key made in the request, and the GC walking them
+                            (prime() is no fast path: a bound for the GC's part, not for the CPU)
   done-futures              resolvers return a pre-made done dataloader_sync future (one per resolver and item,
                             shared by every request) through DataLoaderExecutionContext: no loader, no registry
   registry-unused           floor-ours with single-tick's per-request registry built, in the context, closed:

@@ -292,10 +292,11 @@ class AllCachedVariant(DataLoaderSyncVariant):
 
 
 class PrimedInRequestVariant(AllCachedVariant):
-    """all-cached with the registry built and primed inside each request (in the measured CPU): what a
-    request pays at the least when it makes one settled future per key itself — the registry, one
-    ``prime()`` per key (a done future in the cache) and the cyclic GC walking those futures while they
-    live — without queueing, dispatching, settling or waiting fields."""
+    """all-cached with the registry built and primed inside each request (in the measured CPU): the
+    registry, one ``prime()`` per key (a done future in the cache) and the cyclic GC walking those
+    futures while they live, without queueing, dispatching, settling or waiting fields.  ``prime()`` is
+    no fast path (it checks the key, its future has a lock of its own), so the CPU is no lower bound;
+    the GC's part is: every future a request makes for its keys, alive to its end."""
 
     def __init__(self, w: Workload) -> None:
         super().__init__(w)
