@@ -231,8 +231,9 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline: the same
             steps, results and errors, minus per-field work that cannot change an outcome (see
             the module notes).  A pending Future from a field of an object is recorded at once
-            (``complete_value``'s hot path), a nullable scalar or enum holding a plain value is
-            serialized (what ``complete_value`` does with it); the rest goes to ``complete_value``."""
+            (``complete_value``'s hot path), a done one that holds a value (a cached load) gives
+            that value, a nullable scalar or enum holding a plain value is serialized (what
+            ``complete_value`` does with it); the rest goes to ``complete_value``."""
             plan = self._plan(parent_type, fields)
             if plan is None:
                 return _base_execute_fields(self, parent_type, source_value, path, fields)
