@@ -83,3 +83,23 @@ def test_bench_gc_freeze_freezes_the_heap_and_reports_both_floors(tmp_path):
         assert any("tuned GC" in t and t.endswith("single-tick / floor") for t in targets), targets
         assert any(t.endswith("single-tick / floor-ours") for t in targets), targets
     assert "GC/req" in proc.stdout
+
+
+def test_bench_bound_variants_run_only_when_named_and_take_their_parts_away(tmp_path):
+    if importlib.util.find_spec("dataloader_sync.graphql") is None:
+        return
+    out = tmp_path / "bench.json"
+    bounds = ["all-cached", "primed-in-request", "done-futures", "registry-unused"]
+    proc = _bench("--requests", "6", "--concurrency", "2", "--io-ms", "0", "--items", "3", "--depth", "1",
+                  "--loaders", "20", "--json", str(out), "--variants", "single-tick", *bounds)
+    assert proc.returncode == 0, proc.stderr
+    rows = {row["variant"]: row for row in json.loads(out.read_text())["variants"]}
+    assert list(rows) == ["single-tick", *bounds]
+    for row in rows.values():
+        assert row["status"] == "ran" and row["errors"] == 0 and row["requests"] == 6, row
+    assert rows["single-tick"]["batch_calls_per_request"] > 0
+    for name in bounds:  # every load a cache hit (all-cached), or no loader at all
+        assert rows[name]["batch_calls_per_request"] == 0, name
+    assert any("primed before the run" in note for note in rows["all-cached"]["notes"])
+    default = _bench("--help")
+    assert "all-cached" in default.stdout and "run only when named" in default.stdout

@@ -1221,3 +1221,70 @@ def test_a_subclass_overriding_complete_leaf_value_completes_every_leaf() -> Non
     assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}
     got = run(_scalar_schema(), "{ rows { n } }", cls=Doubling)
     assert got.errors is None and got.data == {"rows": [{"n": 2}, {"n": 4}, {"n": 6}]}
+
+
+def test_done_futures_of_an_objects_fields_complete_as_their_values_would() -> None:
+    # A field of an object whose resolver returns a done future (a cached load) completes its value as if the
+    # resolver had returned it: a leaf serialized (its error located), an object, a future inside (flattened),
+    # a failed or cancelled one fails its field; a stdlib Future the same as ours.
+    loader = DataLoader(lambda keys: [f"loaded {k}" for k in keys])
+    cancelled: cf.Future[Any] = cf.Future()
+    cancelled.cancel()
+    stdlib: cf.Future[Any] = cf.Future()
+    stdlib.set_result("stdlib")
+    schema = build_schema("type Query { o: O }  type O { leaf: String n: Int bad: Int obj: P inner: String "
+                          "failed: String gone: String std: String }  type P { x: String }")
+    resolvers = {
+        "leaf": lambda o, i: completed_future("a"),
+        "n": lambda o, i: completed_future(7),
+        "bad": lambda o, i: completed_future("not an int"),
+        "obj": lambda o, i: completed_future({"x": "in p"}),
+        "inner": lambda o, i: completed_future(loader.load(3)),
+        "failed": lambda o, i: failed_future(ValueError("no value")),
+        "gone": lambda o, i: cancelled,
+        "std": lambda o, i: stdlib,
+    }
+    for name, fn in resolvers.items():
+        schema.type_map["O"].fields[name].resolve = fn
+    schema.query_type.fields["o"].resolve = lambda root, info: {}
+    result = run(schema, "{ o { leaf n bad obj { x } inner failed gone std } }")
+    assert result.data == {"o": {"leaf": "a", "n": 7, "bad": None, "obj": {"x": "in p"}, "inner": "loaded 3",
+                                 "failed": None, "gone": None, "std": "stdlib"}}
+    errors = {tuple(e.path): e.message for e in result.errors}
+    assert set(errors) == {("o", "bad"), ("o", "failed"), ("o", "gone")}
+    assert "Int cannot represent non-integer value" in errors[("o", "bad")]
+    assert errors[("o", "failed")] == "no value" and "cancelled" in errors[("o", "gone")]
+
+
+def test_a_step_that_finds_no_future_done_leaves_the_waiting_fields_as_they_are(monkeypatch: Any) -> None:
+    # Before each dispatch the loop finds a level's futures all pending: it reads their states only
+    # (first_done), keeps the same list with the same entries, and dispatches.
+    from dataloader_sync.graphql import _loop
+
+    steps: list[tuple[bool, bool, bool]] = []  # (resumed, same list, same entries) per step
+    real = _loop.resume_done
+
+    def recording(ctx: Any, run: Any) -> bool:
+        before, entries = run.unwatched, list(run.unwatched)
+        resumed = real(ctx, run)
+        steps.append((resumed, run.unwatched is before, run.unwatched == entries))
+        return resumed
+
+    monkeypatch.setattr(_loop, "resume_done", recording)
+    nodes, kids, labels = Recorder(lambda k: {"id": k}), Recorder(lambda k: [k * 10 + 1, k * 10 + 2]), Recorder(str)
+    schema = _tree_schema(DataLoader(nodes), DataLoader(kids), DataLoader(labels))
+    result = run(schema, "{ roots(n: 3) { label children { label children { id } } } }")
+    assert result.errors is None and result.data["roots"][2]["children"][1]["children"][0]["id"] == 321
+    idle = [step for step in steps if not step[0]]
+    assert idle and all(same_list and same_entries for _, same_list, same_entries in idle), steps
+    assert any(resumed for resumed, _, _ in steps)
+
+
+def test_first_done_finds_the_first_entry_whose_future_is_done() -> None:
+    from dataloader_sync.graphql._loop import first_done
+
+    pending, done = Future(), completed_future(1)
+    assert first_done([]) == -1
+    assert first_done([pending, None, None, None] * 3) == -1
+    assert first_done([pending, None, None, None, done, None, None, None, pending, None, None, None]) == 4
+    assert first_done([done, None, None, None]) == 0

@@ -15,6 +15,22 @@ process with identical settings, so their ratios hold on a noisy machine:
   graphql-sync-dataloaders  peers, when installed (never dependencies of this library)
   aiodataloader
 
+Bounds, run only when named in --variants (parts of the loaders' work taken
+away, to see what any design with a Future per load can reach; CPU-bound:
+--io-ms 0):
+
+  all-cached                single-tick (same registry, schema, resolvers) with every key each request loads
+                            primed in its registry before the run: every load() a cache hit returning a done
+                            future, no queue, dispatch, settle or waiting field (batch calls 0); building and
+                            priming the registries is outside the measured CPU, closing them inside
+  primed-in-request         all-cached with each request building and priming its registry itself (measured):
+                            one settled future per key made in the request, and the GC walking them
+                            (prime() is no fast path: a bound for the GC's part, not for the CPU)
+  done-futures              resolvers return a pre-made done dataloader_sync future (one per resolver and item,
+                            shared by every request) through DataLoaderExecutionContext: no loader, no registry
+  registry-unused           floor-ours with single-tick's per-request registry built, in the context, closed:
+                            the registry's fixed cost
+
 Columns: throughput; latency p50/p99; batch calls per request (n-plus-one: I/O
 calls); scheduled tasks per request (the ScheduledExecutor's task_count
 delta); scheduler queue peak/end (pending + queued tasks, sampled every 5 ms);
@@ -64,8 +80,10 @@ from per_loader_chains import PerLoaderChainsRegistry
 
 from dataloader_sync import ScheduledDataLoaderRegistry
 
-VARIANTS = ["single-tick", "per-loader-chains", "floor", "floor-ours", "n-plus-one", "graphql-sync-dataloaders",
-            "aiodataloader"]
+DEFAULT_VARIANTS = ["single-tick", "per-loader-chains", "floor", "floor-ours", "n-plus-one", "graphql-sync-dataloaders",
+                    "aiodataloader"]
+BOUND_VARIANTS = ["all-cached", "primed-in-request", "done-futures", "registry-unused"]  # run only when named
+VARIANTS = DEFAULT_VARIANTS + BOUND_VARIANTS
 N_PLUS_ONE_BUDGET = 30.0  # seconds of (estimated) wall time n-plus-one may take (5 with --quick)
 
 
@@ -86,6 +104,14 @@ def make_variant(name: str, w: bw.Workload) -> Any:
             return f"dataloader_sync.graphql is not importable: {exc}"
         cls = ScheduledDataLoaderRegistry if name == "single-tick" else PerLoaderChainsRegistry
         return bw.DataLoaderSyncVariant(w, name, cls)
+    if name in BOUND_VARIANTS:
+        try:
+            import dataloader_sync.graphql
+        except ImportError as exc:
+            return f"dataloader_sync.graphql is not importable: {exc}"
+        return {"all-cached": bw.AllCachedVariant, "primed-in-request": bw.PrimedInRequestVariant,
+                "done-futures": bw.DoneFuturesVariant,
+                "registry-unused": bw.RegistryUnusedVariant}[name](w)
     if name in ("floor", "floor-ours", "n-plus-one"):
         if name == "floor-ours":
             try:
@@ -230,6 +256,7 @@ def percentile(sorted_values: list[float], q: float) -> float:
 def measure(variant: Any, args: argparse.Namespace, requests: int, warmup: int) -> dict[str, Any]:
     """Warm up, then run *requests* requests and gather every metric."""
     w, sched = variant.w, variant.scheduler
+    variant.prepare(warmup + requests)
     deadline = time.monotonic() + args.variant_timeout
     warm = run_requests(variant, warmup, args.concurrency, w.expected, deadline)
     tasks0 = sched.task_count if sched else 0
@@ -408,7 +435,7 @@ def header(args: argparse.Namespace, w: bw.Workload) -> dict[str, Any]:
 
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--requests", type=int, default=400, help="measured requests per variant")
     p.add_argument("--warmup", type=int, default=None, help="warm-up requests per variant (default requests/10)")
     p.add_argument("--concurrency", type=int, default=48, help="request threads")
@@ -419,7 +446,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument("--items", type=int, default=20)
     p.add_argument("--depth", type=int, default=3, help="nested children levels")
     p.add_argument("--tick-ms", type=float, default=15.0, help="the registries' schedule")
-    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None, help="default: all")
+    p.add_argument("--variants", nargs="+", choices=VARIANTS, default=None,
+                   help=f"default: all but the bounds ({', '.join(BOUND_VARIANTS)}: see above)")
     p.add_argument("--variant-timeout", type=float, default=600.0, help="seconds before a variant stops early")
     p.add_argument("--gc-threshold", type=int, default=None, metavar="N",
                    help="gc.set_threshold(N, …) for the run: the cyclic GC's cost grows with the objects that "
@@ -452,7 +480,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
         for opt, value in (("requests", 40), ("concurrency", 8), ("items", 10), ("depth", 2)):
             if f"--{opt}" not in given:
                 setattr(args, opt.replace("-", "_"), value)
-    args.variants = args.variants or VARIANTS
+    args.variants = args.variants or DEFAULT_VARIANTS
     args.warmup = max(args.requests // 10, 1) if args.warmup is None else args.warmup
     args.io_threads_given = args.io_threads is not None
     args.io_threads = args.io_threads or args.concurrency * 16

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures as cf
+import gc
 import inspect
+import itertools
 import threading
 import time
 from typing import Any, Callable, Optional
@@ -28,7 +30,14 @@ from typing import Any, Callable, Optional
 import graphene
 import graphql
 
-from dataloader_sync import DISPATCH_ALWAYS, DISPATCH_NEVER, DataLoader, ScheduledDataLoaderRegistry, ScheduledExecutor
+from dataloader_sync import (
+    DISPATCH_ALWAYS,
+    DISPATCH_NEVER,
+    DataLoader,
+    ScheduledDataLoaderRegistry,
+    ScheduledExecutor,
+    completed_future,
+)
 
 FIELDS = 10  # f0..f9, as Bench.java's FIELD_LOADERS
 FANOUT = 3  # children per item
@@ -150,6 +159,9 @@ class Variant:
         self.w = w
         self.notes = []
 
+    def prepare(self, requests: int) -> None:
+        """Called once before the first of *requests* requests (warm-up included), outside every measurement."""
+
     def run_one(self) -> graphql.ExecutionResult:
         raise NotImplementedError
 
@@ -228,6 +240,117 @@ class DataLoaderSyncVariant(Variant):
 
 def _then_future(fut: Any, fn: Callable) -> Any:
     return fut.then(fn)
+
+
+# -- bounds: what a request costs with parts of the loaders' work taken away --------------
+class AllCachedVariant(DataLoaderSyncVariant):
+    """single-tick with every key a request loads already settled in its registry's loaders.
+
+    The same registry (built as single-tick builds it), schema and resolvers;
+    ``prepare`` builds one registry per request and primes every key each
+    loader will be asked for (``prime(key, key)``, the batch functions'
+    answer), then collects, so the primed futures sit in the oldest
+    generation.  A request takes the next registry, executes and closes it:
+    every ``load()`` is a cache hit returning a done future and every
+    ``then()`` runs on a done source — no queue, no dispatch, no settle, no
+    waiting field, no batch call (the batch-calls column reads 0).  Building
+    and priming the registry, and freeing it (the pool is dropped at
+    ``close()``), are outside the measured CPU; closing it is inside.
+    """
+
+    def __init__(self, w: Workload) -> None:
+        super().__init__(w, "all-cached", ScheduledDataLoaderRegistry)
+        self.pool: list[ScheduledDataLoaderRegistry] = []
+        self._next: Callable[[], int] = itertools.count().__next__
+
+    def primed(self) -> ScheduledDataLoaderRegistry:
+        registry = self.registry()
+        for name, keys in self.w.keys_by_loader().items():
+            loader = registry[name]
+            for key in keys:
+                loader.prime(key, key)
+        return registry
+
+    def prepare(self, requests: int) -> None:
+        self.pool = [self.primed() for _ in range(requests)]
+        self._next = itertools.count().__next__
+        gc.collect()
+        self.notes.append(f"{requests} registries primed before the run ({requests * self.w.loads_per_request():,} "
+                          "settled futures), kept in the oldest GC generation until the variant ends")
+
+    def run_one(self) -> graphql.ExecutionResult:
+        registry = self.pool[self._next()]  # next() of a count is atomic: one registry per request
+        try:
+            return graphql.execute_sync(self.schema, self.w.document, context_value=Context(registry, _then_future),
+                                        execution_context_class=self.execution_context_class)
+        finally:
+            registry.close()
+
+    def close(self) -> None:
+        self.pool = []
+        super().close()
+
+
+class PrimedInRequestVariant(AllCachedVariant):
+    """all-cached with the registry built and primed inside each request (in the measured CPU): the
+    registry, one ``prime()`` per key (a done future in the cache) and the cyclic GC walking those
+    futures while they live, without queueing, dispatching, settling or waiting fields.  ``prime()`` is
+    no fast path (it checks the key, its future has a lock of its own), so the CPU is no lower bound;
+    the GC's part is: every future a request makes for its keys, alive to its end."""
+
+    def __init__(self, w: Workload) -> None:
+        super().__init__(w)
+        self.name = "primed-in-request"
+
+    def prepare(self, requests: int) -> None:
+        pass
+
+    def run_one(self) -> graphql.ExecutionResult:
+        registry = self.primed()
+        try:
+            return graphql.execute_sync(self.schema, self.w.document, context_value=Context(registry, _then_future),
+                                        execution_context_class=self.execution_context_class)
+        finally:
+            registry.close()
+
+
+class DoneFuturesVariant(Variant):
+    """Resolvers that return an already-done ``dataloader_sync`` future, through DataLoaderExecutionContext.
+
+    One ``completed_future`` per (resolver, item), made once for the whole
+    run and shared by every request: no loader, no registry, no lookup, no
+    ``then()`` (``late`` returns the item's id, ``children`` its child ids,
+    each in a done future).  What handing a future through the execution
+    costs at all, beside floor-ours (the same values returned plain).
+    """
+
+    def __init__(self, w: Workload) -> None:
+        super().__init__(w)
+        from dataloader_sync.graphql import DataLoaderExecutionContext
+        self.name = "done-futures"
+        self.execution_context_class = DataLoaderExecutionContext
+        ids = [i for level in w.item_ids() for i in level]
+        parents = [i for level in w.item_ids()[:-1] for i in level]
+
+        def done(values: dict[int, Any]) -> Callable:
+            futures = {i: completed_future(v) for i, v in values.items()}
+            return lambda item, info: futures[item]
+
+        self.schema = build_schema(w.root_items, lambda i: done({i: i for i in ids}), lambda item, info: item,
+                                   done({i: i for i in ids}), done({i: _children_of(i) for i in parents}))
+
+    def run_one(self) -> graphql.ExecutionResult:
+        return graphql.execute_sync(self.schema, self.w.document, execution_context_class=self.execution_context_class)
+
+
+class RegistryUnusedVariant(DataLoaderSyncVariant):
+    """floor-ours with single-tick's per-request registry built, given as the context and closed, never used:
+    the registry's fixed cost per request (200 loaders built and registered, its close, the execution's look
+    at the context) beside floor-ours."""
+
+    def __init__(self, w: Workload) -> None:
+        super().__init__(w, "registry-unused", ScheduledDataLoaderRegistry)
+        self.schema = PlainVariant(w, "floor-ours").schema  # floor-ours' own resolvers
 
 
 class PlainVariant(Variant):
@@ -349,6 +472,23 @@ class Workload:
         self.io = IO(io_ms, io_inline, io_threads)
         ids = list(range(items))
         self.root_items: Callable = lambda root, info: ids
+
+    def item_ids(self) -> list[list[int]]:
+        """The ids of a request's items, level by level (the root items first)."""
+        levels = [list(range(self.items))]
+        for _ in range(self.depth):
+            levels.append([c for i in levels[-1] for c in _children_of(i)])
+        return levels
+
+    def keys_by_loader(self) -> dict[str, list[int]]:
+        """The keys a request loads, by loader name: every item's id, and the parents' ids for children."""
+        levels = self.item_ids()
+        ids = [i for level in levels for i in level]
+        late_a, late_b = self.names["late"]
+        out = dict.fromkeys(self.names["fields"], ids)
+        out[late_a] = out[late_b] = ids
+        out[self.names["children"]] = [i for level in levels[:-1] for i in level]
+        return out
 
     def loads_per_request(self) -> int:
         """Values a request loads without a cache (what n-plus-one does, one I/O each)."""

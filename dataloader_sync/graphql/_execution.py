@@ -91,6 +91,7 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
+from concurrent.futures._base import FINISHED as _FINISHED
 from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Optional
@@ -230,8 +231,9 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline: the same
             steps, results and errors, minus per-field work that cannot change an outcome (see
             the module notes).  A pending Future from a field of an object is recorded at once
-            (``complete_value``'s hot path), a nullable scalar or enum holding a plain value is
-            serialized (what ``complete_value`` does with it); the rest goes to ``complete_value``."""
+            (``complete_value``'s hot path), a done one that holds a value (a cached load) gives
+            that value, a nullable scalar or enum holding a plain value is serialized (what
+            ``complete_value`` does with it); the rest goes to ``complete_value``."""
             plan = self._plan(parent_type, fields)
             if plan is None:
                 return _base_execute_fields(self, parent_type, source_value, path, fields)
@@ -272,8 +274,16 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                                 run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr, operator]
                                 results[response_name] = result
                                 continue
-                        elif (leaf and result is not None and known_type(result.__class__) is False  # is_plain
-                              and not isinstance(result, Exception)):
+                            if state is not _FINISHED or result._exception is not None or isinstance(
+                                    result._result, _Future):
+                                results[response_name] = complete_value(return_type, field_nodes, info, field_path,
+                                                                        result)
+                                continue
+                            # Done with a value (a cached load): complete_value's outcome(result), read as
+                            # resume_done reads it; the value goes on as a resolver's would.
+                            result = result._result
+                        if (leaf and result is not None and known_type(result.__class__) is False  # is_plain
+                                and not isinstance(result, Exception)):
                             # complete_leaf_value inline, as in _loop.resume_done (a call less per leaf field)
                             serialized = return_type.serialize(result) if own_leaf else None
                             if serialized is None or serialized is _Undefined:

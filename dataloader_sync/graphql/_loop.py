@@ -27,6 +27,7 @@ import concurrent.futures as cf
 from concurrent.futures._base import FINISHED
 from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
+from itertools import islice
 from typing import Any, Optional, Protocol
 
 from graphql.language import FieldNode as _FieldNode
@@ -35,7 +36,7 @@ from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from . import _compat
 from ._awaitables import KNOWN_TYPE
-from ._run import IS_TYPE_OF, PENDING, TYPE, VALUE, Frame, Pending, Run, levels, locate
+from ._run import ENTRY, IS_TYPE_OF, PENDING, TYPE, VALUE, Frame, Pending, Run, levels, locate
 from ._scope import ExecutionStalledError
 
 __all__ = ["LEAF_TYPES", "Execution", "drain"]
@@ -133,25 +134,45 @@ def resume_done(ctx: Execution, run: Run) -> bool:
     nothing nulled — is completed here: a nullable scalar or enum serialized
     without a ``Pending``, any other value straight into the object's results
     dict (``complete_into``); every other case goes through ``resume``.
+
+    The step before each dispatch finds none done (a level's loads are all
+    still queued): ``first_done`` reads each entry's state only, and the
+    list stays as it is.  Otherwise the entries before the first done one
+    move to the new list in one slice, and the walk starts there.
     """
     unwatched = run.unwatched
+    start = first_done(unwatched)
+    if start < 0:
+        return False
     # The spare list (see Run.spare) is the new one: placeholders created while resuming join it too.
     still = run.unwatched = run.spare
     assert not still and still is not unwatched, "Run.spare is empty and is not unwatched"
     try:
-        return _resume_done(ctx, run, unwatched, still)
+        still += unwatched[:start]
+        return _resume_done(ctx, run, unwatched, still, start)
     finally:
         unwatched.clear()
         run.spare = unwatched
 
 
-def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any]) -> bool:
-    """``resume_done``'s walk over *unwatched*; the entries still pending go to *still*."""
+def first_done(unwatched: list[Any]) -> int:
+    """The index of the first entry of *unwatched* whose future is done, or -1 (the state read as
+    ``_resume_done`` reads it)."""
+    for i in range(0, len(unwatched), ENTRY):
+        state = unwatched[i]._state
+        if state is not _PENDING and state is not _RUNNING:
+            return i
+    return -1
+
+
+def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any], start: int) -> bool:
+    """``resume_done``'s walk over *unwatched* from the entry at *start*; the entries still pending go to
+    *still*."""
     resumed = False
     pending_of = run.pending_of
     direct = ctx._direct
     own_leaf = ctx._own_leaf
-    it = iter(unwatched)
+    it = islice(unwatched, start, None)
     for future, frame, nodes, return_type in zip(it, it, it, it):
         # CPython's Future fields, read as done() + result() would but without their lock and calls (the
         # stdlib's Future and ours write _state last: FINISHED seen, _result and _exception are written).
