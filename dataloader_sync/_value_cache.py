@@ -31,6 +31,13 @@ Guarantees:
   breaker is logged by it (one WARNING when it opens, one INFO when it
   closes) instead of by the rate-limited failure log.
 - The value cache is user code: it is never called under the loader's lock.
+- A cache may also offer ``get_local_values(keys)``: a lookup in a tier of
+  its own that lives in this process (``RedisValueCache``'s near cache),
+  without I/O.  A loader whose cache offers it (read once, when the loader
+  is made) asks it at load time, for the keys its own cache does not hold:
+  a hit is settled there and then and never queued (``_load_local``).  A
+  cache without it (the attribute None or absent) costs the loader nothing:
+  its loads take the paths they take without a value cache.
 """
 from __future__ import annotations
 
@@ -93,6 +100,20 @@ class ValueCache(abc.ABC, Generic[K, V]):
     load (see the module notes); it should bound its own waiting (e.g. a
     client socket timeout).
 
+    A cache with a tier of its own in this process (an in-memory LRU in
+    front of a network store) may also offer ``get_local_values(keys)``, as
+    a method or an instance attribute (None: none, the default).  A loader
+    made with such a cache calls it at load time, outside its lock, for the
+    keys its own cache does not hold; each hit becomes a settled future in
+    the loader's cache at once (no queue slot, no dispatch, no
+    ``get_values``); the misses are queued and looked up at dispatch as
+    before.  It must answer from memory only (no I/O, no blocking: a load
+    waits for it), be thread-safe, and never return a value that was
+    invalidated or has expired; a tier that cannot vouch for its entries
+    (not yet, or no longer, told of invalidations) returns ``MISSING`` for
+    every key.  It is not guarded by the breaker (there is no call to
+    guard); if it raises, the loads go on as misses (logged, rate-limited).
+
     Attributes:
         breaker: the ``Breaker`` in front of this cache, or None for none.
             Left unset (the default), a breaker with a cool-down of
@@ -101,6 +122,11 @@ class ValueCache(abc.ABC, Generic[K, V]):
     """
 
     breaker: Optional[Breaker]  # declared, not set: unset means "make one" (see breaker_of)
+
+    #: Optional: the values of *keys* that this process holds itself (no I/O,
+    #: no waiting), or ``MISSING``, one entry per key.  None (the default):
+    #: the cache has no such tier.  See the class docstring.
+    get_local_values: Optional[Callable[[Sequence[K]], list[Union[V, _Missing]]]] = None
 
     @abc.abstractmethod
     def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
@@ -225,6 +251,33 @@ def check_value_cache(value_cache: Any) -> Any:
     ):
         raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
     return value_cache
+
+
+def local_lookup_of(value_cache: Any) -> Optional[tuple[Any, Callable[[list[Any]], list[Any]]]]:
+    """``(value_cache, its get_local_values)`` when it offers one (callable), else None."""
+    lookup = getattr(value_cache, "get_local_values", None)
+    return (value_cache, lookup) if callable(lookup) else None
+
+
+def look_up_local(value_cache: Any, lookup: Callable[[list[Any]], Any], keys: list[Any]) -> Optional[list[Any]]:
+    """``lookup(keys)`` (a cache's ``get_local_values``) as a list of one entry per key; None when it
+    raised or answered with the wrong number of entries (logged, rate-limited: the keys are misses).
+
+    Raises:
+        BaseException: what it raised when it is not an ``Exception``.
+    """
+    try:
+        found = lookup(keys)
+        if type(found) is not list:
+            found = list(found)
+    except Exception as exc:
+        FAILURES.failed(value_cache, "get_local_values", exc)
+        return None
+    if len(found) != len(keys):
+        FAILURES.failed(value_cache, "get_local_values", ValueError(
+            f"get_local_values returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
+        return None
+    return found
 
 
 def _failed(value_cache: Any, breaker: Optional[Breaker], what: str, exc: BaseException) -> None:
