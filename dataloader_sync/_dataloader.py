@@ -85,7 +85,7 @@ from ._types import (
     MappedBatchFn,
     SequenceBatchFn,
 )
-from ._value_cache import ValueCache, local_lookup_of
+from ._value_cache import ValueCache, check_value_cache, local_lookup_of
 
 if TYPE_CHECKING:  # typing only: typing.Unpack is 3.11+, typing_extensions is not a dependency
     from typing_extensions import Unpack
@@ -230,9 +230,10 @@ class DataLoader(Generic[K, V]):
     ) -> None:
         if (batch is True and cache is True and cache_exceptions is True and pass_env is False
                 and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
-                and context is None and context_provider is None and value_cache is None
+                and context is None and context_provider is None
                 and (name is None or type(name) is str) and callable(batch_load_fn)):
-            options = _DEFAULT_OPTIONS  # every option at its default (a per-request loader): nothing else to check
+            options = _DEFAULT_OPTIONS if value_cache is None else (  # every option at its default but
+                *_DEFAULT_OPTIONS[:6], check_value_cache(value_cache))  # value_cache: nothing else to check
         else:
             check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
                              "cache_exceptions": cache_exceptions, "pass_env": pass_env},
@@ -250,8 +251,7 @@ class DataLoader(Generic[K, V]):
         self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
-        # (the value cache, its get_local_values) if it offers one, asked at load time (_load_local).
-        self._local = None if value_cache is None else local_lookup_of(value_cache)
+        self._local = None if value_cache is None else local_lookup_of(value_cache)  # its local tier (_load_local)
         # The common loader: its own dict, keys their own cache keys, batching, no local tier (load()'s own path).
         self._plain = batch and cache and cache_map is None and cache_key_fn is None and self._local is None
         self._cache_key_fn = cache_key_fn
@@ -275,8 +275,7 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        # cache hits, other loads, those of them the local tier answered (the batch call counts its own)
-        self._cache_hit_count = self._miss_count = self._local_hit_count = 0
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # cache hits, other loads, local-tier hits
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()

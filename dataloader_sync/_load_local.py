@@ -37,16 +37,21 @@ from __future__ import annotations
 from collections.abc import Hashable, MutableMapping
 from concurrent.futures._base import FINISHED
 from itertools import compress, count
+from operator import attrgetter
 from typing import Any, Callable, Optional, Protocol
 
-from . import _hooks
+from . import _hooks, _value_cache
 from ._future import Future
 from ._hooks import InstrumentationHooks
-from ._value_cache import MISSING, identical, look_up_local
+from ._value_cache import MISSING, AllFinished, identical, look_up_local
 
-__all__ = ["LocalLoaded", "any_hit", "ask", "load_many_hits", "load_one", "settled", "settled_one", "tell"]
+__all__ = ["LocalLoaded", "any_hit", "ask", "load_many_hits", "load_many_shared", "load_one", "settled", "settled_one",
+           "tell"]
 
 _new = object.__new__
+_outcomes = attrgetter("_state", "_exception")
+_SUCCEEDED = {(FINISHED, None)}
+_results = attrgetter("_result")
 
 
 class LocalLoaded(Protocol):
@@ -55,8 +60,9 @@ class LocalLoaded(Protocol):
     _lock: Any  # a threading.RLock
     _cache: MutableMapping[Hashable, Future[Any]]
     _dict_cache: bool
-    # (the value cache, its get_local_values), or None: the value cache offers none (read once, at construction)
-    _local: Optional[tuple[Any, Callable[[list[Any]], list[Any]]]]
+    # (the value cache, its get_local_values, its get_local_futures or None), or None: the value cache
+    # offers no local tier (read once, at construction)
+    _local: Optional[tuple[Any, Callable[[list[Any]], list[Any]], Any]]
     _local_hit_count: int  # loads answered at load time by the value cache's local tier
     _cache_hit_count: int
     _miss_count: int
@@ -126,7 +132,7 @@ def ask(loader: LocalLoaded, cks: list[Any]) -> Optional[list[Any]]:
     """
     local = loader._local
     assert local is not None
-    value_cache, lookup = local
+    value_cache, lookup, _ = local
     cache = loader._cache
     positions: Optional[list[int]] = None
     asked = cks
@@ -154,6 +160,54 @@ def ask(loader: LocalLoaded, cks: list[Any]) -> Optional[list[Any]]:
 def any_hit(found: list[Any]) -> bool:
     """Whether *found* (``ask``'s answer) holds a value, not only ``MISSING`` (by identity)."""
     return not all(identical(found, MISSING))
+
+
+def load_many_shared(loader: LocalLoaded, keys: list[Any]) -> Optional[tuple[list[Any], bool]]:
+    """``load_many`` of *keys* on a loader whose own dict holds none of them, through the tier's
+    ``get_local_futures``: when every key hit, ``(their values, True)``, the tier's futures
+    registered in the loader's dict; else ``(the tier's answer as values, False)`` (``MISSING`` for
+    a miss), nothing registered; None when it failed (logged) or another thread registered keys.
+
+    Raises:
+        BaseException: what the lookup raised when it is not an ``Exception``.
+    """
+    local = loader._local
+    assert local is not None
+    value_cache, _, lookup = local
+    futures = look_up_local(value_cache, lookup, keys, "get_local_futures")
+    if futures is None:
+        return None
+    try:  # MISSING (it has no _state) or anything but a future finished with a value: not all hits
+        all_hits = type(futures) is AllFinished or set(map(_outcomes, futures)) == _SUCCEEDED  # in C
+    except AttributeError:
+        all_hits = False
+    if not all_hits:
+        try:
+            return [MISSING if f is MISSING or f._state is not FINISHED or f._exception is not None else f._result
+                    for f in futures], False
+        except AttributeError as exc:  # not futures: the tier broke its contract
+            _value_cache.FAILURES.failed(value_cache, "get_local_futures", exc)
+            return None
+    values = list(map(_results, futures))
+    lock = loader._lock
+    cache = loader._cache
+    lock.acquire()
+    try:
+        if cache:  # another thread registered keys meanwhile: the careful path decides
+            return None
+        try:
+            cache.update(zip(keys, futures))
+        except Exception:  # a key the dict cannot hold: as it was (empty), and the careful path names it
+            cache.clear()
+            return None
+        distinct = len(cache)  # fewer than keys: a key repeated is a cache hit of its first load
+        loader._miss_count += distinct
+        loader._local_hit_count += distinct
+        loader._cache_hit_count += len(keys) - distinct
+    finally:
+        lock.release()
+    tell(loader, distinct)
+    return values, True
 
 
 def tell(loader: LocalLoaded, hits: int) -> None:

@@ -95,7 +95,12 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     if key_contexts is None and loader._dict_cache and loader._cache_key_fn is None and loader._batch \
             and loader._cache_enabled:
         if loader._local is not None and keys:
-            local_found = _load_local.ask(loader, keys)
+            shared = None
+            if loader._local[2] is not None and not loader._cache:  # the tier's own futures (see _load_local)
+                shared = _load_local.load_many_shared(loader, keys)
+                if shared is not None and shared[1]:
+                    return completed_future(shared[0])
+            local_found = _load_local.ask(loader, keys) if shared is None else shared[0]
             asked = True
             if local_found is not None:
                 if not loader._cache:  # none held: every key a hit makes no queue, no dispatch

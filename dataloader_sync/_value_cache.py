@@ -42,6 +42,7 @@ Guarantees:
 from __future__ import annotations
 
 import abc
+import concurrent.futures as cf
 import enum
 import logging
 import os
@@ -113,6 +114,10 @@ class ValueCache(abc.ABC, Generic[K, V]):
     (not yet, or no longer, told of invalidations) returns ``MISSING`` for
     every key.  It is not guarded by the breaker (there is no call to
     guard); if it raises, the loads go on as misses (logged, rate-limited).
+    A tier may also offer ``get_local_futures(keys)``, the same answer as
+    finished futures it keeps: a loader's ``load_many`` of keys it holds
+    none of then caches those futures themselves (shared by the loaders of
+    every request, as the values are) instead of making one per key.
 
     Attributes:
         breaker: the ``Breaker`` in front of this cache, or None for none.
@@ -124,9 +129,15 @@ class ValueCache(abc.ABC, Generic[K, V]):
     breaker: Optional[Breaker]  # declared, not set: unset means "make one" (see breaker_of)
 
     #: Optional: the values of *keys* that this process holds itself (no I/O,
-    #: no waiting), or ``MISSING``, one entry per key.  None (the default):
-    #: the cache has no such tier.  See the class docstring.
+    #: no waiting), or ``MISSING``, one entry per key, in a new list.  None
+    #: (the default): the cache has no such tier.  See the class docstring.
     get_local_values: Optional[Callable[[Sequence[K]], list[Union[V, _Missing]]]] = None
+
+    #: Optional, beside ``get_local_values``: the same answer as futures
+    #: finished with each value (never failed), which the tier keeps and hands
+    #: to every loader that asks (a loader then makes no future of its own for
+    #: a hit).  None (the default): loaders use ``get_local_values``.
+    get_local_futures: Optional[Callable[[Sequence[K]], list[Union[cf.Future[V], _Missing]]]] = None
 
     @abc.abstractmethod
     def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
@@ -253,29 +264,45 @@ def check_value_cache(value_cache: Any) -> Any:
     return value_cache
 
 
-def local_lookup_of(value_cache: Any) -> Optional[tuple[Any, Callable[[list[Any]], list[Any]]]]:
-    """``(value_cache, its get_local_values)`` when it offers one (callable), else None."""
+class AllFinished(list):  # type: ignore[type-arg]
+    """A ``get_local_futures`` answer in which every key hit: each entry a future finished with its value.
+
+    A tier that knows it (the near cache, when its lookup found every key)
+    answers with this list type, and the loader checks no entry; any other
+    answer is checked entry by entry (``_load_local``).
+    """
+
+    __slots__ = ()
+
+
+def local_lookup_of(value_cache: Any) -> Optional[tuple[Any, Callable[[list[Any]], list[Any]], Any]]:
+    """``(value_cache, its get_local_values, its get_local_futures or None)`` when it offers
+    ``get_local_values`` (callable), else None."""
     lookup = getattr(value_cache, "get_local_values", None)
-    return (value_cache, lookup) if callable(lookup) else None
+    if not callable(lookup):
+        return None
+    futures = getattr(value_cache, "get_local_futures", None)
+    return value_cache, lookup, futures if callable(futures) else None
 
 
-def look_up_local(value_cache: Any, lookup: Callable[[list[Any]], Any], keys: list[Any]) -> Optional[list[Any]]:
-    """``lookup(keys)`` (a cache's ``get_local_values``) as a list of one entry per key; None when it
-    raised or answered with the wrong number of entries (logged, rate-limited: the keys are misses).
+def look_up_local(value_cache: Any, lookup: Callable[[list[Any]], Any], keys: list[Any],
+                  what: str = "get_local_values") -> Optional[list[Any]]:
+    """``lookup(keys)`` (a cache's ``get_local_values``, or *what*) as a list of one entry per key; None
+    when it raised or answered with the wrong number of entries (logged, rate-limited: the keys are misses).
 
     Raises:
         BaseException: what it raised when it is not an ``Exception``.
     """
     try:
         found = lookup(keys)
-        if type(found) is not list:
+        if type(found) is not list and type(found) is not AllFinished:
             found = list(found)
     except Exception as exc:
-        FAILURES.failed(value_cache, "get_local_values", exc)
+        FAILURES.failed(value_cache, what, exc)
         return None
     if len(found) != len(keys):
-        FAILURES.failed(value_cache, "get_local_values", ValueError(
-            f"get_local_values returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
+        FAILURES.failed(value_cache, what, ValueError(
+            f"{what} returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
         return None
     return found
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import pytest
 from test_value_cache import DictValueCache, Recorder
 
-from dataloader_sync import MISSING, DataLoader, _value_cache
+from dataloader_sync import MISSING, DataLoader, _value_cache, completed_future, failed_future
 from dataloader_sync._future import Future
 
 TIMEOUT = 10.0
@@ -239,3 +239,44 @@ def test_threads_loading_the_same_keys_get_one_future_per_key():
     assert stats.batch_invoke_count == 0
     for futures in results:
         assert all(f is loader.load(k) for k, f in enumerate(futures))
+
+
+class FuturesValueCache(LocalDictValueCache):
+    """A local tier that also hands out futures of its own (``get_local_futures``)."""
+
+    def __init__(self, futures: dict[Any, Any], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.futures = futures
+        self.futures_gets: list[list[Any]] = []
+
+    def get_local_futures(self, keys: Sequence[Any]) -> list[Any]:
+        self.futures_gets.append(list(keys))
+        return [self.futures.get(k, MISSING) for k in keys]
+
+
+def test_load_many_caches_the_tiers_own_finished_futures_when_every_key_hits():
+    shared = {1: completed_future("one"), 2: completed_future("two")}
+    vc = FuturesValueCache(shared, local={1: "one", 2: "two"})
+    first, second = DataLoader(Recorder(), value_cache=vc), DataLoader(Recorder(), value_cache=vc)
+    assert first.load_many([1, 2]).result(0) == ["one", "two"]
+    assert second.load_many([2, 1]).result(0) == ["two", "one"]
+    assert first.load(1) is shared[1] is second.load(1)  # no future of the loader's own per hit
+    assert vc.local_gets == [] and vc.futures_gets == [[1, 2], [2, 1]]
+    stats = first.statistics()
+    assert (stats.load_count, stats.value_cache_hit_count, stats.cache_hit_count) == (3, 2, 1)
+
+
+def test_an_answer_of_get_local_futures_that_is_not_all_finished_values_is_checked_key_by_key():
+    pending: Future[Any] = Future()
+    vc = FuturesValueCache({1: completed_future("one"), 2: pending, 3: failed_future(ValueError("no")),
+                            4: "not a future"}, local={1: "one"})
+    batch = Recorder()
+    loader = DataLoader(batch, value_cache=vc)
+    many = loader.load_many([1, 2, 3])  # 2 pending and 3 failed: misses, loaded at dispatch
+    assert loader.load(1).done() and loader.dispatch_depth == 2
+    loader.dispatch()
+    assert many.result(TIMEOUT) == ["one", 20, 30] and batch.calls == [[2, 3]] and not pending.done()
+    other = DataLoader(batch, value_cache=vc)
+    fut = other.load_many([4])  # not a future: the tier broke its contract (logged), a miss
+    other.dispatch()
+    assert fut.result(TIMEOUT) == [40]

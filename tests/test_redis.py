@@ -1106,3 +1106,20 @@ def test_RedisValueCache_load_time_lookups_honour_an_invalidation_from_another_p
     assert not fut.done() and other.done()  # 1 is queued (invalidated), 2 is still a near hit
     loader.dispatch()
     assert fut.result(TIMEOUT) == Batch.value(1) and batch.calls == [[1]]  # deleted in Redis too: loaded
+
+
+def test_RedisValueCache_near_hits_share_the_near_entries_finished_futures_until_an_invalidation(near, client):
+    vc = near()
+    vc.set_values([1, 2], ["one", "two"])
+    futures = vc.get_local_futures([1, 2])
+    assert type(futures) is _value_cache.AllFinished and [f.result(0) for f in futures] == ["one", "two"]
+    assert vc.get_local_futures([1, 3]) == [futures[0], MISSING] and type(vc.get_local_futures([3])) is list
+    first, second = DataLoader(Batch(), value_cache=vc), DataLoader(Batch(), value_cache=vc)
+    assert first.load_many([1, 2]).result(0) == ["one", "two"] and second.load_many([1]).result(0) == ["one"]
+    assert first.load(1) is futures[0] is second.load(1)  # made once, when the entry was put
+    vc.invalidate([1])
+    later = DataLoader(Batch(), value_cache=vc)
+    fut = later.load_many([1, 2])
+    assert later.dispatch_depth == 1 and later.load(2).done()  # 2 still a near hit (a future of its own here)
+    later.dispatch()
+    assert fut.result(TIMEOUT) == [Batch.value(1), "two"] and first.load(1).result(0) == "one"  # a request's own

@@ -23,7 +23,9 @@ Guarantees:
 - Values are shared by the requests of the process (no copy per hit):
   treat loaded values as read-only.
 - ``local_values(keys)`` is ``RedisValueCache.get_local_values``, the
-  loader's load-time lookup: it answers only while live and while the
+  loader's load-time lookup (``local_futures``, its ``get_local_futures``:
+  each entry keeps a future finished with its value, made once when the
+  entry is put and handed to every loader that hits it): it answers only while live and while the
   cache's breaker is closed (a failed call to Redis says the listener may be
   missing what it cannot see fail: a frozen server, a partition), and never
   with an evicted or expired entry.  An entry is found by its *entry key*:
@@ -46,8 +48,10 @@ from operator import itemgetter
 from typing import Any, Callable, Optional
 
 from .._breaker import Breaker
+from .._future import Future
+from .._new_futures import completed_future
 from .._shared_keys import encode_key
-from .._value_cache import MISSING, FailureLog
+from .._value_cache import MISSING, AllFinished, FailureLog
 
 __all__ = ["NearCache"]
 
@@ -58,6 +62,7 @@ _LISTENER_FAILURES = FailureLog()
 _INT = {int}
 _EXPIRES = itemgetter(0)
 _VALUE = itemgetter(1)
+_FUTURE = itemgetter(2)
 _consume: Callable[[Any], None] = deque(maxlen=0).extend  # runs an iterator to its end, in C
 _ALL: weakref.WeakSet[NearCache] = weakref.WeakSet()  # for the at-fork hook (added to under the GIL only)
 
@@ -87,10 +92,11 @@ class NearCache:
         self.clock = clock
         self.sender = uuid.uuid4().hex  # our own messages are not evictions for us
         self._lock = threading.Lock()  # guards _entries, _expiries, generation, live, _listener, _stop
-        # entry key (an exact int cache key, else its Redis key) -> (expires, value), least recently used first
-        self._entries: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
+        # entry key (an exact int cache key, else its Redis key) -> (expires, value, a future finished with
+        # the value: what local_futures hands to loaders), least recently used first
+        self._entries: OrderedDict[Hashable, tuple[float, Any, Future[Any]]] = OrderedDict()
         # (expires, entry key, entry) per put, in put order = expiry order (see _sweep_locked)
-        self._expiries: deque[tuple[float, Hashable, tuple[float, Any]]] = deque()
+        self._expiries: deque[tuple[float, Hashable, tuple[float, Any, Future[Any]]]] = deque()
         self.live = False  # the listener is subscribed: entries may be trusted (up to their ttl)
         # Bumped by every eviction: a fill read from Redis before an eviction
         # it did not see must not put the evicted value back.
@@ -125,15 +131,22 @@ class NearCache:
         or for a key type that has no stable name (the dispatch's lookup
         says so).
         """
+        return self._local(keys, _VALUE)
+
+    def local_futures(self, keys: Sequence[Any]) -> list[Any]:
+        """``RedisValueCache.get_local_futures``: ``local_values`` as the entries' finished futures."""
+        return self._local(keys, _FUTURE)
+
+    def _local(self, keys: Sequence[Any], part: Any) -> list[Any]:
         if self._listener is None:
             self._ensure_listener()
         breaker = self.breaker
         if not self.live or (breaker is not None and breaker.is_open):
             return [MISSING] * len(keys)
         if set(map(type, keys)) == _INT:  # the common batch: the keys are the entry keys
-            return self.lookup(keys)
+            return self.lookup(keys, part)
         try:
-            return self.lookup(self.entry_keys(keys))
+            return self.lookup(self.entry_keys(keys), part)
         except TypeError:
             return [MISSING] * len(keys)
 
@@ -142,9 +155,9 @@ class NearCache:
         self._ensure_listener()
         return self.lookup([self._int_of(name) for name in names])
 
-    def lookup(self, ekeys: Sequence[Hashable]) -> list[Any]:
-        """The entry of each entry key, or ``MISSING`` (all ``MISSING`` while not live); a hit is made
-        the most recently used.
+    def lookup(self, ekeys: Sequence[Hashable], part: Any = _VALUE) -> list[Any]:
+        """The value (*part* ``_FUTURE``: the future) of each entry key, or ``MISSING`` (all
+        ``MISSING`` while not live); a hit is made the most recently used.
 
         All hits, none expired (the common case): a few passes in C under the
         lock, no Python per key.
@@ -160,9 +173,10 @@ class NearCache:
                 self._sweep_locked(now)
             found = list(map(entries.get, ekeys))
             try:
-                values = list(map(_VALUE, found))  # type: ignore[arg-type]  # a None: TypeError
+                # a None (a miss): TypeError; all hits, as futures: the list type says so (see AllFinished)
+                values = (AllFinished if part is _FUTURE else list)(map(part, found))
             except TypeError:  # a miss (None) among them
-                return self._lookup_slow_locked(ekeys, found, now)
+                return self._lookup_slow_locked(ekeys, found, now, part)
             _consume(map(entries.move_to_end, ekeys))
         return values
 
@@ -182,7 +196,7 @@ class NearCache:
             if entries.get(ekey) is entry:
                 del entries[ekey]
 
-    def _lookup_slow_locked(self, ekeys: Sequence[Hashable], found: list[Any], now: float) -> list[Any]:
+    def _lookup_slow_locked(self, ekeys: Sequence[Hashable], found: list[Any], now: float, part: Any) -> list[Any]:
         """``lookup`` key by key (a miss, or an expired entry, among them), under ``_lock``."""
         entries = self._entries
         touch = entries.move_to_end
@@ -197,7 +211,7 @@ class NearCache:
                 append(MISSING)
             else:
                 touch(ekey)
-                append(entry[1])
+                append(part(entry))
         return out
 
     def put(self, ekeys: Sequence[Hashable], values: Sequence[Any], generation: int) -> None:
@@ -205,14 +219,15 @@ class NearCache:
         no eviction since)."""
         if not self.live:
             return
+        futures = list(map(completed_future, values))  # made once per fill, handed to every loader that hits
         expires = self.clock() + self.ttl
         entries = self._entries
         with self._lock:
             if not self.live or generation != self.generation:
                 return
             records = []
-            for ekey, value in zip(ekeys, values):
-                entry = entries[ekey] = (expires, value)
+            for ekey, value, fut in zip(ekeys, values, futures):
+                entry = entries[ekey] = (expires, value, fut)
                 entries.move_to_end(ekey)
                 records.append((expires, ekey, entry))
             expiries = self._expiries

@@ -190,6 +190,7 @@ class RedisValueCache(ValueCache[Any, Any]):
         # The near cache's lookup, for loaders to ask at load time (ValueCache.get_local_values); None
         # without one, so a loader pays nothing for it.  The near cache's bound method: no cycle through self.
         self.get_local_values = None if self._near is None else self._near.local_values
+        self.get_local_futures = None if self._near is None else self._near.local_futures
 
     @property
     def prefix(self) -> str:
