@@ -24,13 +24,20 @@ Guarantees:
   hit (the misses are told by the dispatch's), outside every lock.
 - A hit's value that is an exception instance fails its key, as a
   dispatched hit's does (``settle_many``).
+- A tier that also offers ``get_local_futures`` hands out futures of its
+  own, finished with the values: ``load_many`` of keys the loader holds
+  none of caches those (``load_many_shared``), checked in one pass in C
+  (done, not failed; a pending, failed or foreign entry is a miss), or not
+  at all when the answer is an ``AllFinished`` list (the near cache's, when
+  every key hit).  Every other hit gets a future of the loader's own.
 
 Duplicated for speed (said once here): ``settled`` writes
 ``_new_futures.loader_future``'s stores with the outcome in place (a future
-of the loader's lock, already finished), and the all-hit path of
-``load_many`` settles and caches a batch of such futures with one ``update``
-and returns the lookup's own list as the values; both are measured by
-``tools/bench.py --value-cache`` ("near-cache hit").
+of the loader's lock, already finished; ``_Settled`` keeps the fields every
+such future has alike on the class), and the all-hit paths of ``load_many``
+cache a batch of futures with one ``update`` and return the values without
+a look at each future; measured by ``tools/bench.py --value-cache``
+("near-cache hit").
 """
 from __future__ import annotations
 

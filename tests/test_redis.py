@@ -1123,3 +1123,39 @@ def test_RedisValueCache_near_hits_share_the_near_entries_finished_futures_until
     assert later.dispatch_depth == 1 and later.load(2).done()  # 2 still a near hit (a future of its own here)
     later.dispatch()
     assert fut.result(TIMEOUT) == [Batch.value(1), "two"] and first.load(1).result(0) == "one"  # a request's own
+
+
+def test_RedisValueCache_near_eviction_drops_both_readings_of_an_int_like_name(near, client):
+    import enum
+
+    class Shelf(enum.IntEnum):
+        FIRST = 1
+
+    vc = near()
+    vc.set_values([1, Shelf.FIRST], ["int", "enum"])  # one Redis key (near:1), two near entries
+    assert vc.redis_key(Shelf.FIRST) == vc.redis_key(1) == "near:1"
+    assert vc.get_local_values([1, Shelf.FIRST]) == ["int", "enum"]  # the enum member is not confused with 1
+    assert vc._near is not None
+    vc._near.evict(["near:1"])  # what a message of another process's invalidate([1]) does
+    assert vc.get_local_values([1, Shelf.FIRST]) == [MISSING, MISSING]
+
+
+def test_NearCache_entries_put_out_of_clock_order_still_expire_on_time(client):
+    from dataloader_sync.redis._near_cache import NearCache
+
+    readings = iter([10.0, 5.0])  # the second put read the clock first but took the lock last
+    now = [0.0]
+    near = NearCache(client, "dataloader_sync:invalidate:ord:", 10, 30.0, clock=lambda: next(readings, now[0]),
+                     prefix="ord:")
+    try:
+        near.set_live(True)
+        near.put([1], ["late"], near.generation)  # expires at 40
+        near.put([2], ["early"], near.generation)  # expires at 35: recorded before the one at 40
+        now[0] = 34.0
+        assert near.lookup([1, 2]) == ["late", "early"]
+        now[0] = 35.0
+        assert near.lookup([2]) == [MISSING] and near.lookup([1]) == ["late"]
+        now[0] = 40.0
+        assert near.lookup([1]) == [MISSING] and len(near) == 0
+    finally:
+        near.close()
