@@ -52,7 +52,7 @@ import weakref
 from collections.abc import Sequence
 from itertools import compress, count, repeat
 from operator import is_, not_
-from typing import Any, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Callable, Generic, Optional, Protocol, TypeVar, Union
 
 from ._breaker import Breaker
 from ._cache_tier import DEFAULT_COOL_DOWN as DEFAULT_COOL_DOWN
@@ -102,8 +102,10 @@ class ValueCache(abc.ABC, Generic[K, V]):
     client socket timeout).
 
     A cache with a tier of its own in this process (an in-memory LRU in
-    front of a network store) may also offer ``get_local_values(keys)``, as
-    a method or an instance attribute (None: none, the default).  A loader
+    front of a network store) may also offer ``get_local_values(keys)``
+    (``LocalTier``), as a method or an instance attribute (absent or None:
+    none, the default; it is not declared here, so a subclass defines it
+    freely).  A loader
     made with such a cache calls it at load time, outside its lock, for the
     keys its own cache does not hold; each hit becomes a settled future in
     the loader's cache at once (no queue slot, no dispatch, no
@@ -127,17 +129,6 @@ class ValueCache(abc.ABC, Generic[K, V]):
     """
 
     breaker: Optional[Breaker]  # declared, not set: unset means "make one" (see breaker_of)
-
-    #: Optional: the values of *keys* that this process holds itself (no I/O,
-    #: no waiting), or ``MISSING``, one entry per key, in a new list.  None
-    #: (the default): the cache has no such tier.  See the class docstring.
-    get_local_values: Optional[Callable[[Sequence[K]], list[Union[V, _Missing]]]] = None
-
-    #: Optional, beside ``get_local_values``: the same answer as futures
-    #: finished with each value (never failed), which the tier keeps and hands
-    #: to every loader that asks (a loader then makes no future of its own for
-    #: a hit).  None (the default): loaders use ``get_local_values``.
-    get_local_futures: Optional[Callable[[Sequence[K]], list[Union[cf.Future[V], _Missing]]]] = None
 
     @abc.abstractmethod
     def get_values(self, keys: Sequence[K]) -> list[Union[V, _Missing]]:
@@ -262,6 +253,19 @@ def check_value_cache(value_cache: Any) -> Any:
     ):
         raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
     return value_cache
+
+
+class LocalTier(Protocol):
+    """The optional part of a value cache that loaders ask at load time (see ``ValueCache``): a tier
+    of its own in this process.  ``get_local_futures`` is optional beside ``get_local_values``."""
+
+    def get_local_values(self, keys: Sequence[Any]) -> list[Any]:
+        """The value of each key this process holds itself (no I/O, no waiting), or ``MISSING``,
+        one entry per key, in a new list; never an invalidated or expired value."""
+
+    def get_local_futures(self, keys: Sequence[Any]) -> list[Union[cf.Future[Any], _Missing]]:
+        """The same answer as futures finished with the values (never failed), kept by the tier and
+        handed to every loader that asks."""
 
 
 class AllFinished(list):  # type: ignore[type-arg]
