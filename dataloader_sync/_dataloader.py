@@ -1,46 +1,41 @@
 """DataLoader: batching and caching of loads, for threads.
 
-What a dispatch does with the queue it took (the value-cache step, the
-batch calls, matching results to keys, settling and failing them) is the
-work of the loader's ``BatchCall`` (``_batch_call``), which the loader
-holds: it owns the batch function, its options and its counters, and shares
-the loader's lock and cache.  Its friends, each one concept over the fields
-the loader declares in ``__init__`` (each names them in a Protocol):
-``_listeners`` (the registries, ticks and dispatch scopes that hear of
-queued keys: the loader's one seam with them), ``_load_many``,
+What a dispatch does with the queue it took (the value-cache step, the batch calls, matching
+results to keys, settling and failing them) is the work of the loader's ``BatchCall``
+(``_batch_call``), which the loader holds: it owns the batch function, its options and its
+counters, and shares the loader's lock and cache.  Its friends, each one concept over the fields
+the loader declares in ``__init__`` (each names them in a Protocol): ``_listeners`` (the
+registries, ticks and dispatch scopes that hear of queued keys: the loader's one seam with them),
+``_load_many``, ``_load_any``, ``_load_local`` (hits of a value cache's local tier at load time),
 ``_loader_cache`` (prime, a cancelled load's eviction) and ``_loader_fork``.
 
 Guarantees:
-- ``load()`` queues a key and returns a future; ``dispatch()`` hands every
-  queued key to the batch function in one call (or one per
-  ``max_batch_size`` slice).  A cached key returns its cached future.
-- No key is lost or loaded twice while cached: the cache lookup, the cache
-  insert and the queue append happen under one lock acquisition, and
-  ``dispatch()`` swaps the whole queue out under the same lock.
-- User code (batch functions, ``cache_key_fn``, ``context_provider``, done
-  callbacks) never runs under the loader's lock.  ``cache_map`` is a container
-  and is the one exception: its ``get``/``__setitem__``/``__delitem__``/
-  ``clear`` are called under the lock and must not call back into the loader.
-- A failing ``cache_map`` degrades, it does not poison the loader: a ``get``
-  that raises is a miss, a ``__setitem__`` that raises leaves the key uncached
-  (it is still queued and loaded), a ``__delitem__`` that raises while a failed
-  batch is evicted leaves that entry; each kind of failure is logged once per
-  loader.  ``clear()``/``clear_all()`` raise the cache map's error to their
-  caller.  ``load_many`` registers every key (cached and queued) or none.
-- A cached or queued ``load()`` is constant work: a few dict/list operations
-  and, for a miss, one lean future.  Nothing scans the pending keys.
+- ``load()`` queues a key and returns a future; ``dispatch()`` hands every queued key to the
+  batch function in one call (or one per ``max_batch_size`` slice).  A cached key returns its
+  cached future.
+- No key is lost or loaded twice while cached: the cache lookup, the cache insert and the queue
+  append happen under one lock acquisition; ``dispatch()`` swaps the queue out under it.
+- User code (batch functions, ``cache_key_fn``, ``context_provider``, done callbacks, a value
+  cache) never runs under the loader's lock.  ``cache_map`` is a container and is the one
+  exception: its ``get``/``__setitem__``/``__delitem__``/``clear`` are called under the lock and
+  must not call back into the loader.
+- A failing ``cache_map`` degrades, it does not poison the loader: a ``get`` that raises is a
+  miss, a ``__setitem__`` that raises leaves the key uncached (it is still queued and loaded), a
+  ``__delitem__`` that raises while a failed batch is evicted leaves that entry; each kind of
+  failure is logged once per loader.  ``clear()``/``clear_all()`` raise the cache map's error to
+  their caller.  ``load_many`` registers every key (cached, settled or queued) or none.
+- A cached or queued ``load()`` is constant work: a few dict/list operations and, for a miss,
+  one lean future.  Nothing scans the pending keys.
 - A failed batch and an escaping ``BaseException``: see ``_batch_call``.
 
-Duplicated for speed (said once here): ``load()`` is the path of every
-GraphQL field that loads, so ``_load_any.load_any`` (any loader) inlines
-``_cache_key`` and the common case of ``KeyQueue.add``, and ``load()`` itself
-is its steps for a plain loader (its own dict, keys their own cache keys,
-batching) and no key context, falling back to it otherwise; both take the lock
-with ``acquire``/``release`` rather than ``with``.  Keep each copy in step
-with its original; what the copies save is
-measured by ``tools/bench.py --micro`` (figures in docs/performance.rst, not
-here).  Everything that runs once per queue rather than once per load
-(``_listeners.retell_locked``, ``_listeners.announce``) is a plain call.
+Duplicated for speed (said once here): ``load()`` is the path of every GraphQL field that
+loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the common case of
+``KeyQueue.add``, and ``load()`` itself is its steps for a plain loader (its own dict, keys their
+own cache keys, batching, no local tier) and no key context, falling back to it otherwise; both
+take the lock with ``acquire``/``release`` rather than ``with``.  Keep each copy in step with its
+original; what the copies save is measured by ``tools/bench.py --micro`` (figures in
+docs/performance.rst).  Once per queue, not per load: ``_listeners.retell_locked`` and
+``announce``, plain calls.
 """
 from __future__ import annotations
 
@@ -90,7 +85,7 @@ from ._types import (
     MappedBatchFn,
     SequenceBatchFn,
 )
-from ._value_cache import ValueCache
+from ._value_cache import ValueCache, check_value_cache, local_lookup_of
 
 if TYPE_CHECKING:  # typing only: typing.Unpack is 3.11+, typing_extensions is not a dependency
     from typing_extensions import Unpack
@@ -142,7 +137,9 @@ class DataLoader(Generic[K, V]):
             keys up with one ``get_values`` call, settles the hits, sends
             only the misses to the batch function, and writes the values it
             returned with one ``set_values`` per batch call (never per-key
-            errors).  A failing value cache is logged and bypassed.
+            errors).  A failing value cache is logged and bypassed.  One
+            with a local tier (``get_local_values``: a near cache) is asked
+            at load time: a hit is settled and cached at once, never queued.
             ``prime``/``clear``/``clear_all`` act on this loader's own cache
             only; invalidate shared values with ``value_cache.delete(key)``.
             Needs ``cache=True`` (as in java-dataloader).
@@ -233,9 +230,10 @@ class DataLoader(Generic[K, V]):
     ) -> None:
         if (batch is True and cache is True and cache_exceptions is True and pass_env is False
                 and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
-                and context is None and context_provider is None and value_cache is None
+                and context is None and context_provider is None
                 and (name is None or type(name) is str) and callable(batch_load_fn)):
-            options = _DEFAULT_OPTIONS  # every option at its default (a per-request loader): nothing else to check
+            options = _DEFAULT_OPTIONS if value_cache is None else (  # every option at its default but
+                *_DEFAULT_OPTIONS[:6], check_value_cache(value_cache))  # value_cache: nothing else to check
         else:
             check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
                              "cache_exceptions": cache_exceptions, "pass_env": pass_env},
@@ -253,8 +251,9 @@ class DataLoader(Generic[K, V]):
         self._cache_enabled = cache
         self._cache: MutableMapping[Hashable, Future[Any]] = {} if cache_map is None else cache_map
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
-        # The common loader: its own dict, keys their own cache keys, batching (load()'s first path).
-        self._plain = batch and cache and cache_map is None and cache_key_fn is None
+        self._local = None if value_cache is None else local_lookup_of(value_cache)  # its local tier (_load_local)
+        # The common loader: its own dict, keys their own cache keys, batching, no local tier (load()'s own path).
+        self._plain = batch and cache and cache_map is None and cache_key_fn is None and self._local is None
         self._cache_key_fn = cache_key_fn
         self._clock = clock
         # _lock guards _queue, _ticket, _call, _told, _cache, _last_dispatch and
@@ -276,7 +275,7 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._cache_hit_count = self._miss_count = 0  # cache hits, other loads (the batch call counts its own)
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # cache hits, other loads, local-tier hits
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
@@ -320,7 +319,7 @@ class DataLoader(Generic[K, V]):
         with self._lock:
             call = self._call  # no batch call yet: nothing dispatched, every count 0
             errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
-            hits = self._cache_hit_count
+            hits, vc_hits = self._cache_hit_count, vc_hits + self._local_hit_count  # + value-cache hits at load time
             return Statistics(self._miss_count + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
 
     @property

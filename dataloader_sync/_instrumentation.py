@@ -6,7 +6,9 @@ keys, environment)`` just before each call of its batch function.  Either may
 return a context object; its ``on_completed(result, error)`` is called once
 when that dispatch or batch call finishes.  A loader with a ``value_cache=``
 also calls ``value_cache_lookup(loader, hits, misses)`` once per lookup (one
-per dispatch), before the misses go to the batch function.
+per dispatch), before the misses go to the batch function, and as
+``(hits, 0)`` once per load-time lookup of the cache's local tier that hit
+(``_load_local``: its misses are told by the dispatch's).
 
 Guarantees:
 - Zero cost when unused: a loader without an instrumentation tests one
@@ -113,7 +115,9 @@ class DataLoaderInstrumentation:
         It runs after the lookup, before the hits are settled and the misses
         go to the batch function (whose ``begin_batch`` follows).  A lookup
         that failed (the cache raised; logged) counts every key as a miss, as
-        the loader's statistics do.
+        the loader's statistics do.  A load-time lookup of the cache's local
+        tier (``get_local_values``) that hit is told too, as ``(hits, 0)``,
+        after its hits are settled; its misses are told by the dispatch.
 
         Args:
             loader: the loader.

@@ -3,7 +3,8 @@
 ``load()`` takes its own path for the common loader (its own dict, keys
 their own cache keys, batching) and no key context, and this one for every
 other: a ``cache_map``, ``cache_key_fn``, ``cache=False``, ``batch=False``,
-a key context.  A friend of ``DataLoader`` as ``_load_many`` is: it reads and
+a key context, a value cache with a local tier (``_load_local``, asked
+first, outside the lock).  A friend of ``DataLoader`` as ``_load_many`` is: it reads and
 writes the fields ``_load_many.ManyLoaded`` declares, under the loader's lock, and
 runs no user code under it but the ``cache_map``'s own methods (the one
 exception ``DataLoader`` documents) and the keys' ``__hash__``/``__eq__``.
@@ -22,6 +23,7 @@ from ._batch import KeyQueue
 from ._dispatch_scope import current_scope
 from ._future import Future
 from ._listeners import announce, retell_locked
+from ._load_local import load_one
 from ._load_many import ManyLoaded
 from ._new_futures import loader_future
 
@@ -42,6 +44,10 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
                 hash(ck)
             except TypeError:
                 raise unhashable(ck) from None
+        if loader._local is not None:  # the value cache's local tier, asked before the lock (see _load_local)
+            hit = load_one(loader, ck)
+            if hit is not None:
+                return hit
     cache_error = None
     lock = loader._lock
     lock.acquire()  # not ``with``: it costs about twice as much (see _future)

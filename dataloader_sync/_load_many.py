@@ -36,13 +36,16 @@ from itertools import compress, count, repeat
 from operator import attrgetter, is_
 from typing import Any, Optional, Protocol
 
+from . import _load_local
 from ._batch import KeyQueue
 from ._batch_call import BatchCall
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, settle
 from ._listeners import Listened, announce, retell_locked
+from ._load_local import LocalLoaded
 from ._new_futures import completed_future, failed_future, loader_future
+from ._value_cache import MISSING
 
 __all__ = ["Many", "ManyLoaded", "call_each", "contexts_for", "load_many"]
 
@@ -51,7 +54,7 @@ _exceptions = attrgetter("_exception")
 _results = attrgetter("_result")
 
 
-class ManyLoaded(Listened, Protocol):
+class ManyLoaded(Listened, LocalLoaded, Protocol):
     """What ``load_many`` reads and writes of a DataLoader (see ``DataLoader.__init__``), beside ``Listened``'s.
 
     The loader's ``_lock`` guards everything but the flags.
@@ -87,13 +90,37 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     if not isinstance(return_exceptions, bool):  # "no" would be truthy
         raise TypeError("return_exceptions must be a bool")
     keys = list(keys)
+    local_found: Optional[list[Any]] = None  # the value cache's local tier's answer (see _load_local)
+    asked = False
     if key_contexts is None and loader._dict_cache and loader._cache_key_fn is None and loader._batch \
             and loader._cache_enabled:
-        futures = _register_in_dict(loader, keys)
-        if futures is not None:
-            return gathered(futures, return_exceptions)
+        if loader._local is not None and keys:
+            shared = None
+            if loader._local[2] is not None and not loader._cache:  # the tier's own futures (see _load_local)
+                shared = _load_local.load_many_shared(loader, keys)
+                if shared is not None and shared[1]:
+                    return completed_future(shared[0])
+            local_found = _load_local.ask(loader, keys) if shared is None else shared[0]
+            asked = True
+            if local_found is not None:
+                if not loader._cache:  # none held: every key a hit makes no queue, no dispatch
+                    registered = _load_local.load_many_hits(loader, keys, local_found)
+                    if registered is not None:
+                        hit_futures, failed = registered
+                        # the lookup's own list is the values (a failed key: gather them as any)
+                        return gathered(hit_futures, return_exceptions) if failed else completed_future(local_found)
+                if not _load_local.any_hit(local_found):
+                    local_found = None
+            # some keys hit: the careful path registers them key by key
+        if local_found is None:
+            futures = _register_in_dict(loader, keys)
+            if futures is not None:
+                return gathered(futures, return_exceptions)
     contexts = contexts_for(keys, key_contexts)
     cks = [loader._cache_key(k) for k in keys] if loader._cache_enabled else [None] * len(keys)
+    if loader._local is not None and not asked and keys:
+        local_found = _load_local.ask(loader, cks)
+    local_hits = 0
     futures = []
     new = KeyQueue(loader._cache_key_fn is not None)
     cache_errors: list[tuple[str, Exception]] = []
@@ -101,13 +128,15 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     first = tell = mixed = False
     with loader._lock:
         try:
-            _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors)
+            local_hits = _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors, local_found)
         finally:
             loader._miss_count += len(new)
             if loader._batch and new:
                 first, tell, mixed = _queue_locked(loader, new, scope)
     for kind, error in cache_errors:
         loader._cache_failed(kind, error)
+    if local_hits:
+        _load_local.tell(loader, local_hits)
     if new and not loader._batch:
         call_each(loader, new)
     elif first or mixed or tell:
@@ -209,15 +238,18 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
 
 def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], contexts: list[Any],
                           futures: list[Future[Any]], new: KeyQueue,
-                          cache_errors: list[tuple[str, Exception]]) -> None:
-    """The keys, under the loader's lock: each key's future (cached, or new in *new*) to *futures*.
+                          cache_errors: list[tuple[str, Exception]], local_found: Optional[list[Any]]) -> int:
+    """The keys, under the loader's lock: each key's future (cached, settled from *local_found*, the
+    value cache's local tier, or new in *new*) to *futures*; returns how many the local tier answered.
 
-    Invariant: a key is in *futures* iff it is either answered from the
-    cache or in *new* (cached or not); even a ``BaseException`` from the
-    cache map leaves no key cached without being queued.
+    Invariant: a key is in *futures* iff it is answered from the cache, or
+    from the local tier (settled: nothing to queue), or in *new* (cached or
+    not); even a ``BaseException`` from the cache map leaves no key cached
+    without being settled or queued.
     """
     cache = loader._cache if loader._cache_enabled else None
-    for key, ck, kc in zip(keys, cks, contexts):
+    local_hits = 0
+    for key, ck, kc, value in zip(keys, cks, contexts, repeat(MISSING) if local_found is None else local_found):
         if cache is not None:
             try:
                 fut = cache.get(ck)
@@ -228,6 +260,18 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
                 loader._cache_hit_count += 1
                 futures.append(fut)
                 continue
+        if value is not MISSING:  # a hit of the local tier: settled, not queued
+            fut = _load_local.settled_one(loader._lock, value)
+            loader._miss_count += 1
+            loader._local_hit_count += 1
+            local_hits += 1
+            futures.append(fut)
+            if cache is not None:
+                try:
+                    cache[ck] = fut
+                except Exception as exc:  # uncached, still answered
+                    cache_errors.append(("write", exc))
+            continue
         fut = loader_future(loader._lock)
         if cache is not None:
             try:
@@ -236,6 +280,7 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
                 cache_errors.append(("write", exc))
         new.add(key, ck, kc, fut)
         futures.append(fut)
+    return local_hits
 
 
 def gathered(futures: list[Future[Any]], return_exceptions: bool) -> Future[list[Any]]:

@@ -31,10 +31,18 @@ Guarantees:
   breaker is logged by it (one WARNING when it opens, one INFO when it
   closes) instead of by the rate-limited failure log.
 - The value cache is user code: it is never called under the loader's lock.
+- A cache may also offer ``get_local_values(keys)``: a lookup in a tier of
+  its own that lives in this process (``RedisValueCache``'s near cache),
+  without I/O.  A loader whose cache offers it (read once, when the loader
+  is made) asks it at load time, for the keys its own cache does not hold:
+  a hit is settled there and then and never queued (``_load_local``).  A
+  cache without it (the attribute None or absent) costs the loader nothing:
+  its loads take the paths they take without a value cache.
 """
 from __future__ import annotations
 
 import abc
+import concurrent.futures as cf
 import enum
 import logging
 import os
@@ -44,7 +52,7 @@ import weakref
 from collections.abc import Sequence
 from itertools import compress, count, repeat
 from operator import is_, not_
-from typing import Any, Callable, Generic, Optional, TypeVar, Union
+from typing import Any, Callable, Generic, Optional, Protocol, TypeVar, Union
 
 from ._breaker import Breaker
 from ._cache_tier import DEFAULT_COOL_DOWN as DEFAULT_COOL_DOWN
@@ -92,6 +100,26 @@ class ValueCache(abc.ABC, Generic[K, V]):
     instance at once.  A method that raises an ``Exception`` never fails a
     load (see the module notes); it should bound its own waiting (e.g. a
     client socket timeout).
+
+    A cache with a tier of its own in this process (an in-memory LRU in
+    front of a network store) may also offer ``get_local_values(keys)``
+    (``LocalTier``), as a method or an instance attribute (absent or None:
+    none, the default; it is not declared here, so a subclass defines it
+    freely).  A loader
+    made with such a cache calls it at load time, outside its lock, for the
+    keys its own cache does not hold; each hit becomes a settled future in
+    the loader's cache at once (no queue slot, no dispatch, no
+    ``get_values``); the misses are queued and looked up at dispatch as
+    before.  It must answer from memory only (no I/O, no blocking: a load
+    waits for it), be thread-safe, and never return a value that was
+    invalidated or has expired; a tier that cannot vouch for its entries
+    (not yet, or no longer, told of invalidations) returns ``MISSING`` for
+    every key.  It is not guarded by the breaker (there is no call to
+    guard); if it raises, the loads go on as misses (logged, rate-limited).
+    A tier may also offer ``get_local_futures(keys)``, the same answer as
+    finished futures it keeps: a loader's ``load_many`` of keys it holds
+    none of then caches those futures themselves (shared by the loaders of
+    every request, as the values are) instead of making one per key.
 
     Attributes:
         breaker: the ``Breaker`` in front of this cache, or None for none.
@@ -225,6 +253,62 @@ def check_value_cache(value_cache: Any) -> Any:
     ):
         raise TypeError("value_cache must be a ValueCache (get_values, set_values) or None")
     return value_cache
+
+
+class LocalTier(Protocol):
+    """The optional part of a value cache that loaders ask at load time (see ``ValueCache``): a tier
+    of its own in this process.  ``get_local_futures`` is optional beside ``get_local_values``."""
+
+    def get_local_values(self, keys: Sequence[Any]) -> list[Any]:
+        """The value of each key this process holds itself (no I/O, no waiting), or ``MISSING``,
+        one entry per key, in a new list; never an invalidated or expired value."""
+
+    def get_local_futures(self, keys: Sequence[Any]) -> list[Union[cf.Future[Any], _Missing]]:
+        """The same answer as futures finished with the values (never failed), kept by the tier and
+        handed to every loader that asks."""
+
+
+class AllFinished(list):  # type: ignore[type-arg]
+    """A ``get_local_futures`` answer in which every key hit: each entry a future finished with its value.
+
+    A tier that knows it (the near cache, when its lookup found every key)
+    answers with this list type, and the loader checks no entry; any other
+    answer is checked entry by entry (``_load_local``).
+    """
+
+    __slots__ = ()
+
+
+def local_lookup_of(value_cache: Any) -> Optional[tuple[Any, Callable[[list[Any]], list[Any]], Any]]:
+    """``(value_cache, its get_local_values, its get_local_futures or None)`` when it offers
+    ``get_local_values`` (callable), else None."""
+    lookup = getattr(value_cache, "get_local_values", None)
+    if not callable(lookup):
+        return None
+    futures = getattr(value_cache, "get_local_futures", None)
+    return value_cache, lookup, futures if callable(futures) else None
+
+
+def look_up_local(value_cache: Any, lookup: Callable[[list[Any]], Any], keys: list[Any],
+                  what: str = "get_local_values") -> Optional[list[Any]]:
+    """``lookup(keys)`` (a cache's ``get_local_values``, or *what*) as a list of one entry per key; None
+    when it raised or answered with the wrong number of entries (logged, rate-limited: the keys are misses).
+
+    Raises:
+        BaseException: what it raised when it is not an ``Exception``.
+    """
+    try:
+        found = lookup(keys)
+        if type(found) is not list and type(found) is not AllFinished:
+            found = list(found)
+    except Exception as exc:
+        FAILURES.failed(value_cache, what, exc)
+        return None
+    if len(found) != len(keys):
+        FAILURES.failed(value_cache, what, ValueError(
+            f"{what} returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
+        return None
+    return found
 
 
 def _failed(value_cache: Any, breaker: Optional[Breaker], what: str, exc: BaseException) -> None:

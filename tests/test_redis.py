@@ -985,3 +985,177 @@ def test_RedisValueCache_probe_of_an_open_breaker_asks_Redis_not_the_near_cache(
     finally:
         vc.close()
         c.close()
+
+
+# -- the near cache at load time (DataLoader asks get_local_values) ---------------------------------
+def commands_sent(client: Any) -> int:
+    """Commands the server ran, all connections (INFO commandstats), less the INFO calls that ask."""
+    stats = client.info("commandstats")
+    return sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info")
+
+
+def test_RedisValueCache_near_hit_at_load_time_sends_no_command_and_calls_no_batch_function(near, client):
+    vc = near()
+    assert callable(vc.get_local_values)
+    batch = Batch()
+    assert load_all(DataLoader(batch, value_cache=vc), [1, 2]) == [Batch.value(1), Batch.value(2)]  # fills
+    sent, mgets, pipelines, calls = commands_sent(client), client.mgets, client.pipelines, len(batch.calls)
+    loader = DataLoader(batch, value_cache=vc)
+    many = loader.load_many([1, 2])
+    assert many.done() and many.result(0) == [Batch.value(1), Batch.value(2)]
+    one = loader.load(1)
+    assert one.done() and one.result(0) == Batch.value(1) and loader.load(1) is one
+    assert loader.dispatch_depth == 0 and loader.dispatch_count() == 0
+    assert commands_sent(client) == sent and (client.mgets, client.pipelines) == (mgets, pipelines)
+    assert len(batch.calls) == calls
+    stats = loader.statistics()
+    assert (stats.value_cache_hit_count, stats.value_cache_miss_count, stats.batch_invoke_count) == (2, 0, 0)
+    mixed = DataLoader(batch, value_cache=vc)
+    both = mixed.load_many([2, 3])  # 2 at load time; 3 queued, looked up at dispatch (one MGET), loaded
+    assert mixed.load(2).done() and mixed.dispatch_depth == 1
+    mixed.dispatch()
+    assert both.result(TIMEOUT) == [Batch.value(2), Batch.value(3)] and batch.calls[-1] == [3]
+    assert client.mgets == mgets + 1
+
+
+def test_RedisValueCache_without_a_near_cache_offers_no_load_time_lookup(client):
+    vc = RedisValueCache(client, prefix="nn:")
+    assert vc.get_local_values is None
+    loader = DataLoader(Batch(), value_cache=vc)
+    assert loader._local is None and loader._plain  # load() keeps the plain loader's path
+    fut = loader.load(1)
+    assert not fut.done()
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == Batch.value(1) and client.mgets == 1
+
+
+def test_RedisValueCache_near_cache_not_live_falls_back_to_the_dispatch(near, client):
+    vc = near()
+    vc.set_values([1], ["one"])
+    loader = DataLoader(Batch(), value_cache=vc)
+    assert loader.load(1).done()  # live: a load-time hit
+    vc.close()  # not live any more: the near cache answers nothing
+    assert vc.get_local_values([1]) == [MISSING]
+    mgets = client.mgets
+    later = DataLoader(Batch(), value_cache=vc)
+    fut = later.load(1)
+    assert not fut.done() and later.dispatch_depth == 1
+    later.dispatch()
+    assert fut.result(TIMEOUT) == "one" and client.mgets == mgets + 1  # from Redis
+
+
+def test_RedisValueCache_near_cache_answers_nothing_at_load_time_while_the_breaker_is_open(near, client):
+    clock = FakeClock()
+    vc = near(clock=clock)
+    vc.set_values([1], ["one"])
+    assert vc.get_local_values([1]) == ["one"]
+    assert vc.breaker is not None
+    vc.breaker.failed(ConnectionError("down"), "get_values")  # as a failed call opens it
+    assert vc.get_local_values([1]) == [MISSING]
+    fut = DataLoader(Batch(), value_cache=vc).load(1)
+    assert not fut.done()  # queued: the dispatch decides (the breaker's probe asks Redis itself)
+
+
+def test_RedisValueCache_near_lookup_keeps_int_keys_apart_from_equal_keys_of_other_types(near, client):
+    vc = near()
+    vc.set_values([1, True, 1.0, "1"], ["int", "bool", "float", "str"])
+    assert vc.get_local_values([True, 1, 1.0, "1"]) == ["bool", "int", "float", "str"]
+    assert vc.get_local_values([1, 1]) == ["int", "int"]
+    vc.invalidate([1])  # the int's entry goes, the others stay
+    assert vc.get_local_values([1, True, 1.0, "1"]) == [MISSING, "bool", "float", "str"]
+    assert vc.get_local_values([[1]]) == [MISSING]  # a key with no stable name: nothing (the dispatch says so)
+
+
+def test_RedisValueCache_near_entries_expire_at_load_time_too(near, client):
+    clock = FakeClock()
+    vc = near(near_ttl=10, clock=clock)
+    vc.set_values([1], ["one"])
+    clock.advance(5)
+    vc.set_values([2], ["two"])
+    assert vc.get_local_values([1, 2]) == ["one", "two"]
+    clock.advance(5)  # 1 has lived 10 s: expired; 2 has 5 s left
+    assert vc.get_local_values([2]) == ["two"] and vc.get_local_values([1, 2]) == [MISSING, "two"]
+    clock.advance(5)
+    assert vc.get_local_values([2]) == [MISSING]
+
+
+INVALIDATOR = textwrap.dedent("""
+    import sys
+    import redis
+    from dataloader_sync.redis import RedisValueCache
+
+    client = redis.Redis(port=int(sys.argv[1]), socket_timeout=5, socket_connect_timeout=5)
+    RedisValueCache(client, prefix="near:").invalidate([1])  # another process says "1 changed"
+""")
+
+
+def test_RedisValueCache_load_time_lookups_honour_an_invalidation_from_another_process(near, client, redis_server):
+    vc = near()
+    batch = Batch()
+    vc.set_values([1, 2], ["stale", "two"])
+    assert DataLoader(batch, value_cache=vc).load(1).result(0) == "stale"  # a load-time hit
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    subprocess.run([sys.executable, "-c", INVALIDATOR, str(redis_server.port)], env=env, check=True, timeout=60)
+    wait = threading.Event()
+    for _ in range(500):  # the listener evicts within milliseconds: a bounded wait for it
+        if vc.get_local_values([1]) == [MISSING]:
+            break
+        wait.wait(0.01)
+    loader = DataLoader(batch, value_cache=vc)
+    fut, other = loader.load(1), loader.load(2)
+    assert not fut.done() and other.done()  # 1 is queued (invalidated), 2 is still a near hit
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == Batch.value(1) and batch.calls == [[1]]  # deleted in Redis too: loaded
+
+
+def test_RedisValueCache_near_hits_share_the_near_entries_finished_futures_until_an_invalidation(near, client):
+    vc = near()
+    vc.set_values([1, 2], ["one", "two"])
+    futures = vc.get_local_futures([1, 2])
+    assert type(futures) is _value_cache.AllFinished and [f.result(0) for f in futures] == ["one", "two"]
+    assert vc.get_local_futures([1, 3]) == [futures[0], MISSING] and type(vc.get_local_futures([3])) is list
+    first, second = DataLoader(Batch(), value_cache=vc), DataLoader(Batch(), value_cache=vc)
+    assert first.load_many([1, 2]).result(0) == ["one", "two"] and second.load_many([1]).result(0) == ["one"]
+    assert first.load(1) is futures[0] is second.load(1)  # made once, when the entry was put
+    vc.invalidate([1])
+    later = DataLoader(Batch(), value_cache=vc)
+    fut = later.load_many([1, 2])
+    assert later.dispatch_depth == 1 and later.load(2).done()  # 2 still a near hit (a future of its own here)
+    later.dispatch()
+    assert fut.result(TIMEOUT) == [Batch.value(1), "two"] and first.load(1).result(0) == "one"  # a request's own
+
+
+def test_RedisValueCache_near_eviction_drops_both_readings_of_an_int_like_name(near, client):
+    import enum
+
+    class Shelf(enum.IntEnum):
+        FIRST = 1
+
+    vc = near()
+    vc.set_values([1, Shelf.FIRST], ["int", "enum"])  # one Redis key (near:1), two near entries
+    assert vc.redis_key(Shelf.FIRST) == vc.redis_key(1) == "near:1"
+    assert vc.get_local_values([1, Shelf.FIRST]) == ["int", "enum"]  # the enum member is not confused with 1
+    assert vc._near is not None
+    vc._near.evict(["near:1"])  # what a message of another process's invalidate([1]) does
+    assert vc.get_local_values([1, Shelf.FIRST]) == [MISSING, MISSING]
+
+
+def test_NearCache_entries_put_out_of_clock_order_still_expire_on_time(client):
+    from dataloader_sync.redis._near_cache import NearCache
+
+    readings = iter([10.0, 5.0])  # the second put read the clock first but took the lock last
+    now = [0.0]
+    near = NearCache(client, "dataloader_sync:invalidate:ord:", 10, 30.0, clock=lambda: next(readings, now[0]),
+                     prefix="ord:")
+    try:
+        near.set_live(True)
+        near.put([1], ["late"], near.generation)  # expires at 40
+        near.put([2], ["early"], near.generation)  # expires at 35: recorded before the one at 40
+        now[0] = 34.0
+        assert near.lookup([1, 2]) == ["late", "early"]
+        now[0] = 35.0
+        assert near.lookup([2]) == [MISSING] and near.lookup([1]) == ["late"]
+        now[0] = 40.0
+        assert near.lookup([1]) == [MISSING] and len(near) == 0
+    finally:
+        near.close()

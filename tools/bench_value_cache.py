@@ -275,6 +275,7 @@ def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tu
     names = [[prefix + encode_key(k) for k in _window(r)] for r in range(50)]
     replies = [client.mget(n) for n in names]
     decode = redis_value_cache.RedisValueCache._decode
+    local = getattr(near_vc, "get_local_futures", None)  # None: a checkout whose loaders do not ask at load time
     return [
         ("  step: key names, prefix + encode_key each", _step_run(
             lambda r: [prefix + encode_key(k) for k in _window(r)], rounds), "what the bare client does"),
@@ -290,7 +291,10 @@ def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tu
          _step_run(lambda r: _value_cache.look_up(redis_vc, _window(r)), rounds), "what the loader calls"),
         ("  step: near cache lookup (get_values)", _step_run(lambda r: near_vc.get_values(_window(r)), rounds),
          "names + LRU, no round trip"),
-    ]
+    ] + ([] if local is None else [
+        ("  step: near cache lookup at load time", _step_run(lambda r: local(_window(r)), rounds),
+         "get_local_futures: int keys, LRU"),
+    ])
 
 
 def _django_caches(redis_url: str) -> Optional[Any]:

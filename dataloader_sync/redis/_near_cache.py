@@ -22,6 +22,17 @@ Guarantees:
   (rate-limited) and it reconnects with a bounded back-off.
 - Values are shared by the requests of the process (no copy per hit):
   treat loaded values as read-only.
+- ``local_values(keys)`` is ``RedisValueCache.get_local_values``, the
+  loader's load-time lookup (``local_futures``, its ``get_local_futures``:
+  each entry keeps a future finished with its value, made once when the
+  entry is put and handed to every loader that hits it): it answers only while live and while the
+  cache's breaker is closed (a failed call to Redis says the listener may be
+  missing what it cannot see fail: a frozen server, a partition), and never
+  with an evicted or expired entry.  An entry is found by its *entry key*:
+  an exact ``int`` cache key is its own entry key (a batch of them is looked
+  up with no Redis key built, in C), any other key its Redis key (a str:
+  the two never meet); an eviction, which names Redis keys, drops both
+  readings of the name.
 """
 from __future__ import annotations
 
@@ -31,11 +42,16 @@ import threading
 import time
 import uuid
 import weakref
-from collections import OrderedDict
-from collections.abc import Sequence
+from collections import OrderedDict, deque
+from collections.abc import Hashable, Sequence
+from operator import itemgetter
 from typing import Any, Callable, Optional
 
-from .._value_cache import MISSING, FailureLog
+from .._breaker import Breaker
+from .._future import Future
+from .._new_futures import completed_future
+from .._shared_keys import encode_key
+from .._value_cache import MISSING, AllFinished, FailureLog
 
 __all__ = ["NearCache"]
 
@@ -43,6 +59,11 @@ POLL = 0.2  # seconds the listener waits for a message before it looks at its st
 MAX_BACKOFF = 5.0  # seconds between two reconnection attempts at most
 
 _LISTENER_FAILURES = FailureLog()
+_INT = {int}
+_EXPIRES = itemgetter(0)
+_VALUE = itemgetter(1)
+_FUTURE = itemgetter(2)
+_consume: Callable[[Any], None] = deque(maxlen=0).extend  # runs an iterator to its end, in C
 _ALL: weakref.WeakSet[NearCache] = weakref.WeakSet()  # for the at-fork hook (added to under the GIL only)
 
 
@@ -55,18 +76,27 @@ class NearCache:
         size: the most entries it holds (> 0).
         ttl: the most seconds an entry lives (> 0).
         clock: a monotonic clock.
+        prefix: the cache's key prefix (a Redis key is it + ``encode_key(key)``).
+        breaker: the cache's breaker (``local_values`` answers nothing while it is open), or None.
     """
 
     def __init__(self, client: Any, channel: str, size: int, ttl: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, *, prefix: str = "",
+                 breaker: Optional[Breaker] = None) -> None:
         self.client = client
+        self.prefix = prefix
+        self.breaker = breaker
         self.channel = channel
         self.size = size
         self.ttl = ttl
         self.clock = clock
         self.sender = uuid.uuid4().hex  # our own messages are not evictions for us
-        self._lock = threading.Lock()  # guards _entries, live, _listener, _pid, _stop
-        self._entries: OrderedDict[str, tuple[float, Any]] = OrderedDict()  # redis key -> (expires, value)
+        self._lock = threading.Lock()  # guards _entries, _expiries, generation, live, _listener, _stop
+        # entry key (an exact int cache key, else its Redis key) -> (expires, value, a future finished with
+        # the value: what local_futures hands to loaders), least recently used first
+        self._entries: OrderedDict[Hashable, tuple[float, Any, Future[Any]]] = OrderedDict()
+        # (expires, entry key, entry) per put, in put order = expiry order (see _sweep_locked)
+        self._expiries: deque[tuple[float, Hashable, tuple[float, Any, Future[Any]]]] = deque()
         self.live = False  # the listener is subscribed: entries may be trusted (up to their ttl)
         # Bumped by every eviction: a fill read from Redis before an eviction
         # it did not see must not put the evicted value back.
@@ -78,53 +108,175 @@ class NearCache:
         _ALL.add(self)
 
     # -- the LRU ---------------------------------------------------------------------------
+    def entry_keys(self, keys: Sequence[Any], names: Optional[Sequence[str]] = None) -> list[Hashable]:
+        """The entry key of each cache key (*names*: their Redis keys, when the caller has them).
+
+        Raises:
+            TypeError: a key type that has no stable name (``encode_key``).
+        """
+        kinds = set(map(type, keys))
+        if kinds == _INT:
+            return list(keys)
+        if names is None:
+            prefix = self.prefix
+            return [k if type(k) is int else prefix + encode_key(k) for k in keys]
+        if int not in kinds:
+            return list(names)
+        return [k if type(k) is int else n for k, n in zip(keys, names)]
+
+    def local_values(self, keys: Sequence[Any]) -> list[Any]:
+        """``RedisValueCache.get_local_values``: the value of each key held here, or ``MISSING``.
+
+        ``MISSING`` for every key while not live, while the breaker is open,
+        or for a key type that has no stable name (the dispatch's lookup
+        says so).
+        """
+        return self._local(keys, _VALUE)
+
+    def local_futures(self, keys: Sequence[Any]) -> list[Any]:
+        """``RedisValueCache.get_local_futures``: ``local_values`` as the entries' finished futures."""
+        return self._local(keys, _FUTURE)
+
+    def _local(self, keys: Sequence[Any], part: Any) -> list[Any]:
+        if self._listener is None:
+            self._ensure_listener()
+        breaker = self.breaker
+        if not self.live or (breaker is not None and breaker.is_open):
+            return [MISSING] * len(keys)
+        if set(map(type, keys)) == _INT:  # the common batch: the keys are the entry keys
+            return self.lookup(keys, part)
+        try:
+            return self.lookup(self.entry_keys(keys), part)
+        except TypeError:
+            return [MISSING] * len(keys)
+
     def get(self, names: Sequence[str]) -> list[Any]:
-        """The entry of each name, or ``MISSING`` (all ``MISSING`` while not live)."""
+        """The entry of each Redis key, or ``MISSING`` (all ``MISSING`` while not live)."""
         self._ensure_listener()
+        return self.lookup([self._int_of(name) for name in names])
+
+    def lookup(self, ekeys: Sequence[Hashable], part: Any = _VALUE) -> list[Any]:
+        """The value (*part* ``_FUTURE``: the future) of each entry key, or ``MISSING`` (all
+        ``MISSING`` while not live); a hit is made the most recently used.
+
+        All hits, none expired (the common case): a few passes in C under the
+        lock, no Python per key.
+        """
         if not self.live:
-            return [MISSING] * len(names)
+            return [MISSING] * len(ekeys)
         now = self.clock()
+        entries = self._entries
+        with self._lock:
+            if not self.live:
+                return [MISSING] * len(ekeys)
+            if self._expiries and self._expiries[0][0] <= now:
+                self._sweep_locked(now)
+            found = list(map(entries.get, ekeys))
+            try:
+                # a None (a miss): TypeError; all hits, as futures: the list type says so (see AllFinished)
+                values = (AllFinished if part is _FUTURE else list)(map(part, found))
+            except TypeError:  # a miss (None) among them
+                return self._lookup_slow_locked(ekeys, found, now, part)
+            _consume(map(entries.move_to_end, ekeys))
+        return values
+
+    def _sweep_locked(self, now: float) -> None:
+        """Drop every entry expired by *now* (under ``_lock``).
+
+        ``_expiries`` lists ``(expires, entry key, entry)`` in the order of
+        the puts, which is the order of expiry (one ttl for all): the expired
+        ones are at its left.  A record whose entry was replaced or dropped
+        since is skipped (identity).  Invariant, after a sweep: no entry is
+        expired, so a lookup checks no entry's time.
+        """
+        expiries = self._expiries
+        entries = self._entries
+        while expiries and expiries[0][0] <= now:
+            _, ekey, entry = expiries.popleft()
+            if entries.get(ekey) is entry:
+                del entries[ekey]
+
+    def _lookup_slow_locked(self, ekeys: Sequence[Hashable], found: list[Any], now: float, part: Any) -> list[Any]:
+        """``lookup`` key by key (a miss, or an expired entry, among them), under ``_lock``."""
+        entries = self._entries
+        touch = entries.move_to_end
         out: list[Any] = []
         append = out.append
-        entries = self._entries
-        get, touch = entries.get, entries.move_to_end
-        with self._lock:
-            for name in names:
-                entry = get(name)
-                if entry is None:
-                    append(MISSING)
-                elif entry[0] <= now:
-                    del entries[name]
-                    append(MISSING)
-                else:
-                    touch(name)
-                    append(entry[1])
+        for ekey, entry in zip(ekeys, found):
+            if entry is None:
+                append(MISSING)
+            elif entry[0] <= now:
+                if entries.get(ekey) is entry:  # (a key repeated in ekeys is deleted once)
+                    del entries[ekey]
+                append(MISSING)
+            else:
+                touch(ekey)
+                append(part(entry))
         return out
 
-    def put(self, names: Sequence[str], values: Sequence[Any], generation: int) -> None:
-        """Remember these values, read or written at *generation* (only while live, and no eviction since)."""
+    def put(self, ekeys: Sequence[Hashable], values: Sequence[Any], generation: int) -> None:
+        """Remember these values (by entry key), read or written at *generation* (only while live, and
+        no eviction since)."""
         if not self.live:
             return
+        futures = list(map(completed_future, values))  # made once per fill, handed to every loader that hits
         expires = self.clock() + self.ttl
         entries = self._entries
         with self._lock:
             if not self.live or generation != self.generation:
                 return
-            for name, value in zip(names, values):
-                entries[name] = (expires, value)
-                entries.move_to_end(name)
+            records = []
+            for ekey, value, fut in zip(ekeys, values, futures):
+                entry = entries[ekey] = (expires, value, fut)
+                entries.move_to_end(ekey)
+                records.append((expires, ekey, entry))
+            expiries = self._expiries
+            if not expiries or expiries[-1][0] <= expires:
+                expiries.extend(records)
+            else:  # a racing put read the clock later but took the lock first: keep the order of expiry
+                at = len(expiries)
+                while at > 0 and expiries[at - 1][0] > expires:
+                    at -= 1
+                for record in reversed(records):
+                    expiries.insert(at, record)
             while len(entries) > self.size:
                 entries.popitem(last=False)
+            if len(expiries) > 2 * self.size:  # records of replaced or dropped entries: keep it bounded
+                self._expiries = deque(sorted(((e[0], k, e) for k, e in entries.items()), key=_EXPIRES))
+
+    def _int_of(self, name: str) -> Hashable:
+        """The entry key of an int key named *name*, or *name* itself (not an int's name)."""
+        prefix = self.prefix
+        if name.startswith(prefix):
+            rest = name[len(prefix):]
+            if rest[:1].isdigit() or rest[:1] == "-":
+                try:
+                    key = int(rest)
+                except ValueError:
+                    return name
+                if int.__repr__(key) == rest:
+                    return key
+        return name
 
     def evict(self, names: Optional[Sequence[str]]) -> None:
-        """Forget *names* (None: every entry)."""
+        """Forget the entries of the Redis keys *names* (None: every entry).
+
+        A name is dropped under both its readings: an int key's entry key,
+        and the name itself (an int-like key of another type, an ``IntEnum``,
+        has the same Redis key).
+        """
+        ekeys = None if names is None else [self._int_of(name) for name in names]
         with self._lock:
             self.generation += 1
-            if names is None:
+            if ekeys is None or names is None:
                 self._entries.clear()
+                self._expiries.clear()
                 return
-            for name in names:
-                self._entries.pop(name, None)
+            pop = self._entries.pop
+            for name, ekey in zip(names, ekeys):
+                pop(ekey, None)
+                if ekey is not name:
+                    pop(name, None)
 
     def message(self, names: Optional[Sequence[str]]) -> str:
         """The pub/sub message that evicts *names* (None: everything) in the other processes."""
@@ -151,6 +303,7 @@ class NearCache:
         with self._lock:
             self.generation += 1
             self._entries.clear()
+            self._expiries.clear()
             self.live = live and not self._closed
             if self.live:
                 self._live_event.set()
@@ -169,6 +322,7 @@ class NearCache:
             self.live = False
             self._live_event.clear()
             self._entries.clear()
+            self._expiries.clear()
             thread, self._listener = self._listener, None
             self._stop.set()
         if thread is not None and thread is not threading.current_thread():
@@ -178,6 +332,7 @@ class NearCache:
         """The child has no listener and may have missed messages: new lock, empty, not live (no user code)."""
         self._lock = threading.Lock()
         self._entries.clear()
+        self._expiries.clear()
         self.live = False
         self._live_event = threading.Event()
         self._listener = None

@@ -185,7 +185,12 @@ class RedisValueCache(ValueCache[Any, Any]):
         self._channel = "dataloader_sync:invalidate:" + self._prefix
         self._int_names: dict[int, str] = {}  # int key -> its Redis key (see _names)
         self._near: Optional[NearCache] = (
-            NearCache(client, self._channel, near_cache, near_seconds, clock) if near_cache else None)
+            NearCache(client, self._channel, near_cache, near_seconds, clock, prefix=self._prefix,
+                      breaker=self.breaker) if near_cache else None)
+        # The near cache's lookup, for loaders to ask at load time (ValueCache.get_local_values); None
+        # without one, so a loader pays nothing for it.  The near cache's bound method: no cycle through self.
+        self.get_local_values = None if self._near is None else self._near.local_values
+        self.get_local_futures = None if self._near is None else self._near.local_futures
 
     @property
     def prefix(self) -> str:
@@ -231,7 +236,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         breaker = self.breaker
         if near is None or (breaker is not None and breaker.is_open):  # a probe must ask Redis itself
             return self._decode(self._mget(names))
-        found = near.get(names)
+        ekeys = near.entry_keys(keys, names)
+        found = near.lookup(ekeys)
         flags = identical(found, MISSING)
         if not any(flags):  # every key a near hit: no round trip, no Python per key
             return found
@@ -239,13 +245,13 @@ class RedisValueCache(ValueCache[Any, Any]):
         generation = near.generation
         if len(misses) == len(names):
             found = self._decode(self._mget(names))
-            near.put([n for n, v in zip(names, found) if v is not MISSING],
+            near.put([e for e, v in zip(ekeys, found) if v is not MISSING],
                      [v for v in found if v is not MISSING], generation)
             return found
         loaded = self._decode(self._mget([names[i] for i in misses]))
         for i, value in zip(misses, loaded):
             found[i] = value
-        near.put([names[i] for i, v in zip(misses, loaded) if v is not MISSING],
+        near.put([ekeys[i] for i, v in zip(misses, loaded) if v is not MISSING],
                  [v for v in loaded if v is not MISSING], generation)
         return found
 
@@ -319,6 +325,7 @@ class RedisValueCache(ValueCache[Any, Any]):
         failed: list[Any] = []
         near = self._near
         names: list[str] = []
+        ekeys: list[Any] = []
         written: list[Any] = []
         prefix = self._prefix
         for key, value in zip(keys, values):
@@ -332,6 +339,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             pipe.set(name, data, px=px)
             if near is not None:
                 names.append(name)
+                ekeys.append(key if type(key) is int else name)  # its entry key (see _near_cache)
                 written.append(value)
         if len(pipe):
             if near is not None:  # the other processes' near entries of these keys are stale now
@@ -340,7 +348,7 @@ class RedisValueCache(ValueCache[Any, Any]):
             else:
                 pipe.execute()
             if near is not None:
-                near.put(names, written, generation)
+                near.put(ekeys, written, generation)
         if failed:
             first_key, first_error = failed[0]
             error = ValueError(

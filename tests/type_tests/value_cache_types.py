@@ -59,3 +59,18 @@ assert_type(stats, Statistics)
 assert_type(stats.value_cache_hit_count, int)
 assert_type(stats.value_cache_miss_count, int)
 assert_type(stats.value_cache_hit_ratio, float)
+
+
+class NearDictValueCache(DictValueCache):
+    """A value cache with a tier of its own in the process: loaders ask it at load time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.near: dict[int, Book] = {}
+
+    def get_local_values(self, keys: Sequence[int]) -> list[Any]:  # a Book or MISSING per key, from memory
+        return [self.near.get(k, MISSING) for k in keys]
+
+
+near_books = DataLoader(load_books, value_cache=NearDictValueCache())
+assert_type(near_books.load(1), "Future[Book]")
