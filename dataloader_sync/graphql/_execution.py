@@ -61,7 +61,10 @@ Guarantees:
   made as graphql-core's named tuples with ``tuple.__new__``
   (``_compat.FAST_TUPLES``, unless ``build_resolve_info`` is overridden),
   ``is_awaitable`` (always False here) not asked, a plain scalar or enum
-  completed without a detour.
+  completed without a detour, a pending Future of a field of an object
+  recorded at once (``complete_value``'s hot path) and a done one holding a
+  value (a cached load) taken as that value; the rest goes to
+  ``complete_value``.
   Middleware, or a subclass that overrides ``execute_field``, gets
   graphql-core's own method.
 - graphql-core state is touched on the request thread only; other threads
@@ -228,22 +231,16 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     if _compat.OWN_FIELDS:
 
         def execute_fields(self, parent_type: Any, source_value: Any, path: Any, fields: Any) -> Any:
-            """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline: the same
-            steps, results and errors, minus per-field work that cannot change an outcome (see
-            the module notes).  A pending Future from a field of an object is recorded at once
-            (``complete_value``'s hot path), a done one that holds a value (a cached load) gives
-            that value, a nullable scalar or enum holding a plain value is serialized (what
-            ``complete_value`` does with it); the rest goes to ``complete_value``."""
+            """graphql-core 3.2's ``execute_fields`` with its ``execute_field`` inline: the same steps,
+            results and errors, minus per-field work that cannot change an outcome (the module notes)."""
             plan = self._plan(parent_type, fields)
             if plan is None:
                 return _base_execute_fields(self, parent_type, source_value, path, fields)
             results: dict[str, Any] = {}
             type_name = parent_type.name
             complete_value = self.complete_value
-            complete_leaf_value = self.complete_leaf_value
-            own_leaf = self._own_leaf
-            variable_values = self.variable_values
-            direct = self._direct
+            complete_leaf_value, variable_values = self.complete_leaf_value, self.variable_values
+            own_leaf, direct = self._own_leaf, self._direct
             run = self._run
             frame = self._frame if run is not None else None
             known_type = _known_type
@@ -275,13 +272,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                                 results[response_name] = result
                                 continue
                             if state is not _FINISHED or result._exception is not None or isinstance(
-                                    result._result, _Future):
+                                    result._result, _Future):  # failed, cancelled, nested, or pending with no frame
                                 results[response_name] = complete_value(return_type, field_nodes, info, field_path,
                                                                         result)
                                 continue
-                            # Done with a value (a cached load): complete_value's outcome(result), read as
-                            # resume_done reads it; the value goes on as a resolver's would.
-                            result = result._result
+                            result = result._result  # a cached load: its value, read as resume_done reads it
                         if (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                                 and not isinstance(result, Exception)):
                             # complete_leaf_value inline, as in _loop.resume_done (a call less per leaf field)
