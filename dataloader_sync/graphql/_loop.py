@@ -47,6 +47,9 @@ _handle = _compat.handle
 _known_type = KNOWN_TYPE  # _known_type(cls) is False: is_plain(cls), without a call
 LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
+_as_is = _compat.SERIALIZED_AS_IS  # _as_is(id(serialize)) is cls: a cls value is serialized as it is
+_MIN_INT, _MAX_INT = _compat.MIN_INT, _compat.MAX_INT
+
 #: What ``resume_done`` reads from a done future that failed or was cancelled (``outcome`` raises its error).
 FAILED: Any = object()
 
@@ -166,12 +169,12 @@ def first_done(unwatched: list[Any]) -> int:
 
 
 def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any], start: int) -> bool:
-    """``resume_done``'s walk over *unwatched* from the entry at *start*; the entries still pending go to
-    *still*."""
-    resumed = False
+    """``resume_done``'s walk over *unwatched* from the entry at *start* (a done one: it returns True);
+    the entries still pending go to *still*."""
     pending_of = run.pending_of
     direct = ctx._direct
     own_leaf = ctx._own_leaf
+    clean = not run.nulled and run.root_error is None  # read again after each call that may change it
     it = islice(unwatched, start, None)
     for future, frame, nodes, return_type in zip(it, it, it, it):
         # CPython's Future fields, read as done() + result() would but without their lock and calls (the
@@ -181,10 +184,9 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             still += (future, frame, nodes, return_type)
             continue
         value = future._result if state is FINISHED and future._exception is None else FAILED
-        resumed = True
         if frame is PENDING:  # an entry holding a Pending (third slot)
             resume_pending(ctx, run, nodes, value, direct)
-        elif (value is FAILED or run.nulled or run.root_error is not None or _known_type(value.__class__) is not False
+        elif (value is FAILED or not clean or _known_type(value.__class__) is not False
               or isinstance(value, _Future)):  # not is_plain(...)
             resume(ctx, run, pending_of(future, frame, nodes, return_type), None)
         elif frame.results is not None:  # else its object failed: nothing to write
@@ -197,19 +199,28 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
                 continue  # completed already
             if direct and value is not None and isinstance(return_type, LEAF_TYPES) and not isinstance(
                     value, Exception):
+                serialize = return_type.serialize
+                cls = value.__class__
+                if own_leaf and _as_is(id(serialize)) is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
+                    container[key] = value  # what graphql-core's own serializer returns for it
+                    continue
                 try:
                     # graphql-core's complete_value of a nullable scalar or enum, minus its type tests; 3.2's
                     # complete_leaf_value inline: serialize, the method (which raises its error) only for a null
-                    serialized = return_type.serialize(value) if own_leaf else None
+                    serialized = serialize(value) if own_leaf else None
                     if serialized is None or serialized is _Undefined:
                         serialized = ctx.complete_leaf_value(return_type, value)
                     container[key] = serialized
+                    continue
                 except Exception as raw_error:
                     container[key] = None
                     fail(ctx, run, pending_of(future, frame, nodes, return_type), raw_error)
             else:
                 complete_into(ctx, run, pending_of(future, frame, nodes, return_type), container, key, value, direct)
-    return resumed
+        else:
+            continue
+        clean = not run.nulled and run.root_error is None
+    return True
 
 
 def resume_pending(ctx: Execution, run: Run, pending: Pending, value: Any, direct: bool) -> None:
