@@ -310,7 +310,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                        *rest: Any) -> Any:
         if isinstance(result, _Future):
-            if result.done():
+            state = result._state  # read as _loop.resume_done reads it
+            if state is not _PENDING and state is not _RUNNING:  # done()
+                if state is _FINISHED and result._exception is None and self._direct:
+                    value = result._result  # a cached load's value: graphql-core completes it (if is_plain)
+                    if not isinstance(value, _Future) and _known_type(value.__class__) is False:
+                        return _base_complete_value(self, return_type, field_nodes, info, path, value, *rest)
                 return self.complete_value(return_type, field_nodes, info, path, outcome(result), *rest)
             run = self._run
             if run is None:
