@@ -199,15 +199,16 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
                 continue  # completed already
             if direct and value is not None and isinstance(return_type, LEAF_TYPES) and not isinstance(
                     value, Exception):
-                serialize = return_type.serialize
-                cls = value.__class__
-                if own_leaf and _as_is(id(serialize)) is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
-                    container[key] = value  # what graphql-core's own serializer returns for it
-                    continue
                 try:
                     # graphql-core's complete_value of a nullable scalar or enum, minus its type tests; 3.2's
                     # complete_leaf_value inline: serialize, the method (which raises its error) only for a null
-                    serialized = serialize(value) if own_leaf else None
+                    serialized = None
+                    if own_leaf:
+                        serialize, cls = return_type.serialize, value.__class__
+                        if _as_is(id(serialize)) is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
+                            serialized = value  # what graphql-core's own serializer returns for it
+                        else:
+                            serialized = serialize(value)
                     if serialized is None or serialized is _Undefined:
                         serialized = ctx.complete_leaf_value(return_type, value)
                     container[key] = serialized
