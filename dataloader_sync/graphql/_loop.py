@@ -175,6 +175,8 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
     direct = ctx._direct
     own_leaf = ctx._own_leaf
     clean = not run.nulled and run.root_error is None  # read again after each call that may change it
+    as_is = run.as_is
+    as_is_of = as_is.get
     it = islice(unwatched, start, None)
     for future, frame, nodes, return_type in zip(it, it, it, it):
         # CPython's Future fields, read as done() + result() would but without their lock and calls (the
@@ -197,18 +199,19 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             key = (node.alias or node.name).value
             if container[key] is not future:
                 continue  # completed already
+            cls = value.__class__
+            same = as_is_of(return_type)  # hashable: graphql-core's schema keeps its types in sets
+            if same is None:
+                same = as_is[return_type] = _as_is_of(ctx, return_type)
+            if same is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
+                container[key] = value  # what graphql-core's own serializer returns for it
+                continue
             if direct and value is not None and isinstance(return_type, LEAF_TYPES) and not isinstance(
                     value, Exception):
                 try:
                     # graphql-core's complete_value of a nullable scalar or enum, minus its type tests; 3.2's
                     # complete_leaf_value inline: serialize, the method (which raises its error) only for a null
-                    serialized = None
-                    if own_leaf:
-                        serialize, cls = return_type.serialize, value.__class__
-                        if _as_is(id(serialize)) is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
-                            serialized = value  # what graphql-core's own serializer returns for it
-                        else:
-                            serialized = serialize(value)
+                    serialized = return_type.serialize(value) if own_leaf else None
                     if serialized is None or serialized is _Undefined:
                         serialized = ctx.complete_leaf_value(return_type, value)
                     container[key] = serialized
@@ -222,6 +225,13 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             continue
         clean = not run.nulled and run.root_error is None
     return True
+
+
+def _as_is_of(ctx: Execution, return_type: Any) -> Any:
+    """The class of the values *return_type*'s completion writes as they are (``Run.as_is``), or False."""
+    if ctx._direct and ctx._own_leaf and isinstance(return_type, LEAF_TYPES):
+        return _as_is(id(return_type.serialize)) or False
+    return False
 
 
 def resume_pending(ctx: Execution, run: Run, pending: Pending, value: Any, direct: bool) -> None:
