@@ -1210,6 +1210,61 @@ def test_a_scalar_that_serializes_to_null_fails_its_field_with_graphql_cores_err
     assert "(2)` to return non-nullable" in got.errors[0].message
 
 
+class _Unhashable:
+    """A scalar's serializer that cannot be a dict key."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __call__(self, value: Any) -> Any:
+        return f"<{value}>"
+
+
+# Values at the edges of what graphql-core's Int, String, ID and Boolean serializers return as they are
+# (the execution writes an exact int, str or bool as it is when graphql-core's serializer would), per field.
+_EDGE_VALUES = {
+    "i": [0, 2 ** 31 - 1, -2 ** 31, 2 ** 31, -2 ** 31 - 1, True, False, 3.0, "7", None],
+    "s": ["a", "", 1, True, 2.5, None, type("S", (str,), {})("sub")],
+    "id": ["x", 12, True, None],
+    "b": [True, False, 1, 0, 2.0, "yes", None],
+    "u": [1, "a", None],
+}
+
+
+def _edge_schema(value_of: Callable[[str, int], Any]) -> Any:
+    schema = build_schema("scalar U type Row { i: Int s: String id: ID b: Boolean u: U } type Query { rows: [Row] }")
+    unhashable = _Unhashable()
+    schema.type_map["U"].serialize = unhashable
+    if hasattr(schema.type_map["U"], "coerce_output_value"):  # graphql-core 3.3's name
+        schema.type_map["U"].coerce_output_value = unhashable
+    schema.query_type.fields["rows"].resolve = lambda _s, _i: list(range(max(map(len, _EDGE_VALUES.values()))))
+    for name in _EDGE_VALUES:
+        schema.type_map["Row"].fields[name].resolve = lambda row, _i, name=name: value_of(name, row)
+    return schema
+
+
+def _edge_value(name: str, row: int) -> Any:
+    values = _EDGE_VALUES[name]
+    return values[row % len(values)]
+
+
+@pytest.mark.parametrize("how", ["loaded", "cached"])
+def test_loaded_leaf_values_at_the_edges_of_each_built_in_scalar_serialize_as_plain_ones(how: str) -> None:
+    # loaded: every field's future is pending when its resolver returns (the loop resumes it); cached: done.
+    loader = DataLoader(lambda keys: [_edge_value(*key) for key in keys], name="edges")
+    if how == "cached":
+        for name in _EDGE_VALUES:
+            for row in range(len(_EDGE_VALUES["i"])):
+                loader.prime((name, row), _edge_value(name, row))
+    query = "{ rows { i s id b u } }"
+    got = run(_edge_schema(lambda name, row: loader.load((name, row))), query)
+    expected = plain(_edge_schema(_edge_value), query)
+    assert normalized(got) == normalized(expected)
+    assert sorted(tuple(e.path) for e in got.errors) == [
+        ("rows", 2, "id"), ("rows", 3, "i"), ("rows", 4, "i"), ("rows", 5, "b"), ("rows", 6, "id")]
+    assert got.data["rows"][0] == {"i": 0, "s": "a", "id": "x", "b": True, "u": "<1>"}
+    assert [row["i"] for row in got.data["rows"]] == [0, 2 ** 31 - 1, -2 ** 31, None, None, 1, 0, 3, 7, None]
+
+
 def test_a_subclass_overriding_complete_leaf_value_completes_every_leaf() -> None:
     class Doubling(DataLoaderExecutionContext):
         @staticmethod

@@ -42,6 +42,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 import graphql as _graphql
 from graphql import GraphQLError, located_error
 from graphql.type import is_non_null_type
+from graphql.type import scalars as _scalars
 
 __all__ = [
     "IS_EXECUTOR",
@@ -59,6 +60,9 @@ __all__ = [
     "INFO_FIELDS",
     "Info",
     "plan_fields",
+    "SERIALIZED_AS_IS",
+    "MIN_INT",
+    "MAX_INT",
     "handle",
     "invalid_return_type_error",
     "is_non_null_type",
@@ -186,11 +190,14 @@ def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> lis
 
     Returns:
         ``[(response name, field nodes, field def, resolve function, return
-        type, argument coercer or None, is a nullable leaf, field name)]`` in
+        type, argument coercer or None, leaf, field name)]`` in
         the fields' order, without the fields ``get_field_def`` does not know (graphql-core
         leaves them out of the result).  The argument coercer is graphql-core's
         ``get_argument_values``, and None when the field defines no argument:
-        it would return ``{}`` whatever the query says.
+        it would return ``{}`` whatever the query says.  *leaf* is False but
+        for a nullable leaf type; for one whose serializer is graphql-core's
+        Int, String, ID or Boolean one (and ``ctx._own_leaf``), the class it
+        returns unchanged (``SERIALIZED_AS_IS``); True for any other.
     """
     plan = []
     for response_name, field_nodes in fields.items():
@@ -198,11 +205,24 @@ def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> lis
         if not field_def:
             continue
         return_type = field_def.type
+        leaf = isinstance(return_type, leaf_types)
+        if leaf and ctx._own_leaf:  # the class of the values its serializer returns as they are, if any
+            leaf = SERIALIZED_AS_IS(id(return_type.serialize)) or True
         plan.append((response_name, field_nodes, field_def, field_def.resolve or ctx.field_resolver, return_type,
-                     _get_argument_values if field_def.args else None, isinstance(return_type, leaf_types),
-                     field_nodes[0].name.value))
+                     _get_argument_values if field_def.args else None, leaf, field_nodes[0].name.value))
     return plan
 
+
+#: ``SERIALIZED_AS_IS(id(serialize))``: the class whose instances *serialize* returns unchanged, when it is
+#: graphql-core 3.2's serializer of Int (an int within 32 bits: ``MIN_INT`` to ``MAX_INT``), String, ID or
+#: Boolean; None for any other.  Keyed by id, as a scalar's own serializer may be unhashable (graphql-core's
+#: live as long as it does).
+SERIALIZED_AS_IS: Callable[[int], Any] = {
+    id(fn): cls for fn, cls in ((getattr(_scalars, "serialize_int", None), int),
+                                (getattr(_scalars, "serialize_string", None), str),
+                                (getattr(_scalars, "serialize_id", None), str),
+                                (getattr(_scalars, "serialize_boolean", None), bool)) if fn is not None}.get
+MIN_INT, MAX_INT = _graphql.GRAPHQL_MIN_INT, _graphql.GRAPHQL_MAX_INT
 
 _to_nodes: Any = getattr(sys.modules[Base.__module__], "to_nodes", None)
 

@@ -142,6 +142,7 @@ _HOT_REST = _compat.IS_EXECUTOR and _compat.REBUILDS_INFO
 _known_type = KNOWN_TYPE
 _Info = _compat.Info
 _handle = _compat.handle
+_MIN_INT, _MAX_INT = _compat.MIN_INT, _compat.MAX_INT
 
 
 class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
@@ -241,14 +242,11 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             complete_value = self.complete_value
             complete_leaf_value, variable_values = self.complete_leaf_value, self.variable_values
             own_leaf, direct = self._own_leaf, self._direct
-            run = self._run
+            run, known_type = self._run, _known_type
             frame = self._frame if run is not None else None
-            known_type = _known_type
             tail = self._info_tail
-            if tail is not None:
-                schema, fragments, root_value, operation, variables, context, is_awaitable = tail
-            else:
-                build_resolve_info = self.build_resolve_info
+            schema, fragments, root_value, operation, variables, context, is_awaitable = tail or (None,) * 7
+            build_resolve_info: Any = self.build_resolve_info if tail is None else None
             for response_name, field_nodes, field_def, resolve_fn, return_type, coerce, leaf, field_name in plan:
                 if tail is not None:
                     # graphql-core's Path(...) and build_resolve_info(...), built as the same tuples
@@ -277,6 +275,9 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                                                                         result)
                                 continue
                             result = result._result  # a cached load: its value, read as resume_done reads it
+                        if leaf is result.__class__ and (leaf is not int or _MIN_INT <= result <= _MAX_INT):
+                            results[response_name] = result  # what graphql-core's serializer returns (plan_fields)
+                            continue
                         if (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                                 and not isinstance(result, Exception)):
                             # complete_leaf_value inline, as in _loop.resume_done (a call less per leaf field)
@@ -309,7 +310,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def complete_value(self, return_type: Any, field_nodes: Any, info: Any, path: Any, result: Any,
                        *rest: Any) -> Any:
         if isinstance(result, _Future):
-            if result.done():
+            state = result._state  # read as _loop.resume_done reads it
+            if state is not _PENDING and state is not _RUNNING:  # done()
+                if state is _FINISHED and result._exception is None and self._direct:
+                    value = result._result  # a cached load's value: graphql-core completes it (if is_plain)
+                    if not isinstance(value, _Future) and _known_type(value.__class__) is False:
+                        return _base_complete_value(self, return_type, field_nodes, info, path, value, *rest)
                 return self.complete_value(return_type, field_nodes, info, path, outcome(result), *rest)
             run = self._run
             if run is None:

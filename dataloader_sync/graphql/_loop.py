@@ -47,6 +47,9 @@ _handle = _compat.handle
 _known_type = KNOWN_TYPE  # _known_type(cls) is False: is_plain(cls), without a call
 LEAF_TYPES = (GraphQLScalarType, GraphQLEnumType)  # graphql-core's is_leaf_type
 
+_as_is = _compat.SERIALIZED_AS_IS  # _as_is(id(serialize)) is cls: a cls value is serialized as it is
+_MIN_INT, _MAX_INT = _compat.MIN_INT, _compat.MAX_INT
+
 #: What ``resume_done`` reads from a done future that failed or was cancelled (``outcome`` raises its error).
 FAILED: Any = object()
 
@@ -166,12 +169,14 @@ def first_done(unwatched: list[Any]) -> int:
 
 
 def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any], start: int) -> bool:
-    """``resume_done``'s walk over *unwatched* from the entry at *start*; the entries still pending go to
-    *still*."""
-    resumed = False
+    """``resume_done``'s walk over *unwatched* from the entry at *start* (a done one: it returns True);
+    the entries still pending go to *still*."""
     pending_of = run.pending_of
     direct = ctx._direct
     own_leaf = ctx._own_leaf
+    clean = not run.nulled and run.root_error is None  # read again after each call that may change it
+    as_is = run.as_is
+    as_is_of = as_is.get
     it = islice(unwatched, start, None)
     for future, frame, nodes, return_type in zip(it, it, it, it):
         # CPython's Future fields, read as done() + result() would but without their lock and calls (the
@@ -181,10 +186,9 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             still += (future, frame, nodes, return_type)
             continue
         value = future._result if state is FINISHED and future._exception is None else FAILED
-        resumed = True
         if frame is PENDING:  # an entry holding a Pending (third slot)
             resume_pending(ctx, run, nodes, value, direct)
-        elif (value is FAILED or run.nulled or run.root_error is not None or _known_type(value.__class__) is not False
+        elif (value is FAILED or not clean or _known_type(value.__class__) is not False
               or isinstance(value, _Future)):  # not is_plain(...)
             resume(ctx, run, pending_of(future, frame, nodes, return_type), None)
         elif frame.results is not None:  # else its object failed: nothing to write
@@ -195,6 +199,13 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             key = (node.alias or node.name).value
             if container[key] is not future:
                 continue  # completed already
+            cls = value.__class__
+            same = as_is_of(return_type)  # hashable: graphql-core's schema keeps its types in sets
+            if same is None:
+                same = as_is[return_type] = _as_is_of(ctx, return_type)
+            if same is cls and (cls is not int or _MIN_INT <= value <= _MAX_INT):
+                container[key] = value  # what graphql-core's own serializer returns for it
+                continue
             if direct and value is not None and isinstance(return_type, LEAF_TYPES) and not isinstance(
                     value, Exception):
                 try:
@@ -204,12 +215,23 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
                     if serialized is None or serialized is _Undefined:
                         serialized = ctx.complete_leaf_value(return_type, value)
                     container[key] = serialized
+                    continue
                 except Exception as raw_error:
                     container[key] = None
                     fail(ctx, run, pending_of(future, frame, nodes, return_type), raw_error)
             else:
                 complete_into(ctx, run, pending_of(future, frame, nodes, return_type), container, key, value, direct)
-    return resumed
+        else:
+            continue
+        clean = not run.nulled and run.root_error is None
+    return True
+
+
+def _as_is_of(ctx: Execution, return_type: Any) -> Any:
+    """The class of the values *return_type*'s completion writes as they are (``Run.as_is``), or False."""
+    if ctx._direct and ctx._own_leaf and isinstance(return_type, LEAF_TYPES):
+        return _as_is(id(return_type.serialize)) or False
+    return False
 
 
 def resume_pending(ctx: Execution, run: Run, pending: Pending, value: Any, direct: bool) -> None:

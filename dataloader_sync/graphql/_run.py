@@ -165,7 +165,7 @@ class Run:
     """
 
     __slots__ = ("scope", "unwatched", "spare", "watched", "to_dispatch", "parents", "nulled", "root", "root_error",
-                 "registry", "seen", "request", "ctx")
+                 "registry", "seen", "request", "ctx", "as_is")
 
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
@@ -191,6 +191,8 @@ class Run:
         self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
         self.seen: dict[Any, None] = {}  # every loader that queued keys in this execution
         self.request = request_of(context_value, self)  # "the same request", for _reuse
+        # return type -> the class of the values its completion writes as they are (_loop._as_is_of), or False
+        self.as_is: dict[Any, Any] = {}
 
     def slot(self, path: Any) -> Any:
         """``(container, key)`` of the value at *path*, or None when it is gone."""
