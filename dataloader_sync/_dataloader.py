@@ -276,7 +276,8 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # cache hits, other loads, local-tier hits
+        # Cache hits, other loads (but the current queue's: counted as its keys leave it), local-tier hits.
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
@@ -321,7 +322,8 @@ class DataLoader(Generic[K, V]):
             call = self._call  # no batch call yet: nothing dispatched, every count 0
             errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
             hits, vc_hits = self._cache_hit_count, vc_hits + self._local_hit_count  # + value-cache hits at load time
-            return Statistics(self._miss_count + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
+            misses = self._miss_count + (0 if self._queue is None else len(self._queue))  # + the queued keys' loads
+            return Statistics(misses + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
 
     @property
     def instrumentation(self) -> Optional[InstrumentationHooks]:
@@ -332,8 +334,10 @@ class DataLoader(Generic[K, V]):
         return f"<DataLoader {self._name or hex(id(self))} depth={self.dispatch_depth}>"
 
     def _after_fork_in_child(self) -> None:
-        # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
+        queue = self._queue  # inside os.fork(): runs no user code and waits on no lock (see _loader_fork)
         _loader_fork.repair_in_child(self)
+        if queue is not None and self._queue is None:  # the repair dropped it: its loads stay counted
+            self._miss_count += len(queue)
 
     def _label(self) -> str:  # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call
         return loader_label(self._name)
@@ -373,7 +377,6 @@ class DataLoader(Generic[K, V]):
             if fut is not None:
                 self._cache_hit_count += 1
                 return fut
-            self._miss_count += 1
             fut = LoaderFuture()  # loader_future(lock), its stores inline
             fut._lock, fut._state = lock, PENDING
             fut._result = fut._exception = fut._done_callbacks = fut._cond = fut._waiter_list = fut._follow = None
@@ -526,6 +529,7 @@ class DataLoader(Generic[K, V]):
             assert ticket is not None, "a queue has its ticket"
             ticket.taken_in = _fork.generation
             self._queue = self._ticket = None  # the next load makes new ones
+            self._miss_count += len(queue)  # the loads of its keys (see __init__)
             self._told = None  # the next load tells its scope again
         return queue
 

@@ -62,7 +62,8 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
             if fut is not None:
                 loader._cache_hit_count += 1
                 return fut
-        loader._miss_count += 1
+        if not loader._batch:  # a queued load is counted with its queue (see DataLoader.statistics)
+            loader._miss_count += 1
         fut = loader_future(lock)
         if loader._cache_enabled:
             try:
