@@ -130,8 +130,7 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
         try:
             local_hits = _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors, local_found)
         finally:
-            if not loader._batch:  # queued loads are counted with their queue (see DataLoader.statistics)
-                loader._miss_count += len(new)
+            loader._miss_count += 0 if loader._batch else len(new)  # queued: counted with their queue (statistics())
             if loader._batch and new:
                 first, tell, mixed = _queue_locked(loader, new, scope)
     for kind, error in cache_errors:
