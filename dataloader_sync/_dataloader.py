@@ -31,11 +31,11 @@ Guarantees:
 Duplicated for speed (said once here): ``load()`` is the path of every GraphQL field that
 loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the common case of
 ``KeyQueue.add``, and ``load()`` itself is its steps for a plain loader (its own dict, keys their
-own cache keys, batching, no local tier) and no key context, falling back to it otherwise; both
-take the lock with ``acquire``/``release`` rather than ``with``.  Keep each copy in step with its
-original; what the copies save is measured by ``tools/bench.py --micro`` (figures in
-docs/performance.rst).  Once per queue, not per load: ``_listeners.retell_locked`` and
-``announce``, plain calls.
+own cache keys, batching, no local tier) and no key context, with ``loader_future`` inline, falling
+back to it otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
+each copy in step with its original; what the copies save is measured by ``tools/bench.py
+--micro`` (figures in docs/performance.rst).  Once per queue, not per load:
+``_listeners.retell_locked`` and ``announce``, plain calls.
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable, Iterable, MutableMapping
+from concurrent.futures._base import PENDING
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -72,7 +73,7 @@ from ._hooks import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, retell_locked
 from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
-from ._new_futures import completed_future, loader_future
+from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
 from ._time import check_clock
 from ._types import (
@@ -275,7 +276,7 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # cache hits, other loads, local-tier hits
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # hits, misses but the queue's, local hits
         # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
@@ -320,7 +321,8 @@ class DataLoader(Generic[K, V]):
             call = self._call  # no batch call yet: nothing dispatched, every count 0
             errors, invokes, loads, exceptions, vc_hits, vc_misses = (0,) * 6 if call is None else call.counts_locked()
             hits, vc_hits = self._cache_hit_count, vc_hits + self._local_hit_count  # + value-cache hits at load time
-            return Statistics(self._miss_count + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
+            misses = self._miss_count + (0 if self._queue is None else len(self._queue))  # + the queued keys' loads
+            return Statistics(misses + hits, errors, invokes, loads, exceptions, hits, vc_hits, vc_misses)
 
     @property
     def instrumentation(self) -> Optional[InstrumentationHooks]:
@@ -331,11 +333,12 @@ class DataLoader(Generic[K, V]):
         return f"<DataLoader {self._name or hex(id(self))} depth={self.dispatch_depth}>"
 
     def _after_fork_in_child(self) -> None:
-        # Inside os.fork(): runs no user code and waits on no lock (see _loader_fork).
+        queue = self._queue  # inside os.fork(): runs no user code and waits on no lock (see _loader_fork)
         _loader_fork.repair_in_child(self)
+        if queue is not None and self._queue is None:  # the repair dropped it: its loads stay counted
+            self._miss_count += len(queue)
 
-    # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call.
-    def _label(self) -> str:
+    def _label(self) -> str:  # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call
         return loader_label(self._name)
 
     def _cache_failed(self, kind: str, exc: Exception) -> None:
@@ -363,7 +366,7 @@ class DataLoader(Generic[K, V]):
             return load_any(self, key, key_context)
         # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
         # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
-        lock = self._lock
+        lock: Any = self._lock  # (Any: the futures' _lock, typed as a Lock, is this RLock)
         lock.acquire()  # not ``with``: it costs about twice as much (see _future)
         try:
             try:
@@ -373,8 +376,10 @@ class DataLoader(Generic[K, V]):
             if fut is not None:
                 self._cache_hit_count += 1
                 return fut
-            self._miss_count += 1
-            fut = loader_future(lock)
+            fut = LoaderFuture()  # loader_future(lock), its stores inline
+            fut._lock, fut._state = lock, PENDING
+            fut._result = fut._exception = fut._done_callbacks = fut._cond = fut._waiter_list = fut._follow = None
+            fut._shared = lock
             self._cache[key] = fut
             queue = self._queue
             if queue is None:  # the first load since the last dispatch
@@ -476,9 +481,8 @@ class DataLoader(Generic[K, V]):
     def _dispatch_for(self, ticket: Ticket) -> bool:
         """Dispatch, if the keys stamped with *ticket* are still queued; True if it did.
 
-        Called by a thread blocked on one of those keys (see ``_demand``): a
-        dispatch like any other (instrumented as one), with every key queued
-        on this loader.
+        Called by a thread blocked on one of those keys (see ``_demand``): a dispatch like any
+        other (instrumented as one), with every key queued on this loader.
         """
         if ticket is not self._ticket:  # a cheap first look; _take_queue decides under the lock
             return False
@@ -510,8 +514,7 @@ class DataLoader(Generic[K, V]):
     def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
 
-        With *ticket*: only if it is still the current one (its keys are
-        still queued), else None.
+        With *ticket*: only if it is still the current one (its keys are still queued), else None.
         """
         now = self._clock()  # an injected clock is user code: not under the lock
         with self._lock:
@@ -525,6 +528,7 @@ class DataLoader(Generic[K, V]):
             assert ticket is not None, "a queue has its ticket"
             ticket.taken_in = _fork.generation
             self._queue = self._ticket = None  # the next load makes new ones
+            self._miss_count += len(queue)  # the loads of its keys (see __init__)
             self._told = None  # the next load tells its scope again
         return queue
 
@@ -549,13 +553,11 @@ class DataLoader(Generic[K, V]):
         return self._dispatch_with_counts()
 
     def _dispatch_told(self, ticket: Optional[Ticket] = None) -> Optional[DispatchResult]:
-        """The instrumentation preamble of every dispatch path: ``begin_dispatch``, then
-        the dispatch, its context told once how it ended.
+        """Every dispatch path's instrumentation: ``begin_dispatch``, the dispatch, its context told how it ended.
 
         Returns:
-            The dispatch's result; None when there is no instrumentation or
-            ``begin_dispatch`` returned no context (the caller then
-            dispatches its own lean way, nothing done yet).
+            The dispatch's result; None when there is no instrumentation or ``begin_dispatch``
+            returned no context (the caller then dispatches its own lean way, nothing done yet).
         """
         instrumentation = self._instrumentation
         if instrumentation is None:
@@ -580,10 +582,7 @@ class DataLoader(Generic[K, V]):
         return DispatchResult(sink.future, len(queue))
 
     def dispatch(self) -> Future[list[V]]:
-        """Send every queued key to the batch function; a future of their values.
-
-        The future fails if any of its keys fails.
-        """
+        """Send every queued key to the batch function; a future of their values (failed if any key fails)."""
         return self.dispatch_with_counts().future
 
     def dispatch_and_join(self) -> list[V]:

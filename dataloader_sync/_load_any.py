@@ -62,7 +62,7 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
             if fut is not None:
                 loader._cache_hit_count += 1
                 return fut
-        loader._miss_count += 1
+        loader._miss_count += 0 if loader._batch else 1  # a queued load is counted with its queue (statistics())
         fut = loader_future(lock)
         if loader._cache_enabled:
             try:

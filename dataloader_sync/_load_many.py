@@ -70,7 +70,7 @@ class ManyLoaded(Listened, LocalLoaded, Protocol):
     _cache_key_fn: Any
     _batch: bool
     _cache_hit_count: int  # loads answered from the cache
-    _miss_count: int  # the other loads (the load count is their sum)
+    _miss_count: int  # the other loads but the current queue's (DataLoader.statistics adds them)
 
     def _cache_key(self, key: Any) -> Hashable: ...
 
@@ -130,7 +130,7 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
         try:
             local_hits = _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors, local_found)
         finally:
-            loader._miss_count += len(new)
+            loader._miss_count += 0 if loader._batch else len(new)  # queued: counted with their queue (statistics())
             if loader._batch and new:
                 first, tell, mixed = _queue_locked(loader, new, scope)
     for kind, error in cache_errors:
@@ -211,8 +211,7 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
             new_futures = [loader_future(lock) for _ in range(n_new)]
             for fut in new_futures:
                 fut._ticket = ticket
-            loader._miss_count += n_new
-            loader._cache_hit_count += n_keys - n_new
+            loader._cache_hit_count += n_keys - n_new  # the new ones are counted with the queue
             if queue.contexts is None and queue.cache_keys is None:
                 queue.keys.extend(new_keys)
                 queue.futures.extend(new_futures)

@@ -38,6 +38,7 @@ class Cached(Protocol):
     _ticket: Optional[Ticket]  # made with _queue
     _cache: MutableMapping[Hashable, Future[Any]]
     _cache_enabled: bool
+    _miss_count: int  # the loads counted but the current queue's (see DataLoader.statistics)
 
     def _cache_key(self, key: Any) -> Hashable: ...
 
@@ -97,6 +98,7 @@ def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
                 if queued is fut:
                     ck, found = queue.cached_under()[i], True
                     queue.drop(i)
+                    loader._miss_count += 1  # its load stays counted (see DataLoader.statistics)
                     break
         if not loader._cache_enabled:
             return

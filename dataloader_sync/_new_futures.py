@@ -4,21 +4,35 @@ The loader's future (``loader_future``) is made without ``Future.__init__``:
 its stores are ``__init__``'s, in its order (instances share their
 attribute layout), but its lock is the loader's (the lock protocol's
 *sharing* state, see ``_future_lock``) — one of the copies for speed that
-``_future``'s docstring lists.
+``_future``'s docstring lists.  It is a ``LoaderFuture``, a ``Future``
+whose class call runs no ``__init__`` at all: a plain class call allocates
+it at less cost than ``object.__new__(Future)`` (a call through the
+generic ``__new__`` wrapper), and every load that queues makes one.
 """
 from __future__ import annotations
 
 import concurrent.futures as cf
 from concurrent.futures._base import FINISHED, PENDING
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._future import Future, settle
 
-__all__ = ["completed_future", "copy_outcome", "failed_future", "loader_future"]
+__all__ = ["LoaderFuture", "completed_future", "copy_outcome", "failed_future", "loader_future"]
 
 T = TypeVar("T")
 
-_new = object.__new__
+
+class LoaderFuture(Future[Any]):
+    """A loader's future: a ``Future`` in every respect, made by ``loader_future`` (or its inline copy in ``load()``).
+
+    Its class call runs no ``__init__`` (``object.__init__``): whoever makes
+    one does ``loader_future``'s stores right after.
+    """
+
+    if TYPE_CHECKING:
+        def __init__(self) -> None: ...
+    else:
+        __init__ = object.__init__  # the class call allocates, and runs nothing
 
 
 def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
@@ -33,7 +47,7 @@ def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:
 
 def loader_future(lock: Any) -> Future[Any]:
     """A new pending future sharing *lock*, its loader's (``Future.__init__``'s stores, without a lock of its own)."""
-    fut: Future[Any] = _new(Future)
+    fut: Future[Any] = LoaderFuture()
     fut._lock = lock
     fut._state = PENDING
     fut._result = None
@@ -44,7 +58,6 @@ def loader_future(lock: Any) -> Future[Any]:
     fut._follow = None
     fut._shared = lock
     return fut
-
 
 
 def completed_future(value: T) -> Future[T]:

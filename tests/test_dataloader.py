@@ -1790,6 +1790,37 @@ def test_DataLoader_cache_map_read_error_is_a_miss_logged_once(caplog: pytest.Lo
     assert stats.load_count == 2 and stats.cache_hit_count == 0 and stats.load_error_count == 0
 
 
+@pytest.mark.parametrize("options", [{}, {"cache_key_fn": str}, {"cache": False}, {"batch": False}])
+def test_DataLoader_load_count_counts_every_load_whether_queued_dispatched_or_cancelled(options: dict[str, Any]):
+    # The loads of queued keys are counted with their queue (as it leaves): the count is the same
+    # whenever it is read, through load(), load() with a key context and load_many().
+    loader = DataLoader(lambda keys: list(keys), **options)
+    expected = 0
+
+    def check(loads: int, hits: int = 0) -> None:
+        nonlocal expected
+        expected += loads
+        stats = loader.statistics()
+        assert stats.load_count == expected and stats.cache_hit_count + stats.cache_miss_count == expected
+
+    loader.load(1)
+    check(1)
+    loader.load(2, key_context="c")
+    loader.load_many([3, 4])
+    check(3)
+    cancelled = loader.load(5)
+    assert cancelled.cancel() is options.get("batch", True)  # dropped from the queue (batch=False: done)
+    check(1)
+    loader.dispatch()
+    check(0)
+    loader.load_many([1, 6])  # a hit (cached loaders) and a miss
+    loader.load(7)
+    check(3)
+    loader.dispatch_and_join()
+    check(0)
+    assert loader.statistics().cache_hit_count == (0 if not options.get("cache", True) else 1)
+
+
 def test_DataLoader_load_many_with_a_failing_cache_read_never_half_registers(caplog: pytest.LogCaptureFixture):
     cache = FailingCacheMap({"bad"})
     loader, calls = id_loader(cache_map=cache)

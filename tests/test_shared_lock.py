@@ -102,6 +102,23 @@ def test_a_queued_load_allocates_no_lock_for_the_cyclic_gc_to_track():
     assert loader.load(5).result(TIMEOUT) == 5
 
 
+def test_a_queued_load_makes_the_same_future_as_loader_future_and_as_Future_init():
+    # load() has loader_future's stores inline, and loader_future has Future.__init__'s:
+    # each copy sets the same attributes, in the same order (their instances share a layout).
+    from dataloader_sync._new_futures import LoaderFuture, loader_future
+
+    loader = DataLoader(echo)
+    fut = loader.load(1)
+    made = loader_future(loader._lock)
+    assert type(fut) is type(made) is LoaderFuture and isinstance(fut, Future) and isinstance(fut, cf.Future)
+    assert list(vars(fut)) == list(vars(made)) + ["_ticket"]
+    assert list(vars(made)) == list(vars(Future())) + ["_shared"]
+    assert fut._lock is fut._shared is loader._lock and not fut.done()
+    assert repr(fut).startswith("<LoaderFuture at ") and "state=pending" in repr(fut)
+    loader.dispatch()
+    assert fut.result(TIMEOUT) == 1 and loader.load(1) is fut
+
+
 def test_wait_on_several_futures_of_one_loader_does_not_take_its_lock_twice():
     loader = DataLoader(echo)
     futures = [loader.load(k) for k in range(5)]
