@@ -45,7 +45,7 @@ import logging
 import threading
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING, RUNNING
 from contextvars import copy_context
-from typing import Any, Callable, Generic, Optional, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, overload
 
 from . import _fork
 from ._demand import drive_and_wait, waiters_for
@@ -445,7 +445,7 @@ class Future(cf.Future[T], Generic[T]):
         # a lock of this future's own: its Condition may be held (by
         # concurrent.futures.wait) while the chain detaches through it.
         shared = self._shared
-        out: _Chain = _new(_Chain)
+        out = _Chain()  # runs no __init__: the stores follow
         out._lock = _Lock() if shared is None else shared
         out._state = PENDING
         out._result = None
@@ -527,6 +527,11 @@ class _Chain(Future[Any]):
     _fn: Any = None
     _context: Any = None
 
+    if TYPE_CHECKING:
+        def __init__(self) -> None: ...
+    else:
+        __init__ = object.__init__  # the class call allocates (cheaper than object.__new__), and runs nothing
+
     def _step(self, src: cf.Future[Any]) -> None:
         try:
             value = src.result()
@@ -555,8 +560,6 @@ class _Chain(Future[Any]):
         else:
             self._settle(value, None)
 
-
-_new = object.__new__
 
 
 #: ``settle(fut, result, exception)``: complete *fut* unless it is done already
