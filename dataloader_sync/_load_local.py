@@ -52,8 +52,8 @@ from ._future import Future
 from ._hooks import InstrumentationHooks
 from ._value_cache import MISSING, AllFinished, identical, look_up_local
 
-__all__ = ["LocalLoaded", "any_hit", "ask", "load_many_hits", "load_many_shared", "load_one", "settled", "settled_one",
-           "tell"]
+__all__ = ["LocalLoaded", "any_hit", "ask", "load_many_hits", "load_many_shared", "load_one", "register_all", "settled",
+           "settled_one", "tell"]
 
 _new = object.__new__
 _outcomes = attrgetter("_state", "_exception")
@@ -196,24 +196,8 @@ def load_many_shared(loader: LocalLoaded, keys: list[Any]) -> Optional[tuple[lis
             _value_cache.FAILURES.failed(value_cache, "get_local_futures", exc)
             return None
     values = list(map(_results, futures))
-    lock = loader._lock
-    cache = loader._cache
-    lock.acquire()
-    try:
-        if cache:  # another thread registered keys meanwhile: the careful path decides
-            return None
-        try:
-            cache.update(zip(keys, futures))
-        except Exception:  # a key the dict cannot hold: as it was (empty), and the careful path names it
-            cache.clear()
-            return None
-        distinct = len(cache)  # fewer than keys: a key repeated is a cache hit of its first load
-        loader._miss_count += distinct
-        loader._local_hit_count += distinct
-        loader._cache_hit_count += len(keys) - distinct
-    finally:
-        lock.release()
-    tell(loader, distinct)
+    if not register_all(loader, keys, futures):
+        return None
     return values, True
 
 
@@ -273,20 +257,30 @@ def load_many_hits(loader: LocalLoaded, keys: list[Any],
 
     The loader's own dict, its keys their own cache keys (``_load_many``'s first path).
     """
-    lock = loader._lock
-    futures, failed = settled(lock, found)  # before the lock: it is held for the update only
+    futures, failed = settled(loader._lock, found)  # before the lock: it is held for the update only
     if futures is None:
         return None
+    if not register_all(loader, keys, futures):
+        return None
+    return futures, failed
+
+
+def register_all(loader: LocalLoaded, keys: list[Any], futures: list[Any]) -> bool:
+    """Register *futures*, the finished futures of *keys*, in the loader's own dict, which must be empty
+    (``load_many``'s all-hit paths), count them and tell the instrumentation; False, having registered
+    nothing, when the dict is not empty any more or cannot hold a key (the careful path decides).
+    """
+    lock = loader._lock
     cache = loader._cache
     lock.acquire()
     try:
-        if cache:  # another thread registered keys meanwhile: the careful path decides
-            return None
+        if cache:  # another thread registered keys meanwhile
+            return False
         try:
             cache.update(zip(keys, futures))
         except Exception:  # a key the dict cannot hold: as it was (empty), and the careful path names it
             cache.clear()
-            return None
+            return False
         distinct = len(cache)  # fewer than keys: a key repeated is a cache hit of its first load
         loader._miss_count += distinct
         loader._local_hit_count += distinct
@@ -294,4 +288,4 @@ def load_many_hits(loader: LocalLoaded, keys: list[Any],
     finally:
         lock.release()
     tell(loader, distinct)
-    return futures, failed
+    return True
