@@ -226,7 +226,10 @@ class DataLoaderSyncVariant(Variant):
         return registry
 
     def run_one(self) -> graphql.ExecutionResult:
-        registry = self.registry()
+        return self.execute(self.registry())
+
+    def execute(self, registry: Any) -> graphql.ExecutionResult:
+        """One request with *registry* in its context, closed at the end."""
         try:
             return graphql.execute_sync(self.schema, self.w.document, context_value=Context(registry, _then_future),
                                         execution_context_class=self.execution_context_class)
@@ -279,12 +282,7 @@ class AllCachedVariant(DataLoaderSyncVariant):
                           "settled futures), kept in the oldest GC generation until the variant ends")
 
     def run_one(self) -> graphql.ExecutionResult:
-        registry = self.pool[self._next()]  # next() of a count is atomic: one registry per request
-        try:
-            return graphql.execute_sync(self.schema, self.w.document, context_value=Context(registry, _then_future),
-                                        execution_context_class=self.execution_context_class)
-        finally:
-            registry.close()
+        return self.execute(self.pool[self._next()])  # next() of a count is atomic: one registry per request
 
     def close(self) -> None:
         self.pool = []
@@ -306,12 +304,7 @@ class PrimedInRequestVariant(AllCachedVariant):
         pass
 
     def run_one(self) -> graphql.ExecutionResult:
-        registry = self.primed()
-        try:
-            return graphql.execute_sync(self.schema, self.w.document, context_value=Context(registry, _then_future),
-                                        execution_context_class=self.execution_context_class)
-        finally:
-            registry.close()
+        return self.execute(self.primed())
 
 
 class DoneFuturesVariant(Variant):
