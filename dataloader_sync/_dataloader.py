@@ -357,7 +357,7 @@ class DataLoader(Generic[K, V]):
         return ck
 
     def load(self, key: K, key_context: Any = None) -> Future[V]:
-        """Return a future of the value for *key*; queue the key unless cached.
+        """Return the future of *key*'s value: the cached one, pending or settled, else a new one with *key* queued.
 
         Raises:
             TypeError: the key (or its cache key) is not hashable.

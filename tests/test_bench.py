@@ -103,3 +103,27 @@ def test_bench_bound_variants_run_only_when_named_and_take_their_parts_away(tmp_
     assert any("primed before the run" in note for note in rows["all-cached"]["notes"])
     default = _bench("--help")
     assert "all-cached" in default.stdout and "run only when named" in default.stdout
+
+
+def test_bench_parts_splits_each_variant_into_parts_that_add_up(tmp_path):
+    if importlib.util.find_spec("dataloader_sync.graphql") is None:
+        return
+    out = tmp_path / "parts.json"
+    proc = subprocess.run([sys.executable, os.path.join(TOOLS, "bench_parts.py"), "--requests", "2", "--rounds", "1",
+                           "--items", "3", "--depth", "1", "--loaders", "20", "--json", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    rows = report["variants"]
+    assert list(rows) == ["single-tick", "floor-ours"]
+    for name, row in rows.items():
+        parts = row["parts_us_per_load"]
+        assert abs(sum(parts.values()) - row["cpu_us_per_load"]) < 1e-6 * row["cpu_us_per_load"], name
+    ours = rows["single-tick"]["parts_us_per_load"]
+    assert ours["load(): cache lookup, lock, queueing, its future"] > 0 and ours["settling (settle_many)"] > 0
+    plain = rows["floor-ours"]["parts_us_per_load"]  # no loader at all
+    assert plain["load(): cache lookup, lock, queueing, its future"] == 0 == plain["settling (settle_many)"]
+    assert "single-tick" in proc.stdout and "total" in proc.stdout
+    bad = subprocess.run([sys.executable, os.path.join(TOOLS, "bench_parts.py"), "--requests", "0"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--requests must be at least 1" in bad.stderr

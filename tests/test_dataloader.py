@@ -177,6 +177,23 @@ def test_DataLoader_caches_repeated_requests():
     assert calls == [["A", "B"], ["C"]]
 
 
+def test_DataLoader_returns_the_same_future_for_a_cached_key_pending_and_settled():
+    # docs/dataloader.rst: the cache keeps a settled key's future, not its value.
+    loader, _ = id_loader()
+    pending = loader.load("A")
+    assert loader.load("A") is pending and not pending.done()
+    failing = DataLoader(lambda keys: [ValueError(k) for k in keys])
+    bad = failing.load("B")
+    loader.dispatch()
+    failing.dispatch()
+    assert pending.result(TIMEOUT) == "A" and loader.load("A") is pending
+    assert isinstance(bad.exception(TIMEOUT), ValueError) and failing.load("B") is bad
+    held = {pending}
+    assert loader.load("A") in held
+    loader.clear("A")
+    assert loader.load("A") is not pending
+
+
 def test_DataLoader_does_not_redispatch_a_previous_load():
     loader, calls = id_loader()
     fa = loader.load("A")
