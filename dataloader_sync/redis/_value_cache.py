@@ -579,6 +579,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         if near is not None:
             near.evict(None)
         self._client.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": None}))
+        if self.flights is not None:
+            self.flights.forget(None)
 
     def wait_near_cache_live(self, timeout: float = 5.0) -> bool:
         """Start the near cache's listener (else started by the first lookup) and wait until it listens.
