@@ -188,9 +188,9 @@ class BatchCall:
             sink.expect(n_own + (1 if waiting else 0))
         if own:
             whole = len(own) == len(queue)
-            if leasing:
-                self._lease(queue, own, sink)
             try:
+                if leasing:
+                    self._lease(queue, own, sink)
                 self._send_slices(queue if whole else queue.take(own),
                                   sink if whole or sink is None else sink.part(own))
             except BaseException as exc:  # not an Exception: the waiting keys settle too
