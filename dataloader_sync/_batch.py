@@ -23,6 +23,8 @@ class KeyQueue:
     own cache key); ``contexts`` only once a key context was given.  ``instr_context``
     is the instrumentation context of the batch call these loads are in
     (None until ``begin_batch`` returned one, and again once it was told).
+    ``leases`` exists only once a leasing value cache gave the misses their
+    leases (``_value_cache.take_leases``): one per load, None where it has none.
 
     It is an object with an interface, and the columns are part of it: the
     loader and its batch call read ``keys``, ``futures``, ``cache_keys``,
@@ -35,7 +37,7 @@ class KeyQueue:
     load).  ``instr_context`` is the batch call's to set and take.
     """
 
-    __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context")
+    __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context", "leases")
 
     def __init__(self, with_cache_keys: bool) -> None:
         self.keys: list[Any] = []
@@ -43,6 +45,7 @@ class KeyQueue:
         self.cache_keys: Optional[list[Hashable]] = [] if with_cache_keys else None
         self.contexts: Optional[list[Any]] = None
         self.instr_context: Any = None
+        self.leases: Optional[list[Any]] = None
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -76,6 +79,8 @@ class KeyQueue:
             del self.cache_keys[index]
         if self.contexts is not None:
             del self.contexts[index]
+        if self.leases is not None:
+            del self.leases[index]
 
     def slice(self, start: int, stop: int) -> KeyQueue:
         part = KeyQueue(False)
@@ -85,6 +90,8 @@ class KeyQueue:
             part.cache_keys = self.cache_keys[start:stop]
         if self.contexts is not None:
             part.contexts = self.contexts[start:stop]
+        if self.leases is not None:
+            part.leases = self.leases[start:stop]
         return part
 
     def take(self, indexes: list[int]) -> KeyQueue:
@@ -96,6 +103,8 @@ class KeyQueue:
             part.cache_keys = [self.cache_keys[i] for i in indexes]
         if self.contexts is not None:
             part.contexts = [self.contexts[i] for i in indexes]
+        if self.leases is not None:
+            part.leases = [self.leases[i] for i in indexes]
         return part
 
     def cached_under(self) -> list[Hashable]:

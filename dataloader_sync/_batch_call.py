@@ -51,6 +51,7 @@ from ._value_cache import MISSING, ValueCache
 __all__ = ["BatchCall", "loader_label"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
+_LEASE_LOST = Exception("the key's lease was lost: it was invalidated while it loaded")
 
 
 class BatchCall:
@@ -103,6 +104,7 @@ class BatchCall:
         self._cache = cache
         self._cache_exceptions = cache_exceptions
         self._value_cache = value_cache
+        self._leasing = _value_cache.leasing_of(value_cache)  # misses are leased, written by compare and set
         self._cache_errors_logged: tuple[str, ...] = ()  # "read"/"write"/"delete" already logged (no set per loader)
         self._load_error_count = 0
         self._batch_invoke_count = 0
@@ -172,9 +174,11 @@ class BatchCall:
         misses = self._settle_value_cache_hits(queue, sink)
         if misses is None:
             return
+        # Lease only after a lookup that worked: one that failed (a breaker turned off) is not asked again.
+        leasing = self._leasing and not misses.failed
         flights = _value_cache.flights_of(self._value_cache)
         if flights is None:
-            own, waiting = misses, list[tuple[int, Any]]()
+            own, waiting = list(misses), list[tuple[int, Any]]()
         else:
             own, waiting = flights.join(queue.cached_under(), queue.futures, misses)
         n_own = self._slices(len(own))
@@ -185,6 +189,8 @@ class BatchCall:
         if own:
             whole = len(own) == len(queue)
             try:
+                if leasing:
+                    self._lease(queue, own, sink)
                 self._send_slices(queue if whole else queue.take(own),
                                   sink if whole or sink is None else sink.part(own))
             except BaseException as exc:  # not an Exception: the waiting keys settle too
@@ -193,10 +199,10 @@ class BatchCall:
                     self.abandon(queue.take(rest), exc, None if sink is None else sink.part(rest))
                 raise
         if waiting:
-            self._wait_for_flights(flights, queue, sink, waiting)  # type: ignore[arg-type]
+            self._wait_for_flights(flights, queue, sink, waiting, leasing)  # type: ignore[arg-type]
 
     def _wait_for_flights(self, flights: SingleFlight, queue: KeyQueue, sink: Optional[DispatchSink],
-                          waiting: list[tuple[int, Any]]) -> None:
+                          waiting: list[tuple[int, Any]], leasing: bool) -> None:
         """Settle the keys other threads loaded; load those whose flight failed or was late."""
         outcomes = flights.wait([flight for _, flight in waiting])  # no lock held, bounded
         futures = queue.futures
@@ -225,14 +231,34 @@ class BatchCall:
             return
         if sink is not None:
             sink.add_slices(self._slices(len(fallback)) - 1)
+        if leasing:
+            self._lease(queue, fallback, sink)
         self._send_slices(queue.take(fallback), None if sink is None else sink.part(fallback))
 
-    def _settle_value_cache_hits(self, queue: KeyQueue, sink: Optional[DispatchSink]) -> Optional[list[int]]:
+    def _lease(self, queue: KeyQueue, indexes: list[int], sink: Optional[DispatchSink]) -> None:
+        """Lease the keys at *indexes* of *queue* before their batch call (``queue.leases``); a key the
+        cache gave no lease (it failed, or its breaker is open) is loaded and not written."""
+        cks = queue.cached_under()
+        try:
+            leases = _value_cache.take_leases(self._value_cache, [cks[i] for i in indexes])
+        except BaseException as exc:  # not an Exception (those are logged): the keys settle first
+            self.abandon(queue.take(indexes), exc, None if sink is None else sink.part(indexes))
+            raise
+        if leases is None:
+            return
+        column = queue.leases
+        if column is None:
+            column = queue.leases = [None] * len(queue)
+        for i, lease in zip(indexes, leases):
+            column[i] = lease
+
+    def _settle_value_cache_hits(self, queue: KeyQueue, sink: Optional[DispatchSink]) -> Optional[Misses]:
         """Look the dispatch's keys up with one ``get_values``; settle the hits.
 
         Returns:
-            The positions of the misses in *queue*; None when every key was a
-            hit (the dispatch is complete).
+            The positions of the misses in *queue* (``failed``: the lookup
+            failed, every key is one); None when every key was a hit (the
+            dispatch is complete).
         """
         try:
             found = _value_cache.look_up(self._value_cache, list(queue.cached_under()))
@@ -253,7 +279,7 @@ class BatchCall:
         if self._instrumentation is not None:
             _hooks.value_cache_lookup(self._instrumentation, self._loader(), n_hits, n_keys - n_hits)
         if not n_hits:
-            return list(range(n_keys))
+            return Misses(range(n_keys), found is None)
         assert found is not None
         if n_hits == n_keys:  # every key a hit (a warm cache): the lean path
             try:
@@ -281,7 +307,7 @@ class BatchCall:
                 sink.expect(self._slices(len(misses)))
             self.abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
             raise escaped
-        return misses
+        return Misses(misses)
 
     # -- the batch call --------------------------------------------------------
     def _call_batch(self, batch: KeyQueue, sink: Optional[DispatchSink] = None, offset: int = 0) -> None:
@@ -427,10 +453,19 @@ class BatchCall:
             sink.report(offset, values, values[failed[0]] if failed else None)
         if self._value_cache is not None:  # after the loads settled: they do not wait for the write
             cks = list(batch.cached_under())
-            _value_cache.write(self._value_cache, cks, values)
+            landed = values
+            if not self._leasing:
+                _value_cache.write(self._value_cache, cks, values)
+            elif batch.leases is not None:  # no leases (the cache failed): nothing is written
+                held = _value_cache.write_leased(self._value_cache, cks, values, batch.leases)
+                if not all(_value_cache.identical(held, True)):
+                    # A lost lease: the value may be older than an invalidation, and the flight's waiters
+                    # load the key themselves, or take the value another load stored in its place.
+                    landed = [value if h is True else _LEASE_LOST if h is MISSING else h
+                              for value, h in zip(values, held)]
             flights = _value_cache.flights_of(self._value_cache)
             if flights is not None:  # after the write: a miss from now on finds the value in the cache
-                flights.land(cks, batch.futures, values)
+                flights.land(cks, batch.futures, landed)
         if escaped is not None:
             raise escaped
 
@@ -495,6 +530,16 @@ class BatchCall:
                 "delete": "the entry stays"}[kind]
         _LOGGER.warning("%s: cache_map %s failed (%s; logged once per loader)", self.label(), kind, what,
                         exc_info=exc)
+
+
+class Misses(list):  # type: ignore[type-arg]
+    """The positions of a lookup's misses; ``failed``: the lookup failed (every key is a miss)."""
+
+    __slots__ = ("failed",)
+
+    def __init__(self, positions: Any, failed: bool = False) -> None:
+        super().__init__(positions)
+        self.failed = failed
 
 
 def loader_label(name: Optional[str]) -> str:

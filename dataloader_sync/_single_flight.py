@@ -28,6 +28,7 @@ Flight states (a ``_Flight``, guarded by ``SingleFlight._lock``)::
 
     IN THE AIR (in _flights, done False) --owner lands it--> DONE (out of _flights, done True, event set)
     IN THE AIR, older than timeout --a new miss--> replaced (the old one may still land: no one reads it)
+    IN THE AIR --forget (an invalidation)--> DONE, failed (out of _flights, event set: its waiters load it)
 
 Guarantees:
 - ``join``/``land`` take the lock only to read and move flights; no user
@@ -124,6 +125,33 @@ class SingleFlight:
                         flight.event = threading.Event()
                     waiting.append((i, flight))
         return own, waiting
+
+    def forget(self, cache_keys: Optional[Sequence[Hashable]] = None) -> None:
+        """End the flights of *cache_keys* (None: all) for everyone (an invalidation: what a flight in
+        the air loads may be older than it).
+
+        A miss from now on starts a flight of its own; a waiter of an ended
+        flight loads the key itself, as for a failed flight (its load begins
+        after the invalidation); the owner's landing finds no flight.
+        """
+        with self._lock:
+            if cache_keys is None:
+                ended = list(self._flights.values())
+                self._flights = {}
+            else:
+                ended = []
+                flights = self._flights
+                for ck in cache_keys:
+                    try:
+                        flight = flights.pop(ck, None)
+                    except TypeError:  # unhashable: it never had a flight
+                        continue
+                    if flight is not None:
+                        ended.append(flight)
+            for flight in ended:
+                flight.done, flight.ok, flight.owner, flight.value = True, False, None, None
+                if flight.event is not None:
+                    flight.event.set()
 
     def land(self, cache_keys: Sequence[Hashable], futures: Sequence[Any], values: Sequence[Any]) -> None:
         """The owner's outcome: ``values[i]`` (an exception: failed) for the key it owns at ``futures[i]``."""

@@ -38,6 +38,19 @@ Guarantees:
   a hit is settled there and then and never queued (``_load_local``).  A
   cache without it (the attribute None or absent) costs the loader nothing:
   its loads take the paths they take without a value cache.
+- Invalidation is final with a *leasing* cache (one that offers
+  ``lease(keys)`` and ``set_leased_values(keys, values, leases)``:
+  ``Leasing``; ``RedisValueCache`` and ``DjangoValueCache`` do): the keys a
+  dispatch loads (its misses) are leased before the batch function is
+  called, with one ``lease`` call, and their values are written with
+  ``set_leased_values``, which stores a value only where its key still holds
+  its lease.  An invalidation between the two removes the lease, so a value
+  read before it is never stored after it (the memcached leases of
+  "Scaling Memcache at Facebook").  A lease that could not be taken (the
+  cache failed, or its breaker is open) leaves its key unwritten.  With
+  single flight, a flight whose value's lease was lost lands as failed: its
+  waiters load the key themselves.  A cache without ``set_leased_values``
+  is written with ``set_values``, unconditionally, as before.
 """
 from __future__ import annotations
 
@@ -61,7 +74,7 @@ from ._cache_tier import check_prefix as check_prefix
 from ._cache_tier import check_ttl as check_ttl
 from ._cache_tier import flights_of as flights_of
 
-__all__ = ["MISSING", "ValueCache"]
+__all__ = ["MISSING", "Leasing", "ValueCache"]
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -268,6 +281,42 @@ class LocalTier(Protocol):
         handed to every loader that asks."""
 
 
+class Leasing(Protocol):
+    """The optional part of a value cache that makes ``invalidate`` final (see the module notes).
+
+    A cache offers both methods or neither (``set_leased_values`` callable
+    is what a loader looks for, once, when it is made).
+    """
+
+    def lease(self, keys: Sequence[Any]) -> list[Any]:
+        """Lease *keys* for a load that has missed them: one round trip, before the batch function runs.
+
+        Each key is given a token of its own, unique across processes and
+        time, that stands in the store in place of any value (a reader takes
+        it for a miss) until a value is stored with it, it expires, or the
+        key is invalidated (which removes it).  Leasing a key again replaces
+        the earlier lease (whose holder then stores nothing).
+
+        Returns:
+            One token per key, in order (opaque to the loader).
+        """
+
+    def set_leased_values(self, keys: Sequence[Any], values: Sequence[Any],
+                          leases: Sequence[Any]) -> list[Any]:
+        """Store ``values[i]`` under ``keys[i]`` only where the key still holds ``leases[i]``,
+        atomically for each key (compare and set), in one round trip.
+
+        Returns:
+            One entry per key: True where its lease still held (its value
+            was stored, or would have been but for a value the codec or the
+            ttl callable could not handle); where it did not (the key was
+            invalidated, or another load sharing the lease stored first),
+            the value the store holds in its place (stored by a load whose
+            lease held: a single flight's waiters may take it), or
+            ``MISSING``.
+        """
+
+
 class AllFinished(list):  # type: ignore[type-arg]
     """A ``get_local_futures`` answer in which every key hit: each entry a future finished with its value.
 
@@ -380,3 +429,80 @@ def write(value_cache: Any, keys: list[Any], values: list[Any]) -> None:
         FAILURES.succeeded(value_cache)
     else:
         breaker.succeeded()
+
+
+def leasing_of(value_cache: Any) -> bool:
+    """Whether *value_cache* leases (``Leasing``): its ``set_leased_values`` and ``lease`` are callable."""
+    return callable(getattr(value_cache, "set_leased_values", None)) and callable(getattr(value_cache, "lease", None))
+
+
+def take_leases(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
+    """``value_cache.lease(keys)`` as a list of one token per key; None when the cache failed (logged)
+    or its breaker is open: those keys are loaded and not written.
+
+    Raises:
+        BaseException: what the cache raised when it is not an ``Exception``.
+    """
+    breaker = breaker_of(value_cache)
+    if breaker is not None and not breaker.allow():
+        return None
+    try:
+        leases = value_cache.lease(keys)
+        if type(leases) is not list:
+            leases = list(leases)
+    except Exception as exc:
+        _failed(value_cache, breaker, "lease", exc)
+        return None
+    if len(leases) != len(keys):
+        _failed(value_cache, breaker, "lease", ValueError(
+            f"lease returned {len(leases)} tokens for {len(keys)} keys; it must return one per key"))
+        return None
+    if breaker is None:
+        FAILURES.succeeded(value_cache)
+    else:
+        breaker.succeeded()
+    return leases
+
+
+def write_leased(value_cache: Any, keys: list[Any], values: list[Any], leases: list[Any]) -> list[Any]:
+    """``value_cache.set_leased_values`` of the values that are not exceptions and have a lease.
+
+    Returns:
+        One entry per key: where the cache said the key's lease was lost,
+        what it answered (the value stored in its place, or ``MISSING``: the
+        loaded value may be older than an invalidation); True elsewhere —
+        stored, not written (an exception, no lease), or unknown (the cache
+        failed: logged, or its breaker is open).
+
+    Raises:
+        BaseException: what the cache raised when it is not an ``Exception``.
+    """
+    held: list[Any] = [True] * len(keys)
+    at = [i for i, (value, lease) in enumerate(zip(values, leases))
+          if lease is not None and not isinstance(value, BaseException)]
+    if not at:
+        return held
+    breaker = breaker_of(value_cache)
+    if breaker is not None and not breaker.allow():
+        return held
+    try:
+        if len(at) == len(keys):
+            flags = value_cache.set_leased_values(keys, values, leases)
+        else:
+            flags = value_cache.set_leased_values([keys[i] for i in at], [values[i] for i in at],
+                                                  [leases[i] for i in at])
+        flags = list(flags)
+    except Exception as exc:
+        _failed(value_cache, breaker, "set_leased_values", exc)
+        return held
+    if len(flags) != len(at):
+        _failed(value_cache, breaker, "set_leased_values", ValueError(
+            f"set_leased_values returned {len(flags)} flags for {len(at)} keys; it must return one per key"))
+        return held
+    if breaker is None:
+        FAILURES.succeeded(value_cache)
+    else:
+        breaker.succeeded()
+    for i, flag in zip(at, flags):
+        held[i] = flag
+    return held

@@ -39,12 +39,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class CountingRedis(redis.Redis):
-    """A real redis-py client that counts the MGETs and pipelines it is asked for."""
+    """A real redis-py client that counts the MGETs, EVALs and pipelines it is asked for."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.mgets = 0
         self.pipelines = 0
+        self.evals = 0
+
+    def eval(self, *args: Any, **kwargs: Any) -> Any:
+        self.evals += 1
+        return super().eval(*args, **kwargs)
 
     def mget(self, *args: Any, **kwargs: Any) -> Any:
         self.mgets += 1
@@ -142,17 +147,19 @@ def test_RedisValueCache_distinct_keys_are_distinct_redis_keys(client):
         vc.redis_key(frozenset([1]))
 
 
-def test_RedisValueCache_uses_one_MGET_and_one_pipelined_write_per_batch(client):
+def test_RedisValueCache_a_miss_costs_one_MGET_one_lease_and_one_write_a_hit_one_MGET(client):
     vc = RedisValueCache(client, prefix="b:", ttl=60)
     batch = Batch()
     loader = DataLoader(batch, value_cache=vc)
     assert load_all(loader, list(range(100))) == [Batch.value(k) for k in range(100)]
-    assert (client.mgets, client.pipelines) == (1, 1)
+    # Three round trips for a batch of misses: the lookup, the leases (one script), the write (one script).
+    assert (client.mgets, client.evals, client.pipelines) == (1, 2, 0)
     stats = client.info("commandstats")
-    assert stats["cmdstat_mget"]["calls"] == 1 and stats["cmdstat_set"]["calls"] == 100
+    assert stats["cmdstat_mget"]["calls"] == 1 and stats["cmdstat_eval"]["calls"] == 2
+    assert client.pttl("b:7") > 50_000  # the value's ttl, not the lease's
     second = DataLoader(batch, value_cache=vc)
     assert load_all(second, list(range(100))) == [Batch.value(k) for k in range(100)]
-    assert (client.mgets, client.pipelines) == (2, 1) and len(batch.calls) == 1
+    assert (client.mgets, client.evals, client.pipelines) == (2, 2, 0) and len(batch.calls) == 1
     assert second.statistics().value_cache_hit_count == 100
 
 
@@ -262,7 +269,8 @@ def test_RedisValueCache_never_stores_per_key_errors(client):
     batch = Batch()
     first = load_all(DataLoader(batch, value_cache=vc), ["a", "err", "b"])
     assert isinstance(first[1], ValueError)
-    assert client.exists('x:"a"', 'x:"b"') == 2 and not client.exists('x:"err"')
+    # The failed key is not stored: its lease stays (a miss to readers) until it expires or a load stores.
+    assert vc.get_values(["a", "b", "err"]) == [Batch.value("a"), Batch.value("b"), MISSING]
     second = load_all(DataLoader(batch, value_cache=vc), ["a", "err", "b"])
     assert second[0] == Batch.value("a") and isinstance(second[1], ValueError)
     assert batch.calls == [["a", "err", "b"], ["err"]]
@@ -272,7 +280,7 @@ def test_RedisValueCache_writes_what_JSON_can_hold_and_logs_the_rest(client, cap
     vc = RedisValueCache(client, prefix="j:")
     loader = DataLoader(lambda keys: [{1, 2} if k == "set" else k for k in keys], value_cache=vc)
     assert load_all(loader, ["set", "fine"]) == [{1, 2}, "fine"]  # the load itself succeeds
-    assert client.exists('j:"fine"') and not client.exists('j:"set"')
+    assert vc.get_values(["fine", "set"]) == ["fine", MISSING]
     warned = warnings_of(caplog)
     assert len(warned) == 1 and "1 of 2 values could not be serialized" in warned[0].exc_text
 
@@ -515,7 +523,9 @@ def test_RedisValueCache_cool_down_0_turns_the_breaker_off(own_server):
         own_server.kill()
         for _ in range(3):
             assert load_all(DataLoader(batch, value_cache=vc), [1]) == [Batch.value(1)]
-        assert (c.mgets, c.pipelines) == (3, 3)  # every request pays the client's failure (as before 0.3)
+        # Every request pays the client's failure (as before 0.3), once: a key whose lookup failed is not
+        # leased (nor, with no lease, written).
+        assert (c.mgets, c.evals, c.pipelines) == (3, 0, 0)
     finally:
         c.close()
 
@@ -535,7 +545,7 @@ def test_RedisValueCache_frozen_server_costs_one_timeout_per_cool_down_not_one_p
                 fut = loader.load(k)
                 loader.dispatch()
                 assert fut.result(TIMEOUT) == Batch.value(k)
-            assert (c.mgets, c.pipelines) == (2, 1)  # no write was tried while it was open
+            assert (c.mgets, c.evals, c.pipelines) == (2, 2, 0)  # no lease nor write was tried while it was open
         finally:
             os.kill(own_server.proc.pid, signal.SIGCONT)
         assert batch.calls == [[k] for k in range(1, 12)]
@@ -711,8 +721,8 @@ def test_RedisValueCache_on_a_cluster_reads_and_writes_keys_of_many_slots_one_ro
         SENT.clear()
         assert load_all(DataLoader(batch, value_cache=vc), keys) == [Batch.value(k) for k in keys]
         assert batch.calls == [keys]
-        # One MGET round trip and one pipelined SET round trip per node.
-        assert SENT == dict.fromkeys(redis_cluster.ports, 2)
+        # Per node, one round trip each: the MGETs, the leases, the compare-and-set writes.
+        assert SENT == dict.fromkeys(redis_cluster.ports, 3)
         assert vc.breaker is not None and not vc.breaker.is_open  # no lookup failed
 
         SENT.clear()

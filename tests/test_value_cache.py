@@ -864,3 +864,119 @@ def test_DataLoader_single_flight_under_concurrent_graphene_executions_one_batch
         results = list(pool.map(request, range(n)))
     assert all(not r.errors and r.data == {"a": "TITLE 1", "b": "TITLE 2"} for r in results), results
     assert calls == [[1, 2]]
+
+
+# -- leases: invalidation is final ---------------------------------------------------------------
+class LeasingDictCache(DictValueCache):
+    """A DictValueCache that leases (``Leasing``): a lease is a ``("lease", n)`` tuple in the value's place."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.log: list[Any] = []
+        self.tokens = 0
+        self.fail_lease: Optional[BaseException] = None
+        self.store_answer: Optional[list[Any]] = None
+
+    def get_values(self, keys: Sequence[Any]) -> list[Any]:
+        self.log.append(("get_values", list(keys)))
+        with self.lock:
+            return [MISSING if _is_dict_lease(self.data.get(k)) else self.data.get(k, MISSING) for k in keys]
+
+    def lease(self, keys: Sequence[Any]) -> list[Any]:
+        self.log.append(("lease", list(keys)))
+        if self.fail_lease is not None:
+            raise self.fail_lease
+        with self.lock:
+            out = []
+            for k in keys:
+                if not _is_dict_lease(self.data.get(k)):
+                    self.tokens += 1
+                    self.data[k] = ("lease", self.tokens)
+                out.append(self.data[k])
+            return out
+
+    def set_leased_values(self, keys: Sequence[Any], values: Sequence[Any], leases: Sequence[Any]) -> list[Any]:
+        self.log.append(("set_leased_values", list(keys), list(leases)))
+        if self.store_answer is not None:
+            return self.store_answer
+        with self.lock:
+            held: list[Any] = []
+            for k, v, lease in zip(keys, values, leases):
+                now = self.data.get(k, MISSING)
+                if now == lease:
+                    self.data[k] = v
+                    held.append(True)
+                else:
+                    held.append(MISSING if now is MISSING or _is_dict_lease(now) else now)
+            return held
+
+    def delete(self, key: Any) -> None:
+        self.log.append(("delete", key))
+        super().delete(key)
+
+
+def _is_dict_lease(value: Any) -> bool:
+    return type(value) is tuple and len(value) == 2 and value[0] == "lease"
+
+
+def test_DataLoader_leases_the_misses_before_the_batch_call_and_writes_them_with_their_leases():
+    cache = LeasingDictCache()
+    cache.data[2] = 20
+    seen: list[Any] = []
+
+    def batch(keys: list[int]) -> list[int]:
+        seen.append(list(cache.log))
+        return [k * 10 for k in keys]
+
+    loader = DataLoader(batch, value_cache=cache)
+    assert loader.load_many([1, 2, 3]).result(TIMEOUT) == [10, 20, 30]
+    assert seen == [[("get_values", [1, 2, 3]), ("lease", [1, 3])]]  # leased before the batch call
+    assert cache.log[2:] == [("set_leased_values", [1, 3], [("lease", 1), ("lease", 2)])]
+    assert cache.data == {1: 10, 2: 20, 3: 30}
+    assert not cache.sets  # a leasing cache is never written with set_values
+
+
+def test_DataLoader_a_value_read_before_delete_is_not_stored_after_it():
+    cache = LeasingDictCache()
+    rows = {1: "v1"}
+
+    def batch(keys: list[int]) -> list[str]:
+        values = [rows[k] for k in keys]
+        rows[1] = "v2"  # a commit lands after the read ...
+        cache.delete(1)  # ... and its invalidation before the write-back
+        return values
+
+    loader = DataLoader(batch, value_cache=cache)
+    assert loader.load(1).result(TIMEOUT) == "v1"
+    assert 1 not in cache.data  # refused: the next load reads the row again
+    assert DataLoader(lambda keys: [rows[k] for k in keys], value_cache=cache).load(1).result(TIMEOUT) == "v2"
+
+
+def test_DataLoader_a_key_whose_lease_failed_is_loaded_and_not_written(caplog):
+    cache = LeasingDictCache()
+    cache.breaker = None  # the rate-limited failure log, not a breaker
+    cache.fail_lease = ConnectionError("cache is down")
+    loader = DataLoader(lambda keys: [k * 10 for k in keys], value_cache=cache)
+    assert loader.load_many([1, 2]).result(TIMEOUT) == [10, 20]
+    assert [entry[0] for entry in cache.log] == ["get_values", "lease"]  # no write without a lease
+    assert cache.data == {}
+    assert "failed in lease" in warnings_of(caplog)[0].getMessage()
+
+
+def test_DataLoader_a_lease_that_raises_a_BaseException_fails_the_keys_and_propagates():
+    cache = LeasingDictCache()
+    cache.fail_lease = KeyboardInterrupt()
+    loader = DataLoader(lambda keys: [k * 10 for k in keys], value_cache=cache)
+    fut = loader.load(1)
+    with pytest.raises(KeyboardInterrupt):
+        loader.dispatch()
+    assert fut.done() and isinstance(fut.exception(0), cf.CancelledError)
+
+
+def test_DataLoader_a_malformed_set_leased_values_answer_is_logged_and_fails_no_load(caplog):
+    cache = LeasingDictCache()
+    cache.breaker = None
+    cache.store_answer = [True]  # one flag for two keys
+    loader = DataLoader(lambda keys: [k * 10 for k in keys], value_cache=cache)
+    assert loader.load_many([1, 2]).result(TIMEOUT) == [10, 20]
+    assert "set_leased_values returned 1 flags for 2 keys" in str(warnings_of(caplog)[0].exc_info[1])

@@ -59,17 +59,26 @@ class RedisProcess:
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError("no redis-server binary on PATH (apt-get install redis-server)")
+        self.binary = binary
         self.dir = tempfile.mkdtemp(prefix="bench-redis-")
         for _ in range(5):
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 self.port = s.getsockname()[1]
-            self.proc = subprocess.Popen(
-                [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", self.dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            if self._ready():
+            if self._start():
                 return
         raise RuntimeError("redis-server did not start")
+
+    def _start(self) -> bool:
+        self.proc = subprocess.Popen(
+            [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", self.dir], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        return self._ready()
+
+    def restart(self) -> None:
+        """Start again on the same port, empty (after a kill: tools/soak_cache.py)."""
+        if not self._start():
+            raise RuntimeError("redis-server did not start again")
 
     def _ready(self) -> bool:
         assert self.proc.stdout is not None

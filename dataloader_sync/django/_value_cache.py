@@ -19,6 +19,17 @@ Guarantees:
 - A backend that raises (or times out) opens the cache's breaker
   (``cool_down``, as ``RedisValueCache``): every loader of the process skips
   it for that long, then one call probes.
+- Invalidation is final as far as Django's cache API allows (it has no
+  compare-and-set): a miss is leased (``lease``: one ``set_many`` of tokens,
+  a ``Lease`` standing in the value's place; a key whose lease the lookup
+  just saw shares it) and its value is written by ``set_leased_values``
+  only where the key still holds the lease: one ``get_many`` to check, then
+  one ``set_many`` (two round trips, so a miss costs two more than without
+  leases).  ``invalidate`` deletes the leases, so a value read before it is
+  refused after it — unless the invalidation's ``delete_many`` lands in the
+  gap between the check and the write (the time of one round trip): then
+  the older value is stored, and lives at most ``ttl``.  For the strict
+  guarantee use ``RedisValueCache`` (one atomic script per key).
 - With a callable ``ttl`` or a ``negative_ttl``, ``set_values`` makes one
   ``set_many`` per distinct timeout among its values (Django's API takes one
   timeout per call).
@@ -27,7 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import threading
 import time
 from collections.abc import Sequence
 from itertools import repeat
@@ -46,9 +59,32 @@ from .._cache_tier import (
     ttl_of,
 )
 from .._shared_keys import encode_key
+from .._time import seconds
 from .._value_cache import MISSING, FailureLog, ValueCache
 
 _BAD_TTL = FailureLog()  # values the ttl callable could not give a ttl, per cache
+LEASE_TTL = 60  # seconds a lease stands in for a value at most by default (whole seconds, as Django keeps them)
+
+
+class Lease:
+    """What a leased key holds in the value's place (pickled by Django's backends): a miss to readers."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Lease and other.token == self.token
+
+    def __hash__(self) -> int:
+        return hash(self.token)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Lease, (self.token,))
+
+    def __repr__(self) -> str:
+        return f"Lease({self.token!r})"
 
 __all__ = ["DjangoValueCache"]
 
@@ -85,6 +121,8 @@ class DjangoValueCache(ValueCache[Any, Any]):
             process make one batch-function call (see ``RedisValueCache``).
         single_flight_timeout: the longest a loader waits for another's
             flight (default 10 s).
+        lease_ttl: seconds a miss's lease stands in for its value at most
+            (default 60, whole seconds): a load that takes longer stores nothing.
         clock: a monotonic clock (the breaker's; injected by tests).
 
     Raises:
@@ -94,7 +132,8 @@ class DjangoValueCache(ValueCache[Any, Any]):
 
     def __init__(self, cache: Any = "default", *, prefix: str, ttl: Any = None, negative_ttl: Any = None,
                  cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
-                 single_flight_timeout: Any = 10.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 single_flight_timeout: Any = 10.0, lease_ttl: Any = LEASE_TTL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if isinstance(cache, str):
             from django.conf import settings
 
@@ -111,8 +150,12 @@ class DjangoValueCache(ValueCache[Any, Any]):
                               else _whole_seconds(self._ttl))
         negative = check_negative_ttl(negative_ttl)
         self._negative_timeout: Any = None if negative is None else _whole_seconds(negative)
+        self._lease_timeout = _whole_seconds(seconds("lease_ttl", lease_ttl, positive=True))
         self.breaker = make_breaker(self._prefix, cool_down, clock)
         self.flights = make_single_flight(single_flight, single_flight_timeout, clock)
+        # The leases this thread's last get_values saw, by cache key: lease() shares them (a loader
+        # leases the misses of a lookup right after it, on the same thread).
+        self._seen = threading.local()
 
     @property
     def prefix(self) -> str:
@@ -152,7 +195,62 @@ class DjangoValueCache(ValueCache[Any, Any]):
             return []
         names = self._cache_keys(keys)
         found = self.backend().get_many(names)
-        return list(map(found.get, names, repeat(MISSING, len(names))))
+        values = list(map(found.get, names, repeat(MISSING, len(names))))
+        if Lease not in set(map(type, found.values())):  # the common answer: no lease, no Python per key
+            self._seen.leases = None
+            return values
+        self._seen.leases = {name: value for name, value in found.items() if type(value) is Lease}
+        return [MISSING if type(value) is Lease else value for value in values]
+
+    def lease(self, keys: Sequence[Any]) -> list[Any]:
+        """Lease *keys*, which a load missed (``Leasing.lease``): one ``set_many`` of new leases, for
+        ``lease_ttl``; a key whose lease this thread's last lookup saw shares that lease instead.
+
+        Raises:
+            TypeError: a key type that has no stable name.
+            Exception: what the backend raises.
+        """
+        names = self._cache_keys(keys) if keys else []
+        seen = getattr(self._seen, "leases", None) or {}
+        base = os.urandom(12).hex() + ":"  # unique across processes, forks and time
+        leases = [seen.get(name) or Lease(base + str(i)) for i, name in enumerate(names)]
+        new = {name: lease for name, lease in zip(names, leases) if name not in seen}
+        if new:
+            self.backend().set_many(new, timeout=self._lease_timeout)
+        return leases
+
+    def set_leased_values(self, keys: Sequence[Any], values: Sequence[Any], leases: Sequence[Any]) -> list[Any]:
+        """Write each value where its key still holds its lease (``Leasing.set_leased_values``): one
+        ``get_many`` to check, then the ``set_many`` of ``set_values`` (not atomic: see the module notes).
+
+        Returns:
+            Per key: True where its lease held; else the value another load
+            stored in its place, or ``MISSING``.
+
+        Raises:
+            Exception: what the backend raises.
+        """
+        if not keys:
+            return []
+        names = self._cache_keys(keys)
+        current = self.backend().get_many(names)
+        held: list[Any] = []
+        write_keys: list[Any] = []
+        write_values: list[Any] = []
+        for key, value, lease, name in zip(keys, values, leases, names):
+            now = current.get(name, MISSING)
+            if type(now) is Lease:
+                if now == lease:
+                    held.append(True)
+                    write_keys.append(key)
+                    write_values.append(value)
+                else:
+                    held.append(MISSING)
+            else:
+                held.append(now)
+        if write_keys:
+            self.set_values(write_keys, write_values)
+        return held
 
     def _cache_keys(self, keys: Sequence[Any]) -> list[str]:
         """``[self.cache_key(k) for k in keys]``, in C for a batch of int keys (the common one)."""
@@ -193,8 +291,8 @@ class DjangoValueCache(ValueCache[Any, Any]):
         return DEFAULT_TIMEOUT if ttl is None else _whole_seconds(ttl)
 
     def delete(self, key: Any) -> None:
-        """Delete the value of *key* for every process."""
-        self.backend().delete(self.cache_key(key))
+        """Delete the value of *key* for every process (``invalidate([key])``)."""
+        self.invalidate([key])
 
     def invalidate(self, keys: Sequence[Any]) -> None:
         """Delete the values of *keys* for every process: one ``delete_many`` (as ``RedisValueCache.invalidate``).
@@ -203,6 +301,8 @@ class DjangoValueCache(ValueCache[Any, Any]):
         """
         if keys:
             self.backend().delete_many([self.cache_key(k) for k in keys])
+            if self.flights is not None:  # a load that begins from now on starts a flight of its own
+                self.flights.forget(keys)
 
     def clear(self) -> None:
         """Not supported: Django's cache API cannot delete by prefix.

@@ -23,6 +23,16 @@ Guarantees:
   long one failing call takes is the client's
   ``socket_timeout``/``socket_connect_timeout`` and ``retry`` settings; the
   breaker makes an outage cost that once per cool-down, not per request.
+- Invalidation is final: a miss is leased before the batch function runs
+  (``lease``: one ``EVAL`` per batch, per key on a cluster), and its value is
+  stored by a compare-and-set script (``set_leased_values``: one ``EVAL``)
+  only where the key still holds the lease.  A lease is a token of
+  ``LEASE_MARK`` followed by random bytes, stored in the value's place for at
+  most ``lease_ttl`` seconds: a reader takes it for a miss, a second reader
+  shares it (the first value stored with it wins, the others are not
+  stored), and ``invalidate``'s ``DEL`` removes it, so a value read before an
+  invalidation is refused after it.  Each key's check and write is one
+  script, atomic on its server (per slot on a cluster).
 - A ``redis.cluster.RedisCluster`` client is read with ``mget_nonatomic``
   (one ``MGET`` per slot, pipelined: one round trip per node) and written
   with its pipeline (the ``SET`` commands grouped by node: one round trip per
@@ -31,6 +41,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Sequence
 from itertools import compress, count
@@ -54,6 +65,46 @@ __all__ = ["RedisValueCache"]
 
 NAMES_MEMO = 16_384  # int keys whose Redis key a cache remembers (about 1.5 MB at most): a hit's names cost no Python
 NEAR_TTL = 60.0  # the longest a near-cache entry lives by default: what pub/sub cannot tell is bounded by it
+LEASE_TTL = 60.0  # the longest a lease stands in for a value by default (a load that outlives it stores nothing)
+LEASE_MARK = "\x00dataloader_sync:lease:"  # how a lease begins: never the start of a JSON text or of a pickle
+
+# lease: each key that holds no lease gets the caller's token (for PX ms); the answer is the token each
+# key holds after it (the caller's, or one another load took first and now shares).
+# KEYS: the Redis keys; ARGV: LEASE_MARK, PX, then one new token per key.
+_LEASE = """
+local mark, px = ARGV[1], ARGV[2]
+local out = {}
+for i, key in ipairs(KEYS) do
+  local held = redis.call('GET', key)
+  if held and string.sub(held, 1, #mark) == mark then
+    out[i] = held
+  else
+    redis.call('SET', key, ARGV[i + 2], 'PX', px)
+    out[i] = ARGV[i + 2]
+  end
+end
+return out
+"""
+# set_leased_values: store each value where its key still holds its lease (compare and set). The answer
+# per key: 1 stored; else what the key holds now (a value another load stored, or a lease), or 0 for nothing.
+# KEYS: the Redis keys; ARGV: per key its lease, its value, its PX (0: no expiry).
+_STORE = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  local held = redis.call('GET', key)
+  local at = 3 * i - 2
+  if held == ARGV[at] then
+    local px = tonumber(ARGV[at + 2])
+    if px > 0 then redis.call('SET', key, ARGV[at + 1], 'PX', px) else redis.call('SET', key, ARGV[at + 1]) end
+    out[i] = 1
+  elseif held then
+    out[i] = held
+  else
+    out[i] = 0
+  end
+end
+return out
+"""
 
 _INT = {int}
 _UNREADABLE = FailureLog()  # stored values that loads() could not read, per cache
@@ -139,6 +190,8 @@ class RedisValueCache(ValueCache[Any, Any]):
             ``set_values`` change (see ``close()``).
         near_ttl: seconds a near entry lives (default: the smaller of a
             numeric ``ttl`` and 60).
+        lease_ttl: seconds a miss's lease stands in for its value at most
+            (default 60): a load that takes longer stores nothing.
         clock: a monotonic clock (the breaker's and the near cache's; injected by tests).
 
     Raises:
@@ -150,12 +203,13 @@ class RedisValueCache(ValueCache[Any, Any]):
                  loads: Optional[Callable[[Any], Any]] = None,
                  cool_down: Any = DEFAULT_COOL_DOWN, single_flight: bool = False,
                  single_flight_timeout: Any = 10.0, near_cache: int = 0, near_ttl: Any = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 lease_ttl: Any = LEASE_TTL, clock: Callable[[], float] = time.monotonic) -> None:
         if not all(callable(getattr(client, m, None)) for m in ("mget", "pipeline", "delete", "scan_iter")):
             raise TypeError("client must be a redis.Redis (mget, pipeline, delete, scan_iter)")
         self._prefix = check_prefix(prefix)
         self._ttl = check_ttl_rule(ttl)
         self._px = None if self._ttl is None or callable(self._ttl) else max(1, round(self._ttl * 1000))
+        self._lease_px = max(1, round(seconds("lease_ttl", lease_ttl, positive=True) * 1000))
         negative = check_negative_ttl(negative_ttl)
         self._negative_px = None if negative is None else max(1, round(negative * 1000))
         if (dumps is None) != (loads is None):
@@ -293,14 +347,18 @@ class RedisValueCache(ValueCache[Any, Any]):
             except Exception:  # a value that is not JSON on its own: find it below
                 pass
         loads = self._loads or json.loads
-        try:  # a codec of the user's, every value readable: one loop
-            return [MISSING if data is None else loads(data) for data in datas]
-        except Exception:
-            pass
+        # A lease (a miss being loaded) begins with LEASE_MARK, which sorts before any text or pickle
+        # that starts otherwise: the smallest stored value tells, in C, whether there is one.
+        leased = _is_lease(min(filter(None, datas), default=b""))
+        if not leased:
+            try:  # a codec of the user's, every value readable: one loop
+                return [MISSING if data is None else loads(data) for data in datas]
+            except Exception:
+                pass
         found: list[Any] = []
         unreadable: Optional[Exception] = None
         for data in datas:
-            if data is None:
+            if data is None or (leased and _is_lease(data)):
                 found.append(MISSING)
                 continue
             try:
@@ -350,13 +408,122 @@ class RedisValueCache(ValueCache[Any, Any]):
             if near is not None:
                 near.put(ekeys, written, generation)
         if failed:
-            first_key, first_error = failed[0]
-            error = ValueError(
-                f"{len(failed)} of {len(keys)} values could not be serialized (or given a ttl) and were not "
-                f"written (the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})")
-            error.__cause__ = first_error
-            # Not raised: a value the codec cannot write is no outage, it must not open the breaker.
-            _UNWRITABLE.failed(self, "set_values", error)
+            self._unwritable(failed, len(keys))
+
+    def _unwritable(self, failed: list[Any], n_keys: int) -> None:
+        """Log (rate-limited, not raised: a value the codec cannot write is no outage, it must not open
+        the breaker) the ``(key, error)`` pairs whose values were not written."""
+        first_key, first_error = failed[0]
+        error = ValueError(
+            f"{len(failed)} of {n_keys} values could not be serialized (or given a ttl) and were not "
+            f"written (the first, of key {first_key!r}: {type(first_error).__name__}: {first_error})")
+        error.__cause__ = first_error
+        _UNWRITABLE.failed(self, "set_values", error)
+
+    def lease(self, keys: Sequence[Any]) -> list[Any]:
+        """Lease *keys*, which a load missed (``Leasing.lease``): one ``EVAL`` (one per key, pipelined
+        per node, on a cluster).
+
+        A key that holds a lease keeps it (this load shares it); any other
+        gets a new token for ``lease_ttl`` seconds, in place of whatever it
+        held (a value stored since the miss is loaded again: no harm).
+
+        Raises:
+            TypeError: a key type that has no stable name.
+            redis.RedisError: from the client.
+        """
+        if not keys:
+            return []
+        names = self._names(keys)
+        base = LEASE_MARK + os.urandom(12).hex() + ":"  # unique across processes, forks and time
+        tokens = [base + str(i) for i in range(len(names))]
+        if not self._cluster:
+            return list(self._client.eval(_LEASE, len(names), *names, LEASE_MARK, self._lease_px, *tokens))
+        return [answer[0] for answer in
+                self._eval_per_key(_LEASE, names, [(LEASE_MARK, self._lease_px, token) for token in tokens])]
+
+    def set_leased_values(self, keys: Sequence[Any], values: Sequence[Any], leases: Sequence[Any]) -> list[Any]:
+        """Store each value where its key still holds its lease (``Leasing.set_leased_values``): one
+        ``EVAL`` of a compare-and-set script (one per key, pipelined per node, on a cluster), with the
+        near-cache ``PUBLISH`` in the same round trip.
+
+        Returns:
+            Per key: True where the value was stored (or its lease held but
+            ``dumps`` or the ttl callable could not handle it: not written,
+            logged); else the value another load stored in its place (a
+            flight's waiters may have it), or ``MISSING``.
+
+        Raises:
+            redis.RedisError: from the client.
+        """
+        held: list[Any] = [True] * len(keys)
+        at: list[int] = []
+        args: list[Any] = []
+        names: list[str] = []
+        failed: list[Any] = []
+        prefix = self._prefix
+        for i, (key, value, lease) in enumerate(zip(keys, values, leases)):
+            try:
+                data = self._dumps(value)
+                px = self._px_of(key, value)
+            except Exception as exc:
+                failed.append((key, exc))
+                continue
+            at.append(i)
+            names.append(prefix + encode_key(key))
+            args += (lease, data, px or 0)
+        if names:
+            near = self._near
+            generation = 0 if near is None else near.generation  # before the write: see NearCache.put
+            if self._cluster:
+                answers = [answer[0] for answer in self._eval_per_key(
+                    _STORE, names, [args[3 * j:3 * j + 3] for j in range(len(names))])]
+                if near is not None:
+                    self._client.publish(self._channel, near.message(names))
+            elif near is None:
+                answers = self._client.eval(_STORE, len(names), *names, *args)
+            else:
+                pipe = self._client.pipeline(transaction=False)
+                pipe.eval(_STORE, len(names), *names, *args)
+                pipe.publish(self._channel, near.message(names))
+                answers = pipe.execute()[0]
+            others = [j for j, answer in enumerate(answers) if answer != 1]
+            stored = [j for j, answer in enumerate(answers) if answer == 1]
+            if others:
+                found = self._decode([None if answers[j] == 0 else answers[j] for j in others])
+                for j, value in zip(others, found):
+                    held[at[j]] = value
+            if near is not None and stored:
+                near.put([keys[at[j]] if type(keys[at[j]]) is int else names[j] for j in stored],
+                         [values[at[j]] for j in stored], generation)
+        if failed:
+            self._unwritable(failed, len(keys))
+        return held
+
+    def _eval_per_key(self, script: str, names: list[str], args: list[Any]) -> list[Any]:
+        """On a cluster: *script* for each key alone (a script's keys must share a slot), with its
+        *args*, pipelined per node (one round trip per node); the answers (each the script's
+        one-entry array) in the keys' order.
+
+        Each node is sent its own pipeline through the cluster client's connection to it (redis-py's
+        cluster pipeline asks a server for the keys of every ``EVAL``, a round trip per command).
+
+        Raises:
+            redis.RedisError: from the client (a slot that moved while it ran too).
+        """
+        client = self._client
+        by_node: dict[str, tuple[Any, list[int]]] = {}
+        for i, name in enumerate(names):
+            node = client.get_node_from_key(name)
+            by_node.setdefault(node.name, (node, []))[1].append(i)
+        answers: list[Any] = [None] * len(names)
+        for node, indexes in by_node.values():
+            pipe = client.get_redis_connection(node).pipeline(transaction=False)
+            for i in indexes:
+                pipe.eval(script, 1, names[i], *args[i])
+            for i, answer in zip(indexes, pipe.execute()):
+                answers[i] = answer
+        return answers
 
     def delete(self, key: Any) -> None:
         """Delete the value of *key* for every process (and from every near cache)."""
@@ -391,6 +558,8 @@ class RedisValueCache(ValueCache[Any, Any]):
                                        separators=(",", ":")))
         if near is not None:  # again: a lookup of ours that read Redis before the DEL must not keep its value
             near.evict(names)
+        if self.flights is not None:  # a load that begins from now on starts a flight of its own
+            self.flights.forget(keys)
 
     def _publish(self, pipe: Any, message: str) -> None:
         """Run *pipe* with a ``PUBLISH`` of *message* on the cache's channel: in the same round trip, or
@@ -410,6 +579,8 @@ class RedisValueCache(ValueCache[Any, Any]):
         if near is not None:
             near.evict(None)
         self._client.publish(self._channel, json.dumps({"s": "" if near is None else near.sender, "k": None}))
+        if self.flights is not None:
+            self.flights.forget(None)
 
     def wait_near_cache_live(self, timeout: float = 5.0) -> bool:
         """Start the near cache's listener (else started by the first lookup) and wait until it listens.
@@ -435,6 +606,16 @@ class RedisValueCache(ValueCache[Any, Any]):
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def _is_lease(data: Any) -> bool:
+    """Whether a stored value (bytes, or str with ``decode_responses``) is a lease."""
+    if type(data) is bytes:
+        return data.startswith(_LEASE_MARK_BYTES)
+    return isinstance(data, str) and data.startswith(LEASE_MARK)
+
+
+_LEASE_MARK_BYTES = LEASE_MARK.encode()
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterable[list[Any]]:
