@@ -37,6 +37,7 @@ import inspect
 from types import CoroutineType, GeneratorType
 from typing import Any, Callable
 
+from .._future import Future
 from ._promises import PromiseType
 
 __all__ = [
@@ -82,6 +83,8 @@ class AwaitableNotSupportedError(TypeError):
 def _classify(cls: type) -> Any:
     if cls is PromiseType:
         return _PROMISE
+    if issubclass(cls, Future):  # awaitable on a loop, but the execution waits for it as a Future
+        return False
     if cls is GeneratorType:
         return _GENERATOR
     return cls is CoroutineType or hasattr(cls, "__await__")

@@ -1,0 +1,372 @@
+"""Awaiting a loader's future on an asyncio loop: batched at the loop's batching point, woken once per batch.
+
+``await loader.load(k)`` (``Future.__await__``) hands the future to this
+module.  The loop thread never runs a batch function and never blocks:
+
+1. *Ask.*  The await registers a ``_Waiter`` with the loop's ``_Inbox``: the
+   waiter sits in the future's waiter list (it speaks the protocol of
+   ``concurrent.futures``' waiters, as ``_demand.Blocker`` does) and the
+   inbox remembers that its loaders are to be dispatched.  The first ask of a
+   round schedules the inbox's flush with ``loop.call_soon(loop.call_soon,
+   flush)``: the flush runs once the loop has run every callback that was
+   ready when the first key was queued, and every callback those scheduled
+   in turn once — aiodataloader's batching point (DataLoader.js's
+   ``process.nextTick`` after a resolved promise).  Every resolver of a level
+   of graphql-core's async execution (tasks of one ``gather``) has queued its
+   keys by then.
+2. *Dispatch.*  The flush follows each waiting future down to the loader
+   futures it waits on (a ``then`` chain's current stage, a ``gather``'s
+   futures: ``_demand``'s walk, without dispatching) and submits one job per
+   loader whose keys are still queued to the loop's default executor
+   (``loop.run_in_executor(None, ...)``).  The job dispatches that loader on
+   the worker thread: its batch function runs there (or on the loader's own
+   ``executor=``), as ``dispatch()`` would run it.
+3. *Deliver.*  When a waited future settles, its waiter posts itself to the
+   inbox (on whatever thread settled it).  The inbox wakes the loop at most
+   once until the loop has taken what was posted: a wake-up
+   (``call_soon_threadsafe``) is scheduled by the first post only, and the
+   loop takes every post at once.  Within one batch the wake-up is deferred
+   to the batch's end: ``_future_lock.settle_many`` (every batch of keys
+   settles there) holds the posts of its thread (``hold``/``release``), and a
+   dispatch job holds them for the whole dispatch, its own inbox then woken
+   by the job's completion — so one batch costs the loop one wake-up, not one
+   per future (``asyncio.wrap_future`` costs one per future).
+4. *Move.*  A ``then`` chain whose function made a load of another loader
+   tells its waiters (``moved``, as it tells a blocked thread); the waiter
+   posts itself, and the loop asks again at the next batching point.
+
+Guarantees:
+- No timer, no ``dispatch_all()``: a key awaited on a running loop is
+  dispatched at the loop's next batching point.
+- The loop thread runs no batch function and no ``then`` function of a
+  dispatched batch; those run on the worker thread that settled the batch.
+- Never hangs: awaiting with no running loop, or on a closed loop, is a
+  ``RuntimeError`` at once (``NO_LOOP``); a load whose loader was
+  garbage-collected fails (``_demand.orphaned_error``); a loop whose default
+  executor is shut down fails the awaits of that flush (``NO_EXECUTOR``).
+- A cancelled awaiting task takes its waiter out of the future's waiter list
+  and leaves the load alone: the key stays queued or in flight, and cached,
+  for every other caller.
+- One loader may be awaited from several loops, one after another or at
+  once: each loop has its own inbox; a future's waiters may belong to any.
+- A process that never awaits pays one global read per settled batch.
+
+Locks: ``_Inbox._lock`` guards ``_posted`` and ``_woken`` only; it is taken
+under a future's lock (a waiter posts from ``Future._finish_locked``) and
+never takes another lock inside, and no user code runs under it.
+``_INBOXES_LOCK`` guards ``_INBOXES``.  Everything else of an inbox
+(``_asked``, ``_flush_due``) belongs to its loop's thread.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import sys
+import threading
+import weakref
+from typing import Any, Optional
+
+from . import _fork
+from ._demand import orphaned_error, unwatch, watch
+
+__all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "hold", "release", "running_loop",
+           "statistics", "wait"]
+
+NO_LOOP = (
+    "awaiting a dataloader_sync future needs a running asyncio event loop (await it inside a coroutine that"
+    " asyncio.run() or an ASGI server runs); in synchronous code call .result() instead"
+)
+NO_EXECUTOR = (
+    "the event loop's default executor is shut down, so the batch function of this load cannot run off the loop;"
+    " await loads before asyncio.run() returns"
+)
+
+#: True once any future was awaited in this process: until then a batch settles with no hold (one read).
+awaited = False
+
+_local = threading.local()  # .held: the inboxes whose wake-up this thread defers (a list), or None
+
+# loop -> its inbox.  _INBOXES_LOCK guards it (loops of several threads ask at once).
+_INBOXES: weakref.WeakKeyDictionary[Any, _Inbox] = weakref.WeakKeyDictionary()
+_INBOXES_LOCK = threading.Lock()
+
+
+def running_loop() -> Any:
+    """The asyncio loop running in this thread, or None (without importing asyncio: no import, no loop)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    return asyncio._get_running_loop()
+
+
+def wait(fut: Any) -> Any:
+    """An ``asyncio.Future`` of the running loop done when *fut* (pending) is done (its value is None).
+
+    Raises:
+        RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``).
+    """
+    global awaited
+    loop = running_loop()
+    if loop is None or loop.is_closed():
+        raise RuntimeError(NO_LOOP)
+    awaited = True
+    inbox = _inbox_of(loop)
+    signal = loop.create_future()
+    waiter = _Waiter(inbox, fut, signal)
+    lock = fut._acquire()  # the future's current lock (see _future_lock)
+    try:
+        if fut.done():
+            signal.set_result(None)
+            return signal
+        list.append(fut._waiters, waiter)  # list.append: not a driving waiter list's (see _demand.waiters_for)
+    finally:
+        lock.release()
+    signal.add_done_callback(waiter.signal_done)
+    inbox.ask(waiter)
+    return signal
+
+
+def hold() -> Optional[list[_Inbox]]:
+    """Defer this thread's wake-ups until ``release`` (nested holds: the outer one decides); a token."""
+    if getattr(_local, "held", None) is not None:
+        return None
+    held: list[_Inbox] = []
+    _local.held = held
+    return held
+
+
+def release(token: Optional[list[_Inbox]], skip: Optional[_Inbox] = None) -> None:
+    """End the hold *token* (from ``hold``): wake each inbox posted to meanwhile (but *skip*)."""
+    if token is None:
+        return
+    _local.held = None
+    for inbox in token:
+        if inbox is not skip:
+            inbox.wake()
+
+
+class InboxStatistics:
+    """What one loop's inbox did (a frozen snapshot; for tests and benches).
+
+    Attributes:
+        flushes: batching points reached (each dispatches what was asked since the last).
+        jobs: dispatch jobs submitted to the loop's default executor (one per loader per flush).
+        wakeups: wake-ups of the loop from another thread: this inbox's
+            ``call_soon_threadsafe`` calls, plus its dispatch jobs' completions
+            (``run_in_executor``'s own).
+        delivered: awaits woken.
+    """
+
+    __slots__ = ("flushes", "jobs", "wakeups", "delivered")
+
+    def __init__(self, flushes: int, jobs: int, wakeups: int, delivered: int) -> None:
+        self.flushes = flushes
+        self.jobs = jobs
+        self.wakeups = wakeups
+        self.delivered = delivered
+
+    def __repr__(self) -> str:
+        return (f"InboxStatistics(flushes={self.flushes}, jobs={self.jobs}, wakeups={self.wakeups},"
+                f" delivered={self.delivered})")
+
+
+def statistics(loop: Any) -> InboxStatistics:
+    """The counts of *loop*'s inbox (zeros if nothing was awaited on it)."""
+    with _INBOXES_LOCK:
+        inbox = _INBOXES.get(loop)
+    if inbox is None:
+        return InboxStatistics(0, 0, 0, 0)
+    return InboxStatistics(inbox.flushes, inbox.jobs, inbox.wakeups, inbox.delivered)
+
+
+def _inbox_of(loop: Any) -> _Inbox:
+    with _INBOXES_LOCK:
+        inbox = _INBOXES.get(loop)
+        if inbox is None:
+            inbox = _INBOXES[loop] = _Inbox(loop)
+        return inbox
+
+
+class _Waiter:
+    """One await of one pending future on one loop.
+
+    In the future's waiter list it speaks ``concurrent.futures``' waiter
+    protocol (called under the future's lock: it only posts); in the
+    ``_drivers`` of the chain futures it passed, ``moved`` (no lock held).
+    """
+
+    __slots__ = ("inbox", "fut", "signal", "stages")
+
+    def __init__(self, inbox: _Inbox, fut: Any, signal: Any) -> None:
+        self.inbox = inbox
+        self.fut = fut
+        self.signal = signal  # the asyncio future the awaiting task waits on
+        self.stages: list[Any] = []  # chain futures this waiter watches for moves (see _demand)
+
+    def post(self, _future: Any = None) -> None:
+        self.inbox.post(self)
+
+    add_result = add_exception = add_cancelled = moved = post
+
+    def signal_done(self, signal: Any) -> None:
+        """On the loop: the awaiting task was cancelled (or the await ended): leave the future alone."""
+        if signal.cancelled():
+            self.leave()
+
+    def leave(self) -> None:
+        fut = self.fut
+        lock = fut._acquire()
+        try:
+            waiters = fut._waiter_list
+            if waiters is not None and self in waiters:
+                waiters.remove(self)
+        finally:
+            lock.release()
+        if self.stages:
+            unwatch(self.stages, self)
+            self.stages = []
+
+
+class _Inbox:
+    """One loop's side of the bridge (see the module notes): what to dispatch, what to deliver."""
+
+    def __init__(self, loop: Any) -> None:
+        self._loop_ref = weakref.ref(loop)  # the loops dict's value must not keep its key alive
+        # _lock guards _posted (waiters whose future is done or moved, for the loop) and _woken
+        # (a wake-up is on its way to the loop, or deferred by a hold, or a job's completion).
+        self._lock = threading.Lock()
+        self._posted: list[_Waiter] = []
+        self._woken = False
+        # The loop thread's own: waiters to dispatch for at the next batching point.
+        self._asked: list[_Waiter] = []
+        self._flush_due = False
+        self.flushes = self.jobs = self.wakeups = self.delivered = 0
+
+    # -- the loop thread --------------------------------------------------------------
+    def ask(self, waiter: _Waiter) -> None:
+        self._asked.append(waiter)
+        if not self._flush_due:
+            self._flush_due = True
+            loop = waiter.signal.get_loop()
+            loop.call_soon(loop.call_soon, self._flush)  # aiodataloader's batching point (module notes)
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        self.flushes += 1
+        asked, self._asked = self._asked, []
+        found: dict[int, tuple[Any, Any, list[_Waiter]]] = {}  # id(ticket) -> (loader, ticket, its waiters)
+        for waiter in asked:
+            if waiter.signal.done():
+                continue
+            for loader, ticket in _leaves(waiter.fut, waiter):
+                entry = found.get(id(ticket))
+                if entry is None:
+                    found[id(ticket)] = (loader, ticket, [waiter])
+                else:
+                    entry[2].append(waiter)
+            if waiter.fut.done() and not waiter.signal.done():  # settled by the walk (an orphan)
+                waiter.signal.set_result(None)
+        loop = self._loop_ref()
+        if loop is None:
+            return
+        for loader, ticket, waiters in found.values():
+            try:
+                job = loop.run_in_executor(None, _dispatch_job, self, loader, ticket)
+            except RuntimeError:  # the default executor is shut down
+                for waiter in waiters:
+                    if not waiter.signal.done():
+                        waiter.leave()
+                        waiter.signal.set_exception(RuntimeError(NO_EXECUTOR))
+                continue
+            self.jobs += 1
+            job.add_done_callback(self._job_done)
+
+    def _job_done(self, _job: Any) -> None:
+        # A job's completion wakes the loop (run_in_executor's own call_soon_threadsafe): it is
+        # the wake-up of what the job's batch delivered, which deferred its own (module notes).
+        self.wakeups += 1
+        self._deliver()
+
+    def _deliver(self) -> None:
+        with self._lock:
+            posted, self._posted = self._posted, []
+            self._woken = False
+        for waiter in posted:
+            signal = waiter.signal
+            if signal.done():
+                continue
+            if waiter.fut.done():
+                self.delivered += 1
+                signal.set_result(None)
+            else:  # a chain it follows moved on to a new load: ask at the next batching point
+                self.ask(waiter)
+
+    # -- any thread ----------------------------------------------------------------------
+    def post(self, waiter: _Waiter) -> None:
+        """*waiter*'s future is done or moved: have the loop look, waking it once for all posts."""
+        with self._lock:
+            self._posted.append(waiter)
+            if self._woken:
+                return
+            self._woken = True
+        held = getattr(_local, "held", None)
+        if held is not None:
+            held.append(self)
+            return
+        self.wake()
+
+    def wake(self) -> None:
+        loop = self._loop_ref()
+        if loop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(self._deliver)
+        except RuntimeError:  # the loop is closed: nobody waits there any more
+            return
+        self.wakeups += 1  # (a race on the count is harmless: statistics)
+
+
+def _dispatch_job(inbox: _Inbox, loader: Any, ticket: Any) -> None:
+    """On a worker thread: dispatch *loader* if *ticket*'s keys are still queued, posts held.
+
+    What the batch posts to *inbox* waits for the job's completion, which wakes
+    the loop anyway (``_Inbox._job_done``); other inboxes are woken here.
+    """
+    token = hold()
+    try:
+        loader._dispatch_for(ticket)
+    finally:
+        release(token, skip=inbox)
+
+
+def _leaves(fut: Any, waiter: _Waiter) -> list[tuple[Any, Any]]:
+    """The (loader, ticket) pairs of the queued loads *fut* waits on; *waiter* watches the chain futures passed.
+
+    ``_demand._drive``'s walk, collecting instead of dispatching (the loop
+    thread must not run a batch).
+    """
+    found: list[tuple[Any, Any]] = []
+    todo = [fut]
+    while todo:
+        node = todo.pop()
+        while not node.done():
+            ticket = getattr(node, "_ticket", None)
+            if ticket is not None:  # a loader future: the leaf
+                loader = ticket.loader()
+                if loader is None:  # nothing is left to dispatch the key: fail it, do not hang
+                    node._settle(None, orphaned_error())
+                elif ticket.taken_in is None:  # still queued
+                    found.append((loader, ticket))
+                elif ticket.taken_in != _fork.generation:  # a batch of a parent process
+                    loader._abandoned_at_fork(node)
+                break  # otherwise in flight: its batch settles it
+            if getattr(node, "_follow", None) is None:
+                break  # a future nothing can drive (an executor's): just wait
+            follow = watch(node, waiter, waiter.stages)
+            if follow is None:
+                break
+            if isinstance(follow, cf.Future):
+                node = follow
+                continue
+            todo.extend(follow.futures or ())  # a gather's
+            break
+    return found
