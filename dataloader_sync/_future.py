@@ -75,14 +75,19 @@ _Lock = threading.Lock
 _running_loop = _asyncio_bridge.running_loop
 _COROUTINE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
 
+#: The fix every misuse message below names.
+_FIX = (
+    "use DataLoaderExecutionContext (execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext)"
+    " or an async execution"
+)
 #: The error of a future that reached synchronous code asking whether it is awaitable (see ``_AwaitOnLoop``).
 NOT_OUR_EXECUTION = (
     "a dataloader_sync future reached an execution that does not wait for futures (it asked whether the future"
-    " is awaitable, with no asyncio event loop running): use DataLoaderExecutionContext"
-    " (execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext; executor_class= on"
-    " graphql-core 3.3; graphene-django: GraphQLView.as_view(execution_context_class=...)), or graphql-core's"
-    " async execution (graphql(), graphene's execute_async); outside GraphQL, call .result() or await it"
+    f" is awaitable, with no asyncio event loop running): {_FIX} (graphql-core 3.3: executor_class=;"
+    " graphene-django: GraphQLView.as_view(execution_context_class=...)); outside GraphQL, call .result()"
 )
+#: The words a future used as the value it will hold shows (``Future.__str__``, ``__iter__``, ``__inspect__``).
+USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
 
 
 def _await(fut: Future[T]) -> Generator[Any, None, T]:
@@ -91,13 +96,6 @@ def _await(fut: Future[T]) -> Generator[Any, None, T]:
         yield from _asyncio_bridge.wait(fut)  # RuntimeError at once with no running loop
     value: T = fut._outcome()
     return value
-
-
-#: The words a future used as the value it will hold shows (``Future.__str__``, ``__iter__``, ``__inspect__``).
-USED_AS_VALUE = (
-    "a dataloader_sync future, not its value: use DataLoaderExecutionContext"
-    " (execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext) or an async execution"
-)
 
 
 class _AwaitOnLoop:

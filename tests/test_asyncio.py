@@ -13,7 +13,7 @@ from collections.abc import Awaitable
 from typing import Any, Callable, TypeVar
 
 import pytest
-from graphql import build_schema, graphql, graphql_sync
+from graphql import build_schema, graphql
 
 from dataloader_sync import DataLoader, DataLoaderRegistry, gather
 from dataloader_sync import _asyncio_bridge as bridge
@@ -405,19 +405,3 @@ def test_graphql_async_execution_shares_the_cache_with_sync_resolvers_of_the_req
     first, second = run(main)
     assert first.data == second.data == {"author": {"name": "Bob", "books": [{"title": "T20"}]}}
     assert batches == {"authors": [[2]], "books_of": [[2]]}  # the second request: all hits
-
-
-# -- a loader future in a synchronous execution that is not ours ------------------------------------
-
-def test_a_loader_future_in_plain_graphql_sync_fails_its_field_naming_the_fix() -> None:
-    batches: dict[str, list[list[Any]]] = {}
-    schema = author_schema(batches, async_books=False)
-    schema.query_type.fields["authors"].resolve = lambda root, info: DataLoader(Recorder()).load(1)
-    schema.get_type("Author").fields["id"].resolve = lambda author, info: DataLoader(Recorder()).load(1)
-    listed = graphql_sync(schema, "{ authors { id } }")
-    scalar = graphql_sync(schema, "{ author(id: 1) { id } }")
-    assert listed.data is None and scalar.data == {"author": None}  # authors and Author.id are non-null
-    assert [e.path for e in listed.errors + scalar.errors] == [["authors"], ["author", "id"]]
-    for error in listed.errors + scalar.errors:  # a list field iterates the future; a scalar field shows it
-        assert "use DataLoaderExecutionContext" in error.message
-        assert "execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext" in error.message
