@@ -68,8 +68,8 @@ from typing import Any, Optional
 from . import _fork
 from ._demand import orphaned_error, unwatch, watch
 
-__all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "hold", "release", "running_loop",
-           "statistics", "wait"]
+__all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "driving", "hold", "release", "running_loop",
+           "start_driving", "statistics", "stop_driving", "wait"]
 
 NO_LOOP = (
     "awaiting a dataloader_sync future needs a running asyncio event loop (await it inside a coroutine that"
@@ -83,7 +83,9 @@ NO_EXECUTOR = (
 #: True once any future was awaited in this process: until then a batch settles with no hold (one read).
 awaited = False
 
-_local = threading.local()  # .held: the inboxes whose wake-up this thread defers (a list), or None
+# .held: the inboxes whose wake-up this thread defers (a list), or None;
+# .driving: > 0 while a synchronous driver steps a coroutine on this thread (see start_driving).
+_local = threading.local()
 
 # loop -> its inbox.  _INBOXES_LOCK guards it (loops of several threads ask at once).
 _INBOXES: weakref.WeakKeyDictionary[Any, _Inbox] = weakref.WeakKeyDictionary()
@@ -123,6 +125,30 @@ def wait(fut: Any) -> Any:
     signal.add_done_callback(waiter.signal_done)
     inbox.ask(waiter)
     return signal
+
+
+def start_driving() -> int:
+    """This thread steps a coroutine synchronously (no loop): an awaited pending future is yielded to it.
+
+    A synchronous execution (``DataLoaderExecutionContext``) that completes a
+    framework's coroutine wrapping a loader future (``graphql._awaitables.drive``)
+    turns this on around each step: ``await fut`` then yields *fut* itself, and
+    the execution resumes the coroutine once *fut* is done.  Returns the token
+    for ``stop_driving``.
+    """
+    depth: int = getattr(_local, "driving", 0)
+    _local.driving = depth + 1
+    return depth
+
+
+def stop_driving(token: int) -> None:
+    """End what ``start_driving`` (which returned *token*) began."""
+    _local.driving = token
+
+
+def driving() -> bool:
+    """True while a synchronous driver steps a coroutine on this thread."""
+    return bool(getattr(_local, "driving", 0))
 
 
 def hold() -> Optional[list[_Inbox]]:
