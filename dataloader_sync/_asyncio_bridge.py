@@ -63,6 +63,7 @@ import concurrent.futures as cf
 import sys
 import threading
 import weakref
+from collections.abc import Generator
 from typing import Any, Optional
 
 from . import _fork
@@ -90,6 +91,10 @@ _local = threading.local()
 # loop -> its inbox.  _INBOXES_LOCK guards it (loops of several threads ask at once).
 _INBOXES: weakref.WeakKeyDictionary[Any, _Inbox] = weakref.WeakKeyDictionary()
 _INBOXES_LOCK = threading.Lock()
+# The last (loop, inbox) looked up, for the next await on the same loop without the lock (read and
+# replaced whole: a race at worst looks the loop up again).  It keeps that loop alive until another
+# loop awaits (the loop's own inbox does not: see _Inbox).
+_last: tuple[Any, Any] = (None, None)
 
 
 def running_loop() -> Any:
@@ -100,31 +105,36 @@ def running_loop() -> Any:
     return asyncio._get_running_loop()
 
 
-def wait(fut: Any) -> Any:
-    """An ``asyncio.Future`` of the running loop done when *fut* (pending) is done (its value is None).
+def wait(fut: Any) -> Generator[Any, None, None]:
+    """Wait, on the running loop, until *fut* (pending) is done: ``yield from wait(fut)`` in an ``__await__``.
 
     Raises:
-        RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``).
+        RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``), when
+            the generator is first run (the ``await``).
+        BaseException: the awaiting task's cancellation; its waiter left *fut* first.
     """
     global awaited
     loop = running_loop()
     if loop is None or loop.is_closed():
         raise RuntimeError(NO_LOOP)
     awaited = True
-    inbox = _inbox_of(loop)
+    last = _last
+    inbox = last[1] if last[0] is loop else _inbox_of(loop)
     signal = loop.create_future()
     waiter = _Waiter(inbox, fut, signal)
     lock = fut._acquire()  # the future's current lock (see _future_lock)
     try:
         if fut.done():
-            signal.set_result(None)
-            return signal
+            return
         list.append(fut._waiters, waiter)  # list.append: not a driving waiter list's (see _demand.waiters_for)
     finally:
         lock.release()
-    signal.add_done_callback(waiter.signal_done)
-    inbox.ask(waiter)
-    return signal
+    inbox.ask(waiter, loop)
+    try:
+        yield from signal
+    except BaseException:  # the task was cancelled (or the loop fails it): leave the load to others
+        waiter.leave()
+        raise
 
 
 def start_driving() -> int:
@@ -205,11 +215,13 @@ def statistics(loop: Any) -> InboxStatistics:
 
 
 def _inbox_of(loop: Any) -> _Inbox:
+    global _last
     with _INBOXES_LOCK:
         inbox = _INBOXES.get(loop)
         if inbox is None:
             inbox = _INBOXES[loop] = _Inbox(loop)
-        return inbox
+    _last = (loop, inbox)
+    return inbox
 
 
 class _Waiter:
@@ -233,12 +245,8 @@ class _Waiter:
 
     add_result = add_exception = add_cancelled = moved = post
 
-    def signal_done(self, signal: Any) -> None:
-        """On the loop: the awaiting task was cancelled (or the await ended): leave the future alone."""
-        if signal.cancelled():
-            self.leave()
-
     def leave(self) -> None:
+        """On the loop: the await ended without the future (its task was cancelled): forget it."""
         fut = self.fut
         lock = fut._acquire()
         try:
@@ -268,11 +276,10 @@ class _Inbox:
         self.flushes = self.jobs = self.wakeups = self.delivered = 0
 
     # -- the loop thread --------------------------------------------------------------
-    def ask(self, waiter: _Waiter) -> None:
+    def ask(self, waiter: _Waiter, loop: Any) -> None:
         self._asked.append(waiter)
         if not self._flush_due:
             self._flush_due = True
-            loop = waiter.signal.get_loop()
             loop.call_soon(loop.call_soon, self._flush)  # aiodataloader's batching point (module notes)
 
     def _flush(self) -> None:
@@ -324,7 +331,7 @@ class _Inbox:
                 self.delivered += 1
                 signal.set_result(None)
             else:  # a chain it follows moved on to a new load: ask at the next batching point
-                self.ask(waiter)
+                self.ask(waiter, signal.get_loop())
 
     # -- any thread ----------------------------------------------------------------------
     def post(self, waiter: _Waiter) -> None:
