@@ -288,8 +288,8 @@ def table(report: dict[str, Any]) -> str:
     header = (f"{s['authors']} authors x {s['books']} books x {s['reviews']} reviews, 3 tags per book; "
               f"{s['rounds']} rounds x {s['requests']} requests; Python {report['python']}")
     lines = [header,
-             "| variant | CPU ms/req (median) | CPU range | wall ms/req | wall/CPU | statements/req"
-             " | loop wake-ups/req |",
+             ("| variant | CPU ms/req (median) | CPU range | wall ms/req | wall/CPU | statements/req"
+              " | loop wake-ups/req |"),
              "|---|---|---|---|---|---|---|"]
     for name, v in report["variants"].items():
         lo, hi = v["cpu_range"]
