@@ -3,10 +3,8 @@
 ``await loader.load(k)`` (``Future.__await__``) hands the future to this
 module.  The loop thread never runs a batch function and never blocks:
 
-1. *Ask.*  The await registers a ``_Waiter`` with the loop's ``_Inbox``: the
-   waiter sits in the future's waiter list (it speaks the protocol of
-   ``concurrent.futures``' waiters, as ``_demand.Blocker`` does) and the
-   inbox remembers that its loaders are to be dispatched.  The first ask of a
+1. *Ask.*  The await hands a ``_Waiter`` to the loop's ``_Inbox``, which
+   remembers that its loaders are to be dispatched.  The first ask of a
    round schedules the inbox's flush with ``loop.call_soon(loop.call_soon,
    flush)``: the flush runs once the loop has run every callback that was
    ready when the first key was queued, and every callback those scheduled
@@ -14,15 +12,20 @@ module.  The loop thread never runs a batch function and never blocks:
    ``process.nextTick`` after a resolved promise).  Every resolver of a level
    of graphql-core's async execution (tasks of one ``gather``) has queued its
    keys by then.
-2. *Dispatch.*  The flush follows each waiting future down to the loader
-   futures it waits on (a ``then`` chain's current stage, a ``gather``'s
-   futures: ``_demand``'s walk, without dispatching) and submits one job per
-   loader whose keys are still queued to the loop's default executor
-   (``loop.run_in_executor(None, ...)``).  The job dispatches that loader on
-   the worker thread: its batch function runs there (or on the loader's own
-   ``executor=``), as ``dispatch()`` would run it.
-3. *Deliver.*  When a waited future settles, its waiter posts itself to the
-   inbox (on whatever thread settled it).  The inbox wakes the loop at most
+2. *Dispatch.*  The flush submits one job per loader whose keys are still
+   queued to the loop's default executor (``loop.run_in_executor(None, ...)``);
+   the job dispatches that loader on the worker thread: its batch function
+   runs there (or on the loader's own ``executor=``), as ``dispatch()`` would
+   run it.  A waiter on a queued load of such a loader is *direct*: nothing
+   is registered on its future.  Any other waiter (a ``then`` chain, a
+   ``gather``, a load in flight elsewhere) sits in its future's waiter list
+   (it speaks the protocol of ``concurrent.futures``' waiters, as
+   ``_demand.Blocker`` does) and the flush follows the future down to the
+   loader futures it waits on (``_demand``'s walk, without dispatching).
+3. *Deliver.*  A job's end delivers its direct waiters whose futures it
+   settled (the others register then).  When a registered waiter's future
+   settles, the waiter posts itself to the inbox (on whatever thread settled
+   it).  The inbox wakes the loop at most
    once until the loop has taken what was posted: a wake-up
    (``call_soon_threadsafe``) is scheduled by the first post only, and the
    loop takes every post at once.  Within one batch the wake-up is deferred
@@ -60,6 +63,7 @@ never takes another lock inside, and no user code runs under it.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import functools
 import sys
 import threading
 import weakref
@@ -122,14 +126,7 @@ def wait(fut: Any) -> Generator[Any, None, None]:
     inbox = last[1] if last[0] is loop else _inbox_of(loop)
     signal = loop.create_future()
     waiter = _Waiter(inbox, fut, signal)
-    lock = fut._acquire()  # the future's current lock (see _future_lock)
-    try:
-        if fut.done():
-            return
-        list.append(fut._waiters, waiter)  # list.append: not a driving waiter list's (see _demand.waiters_for)
-    finally:
-        lock.release()
-    inbox.ask(waiter, loop)
+    inbox.ask(waiter, loop)  # registered on the future only if its batch's job does not settle it (_flush)
     try:
         yield from signal
     except BaseException:  # the task was cancelled (or the loop fails it): leave the load to others
@@ -245,6 +242,18 @@ class _Waiter:
 
     add_result = add_exception = add_cancelled = moved = post
 
+    def register(self) -> bool:
+        """Sit in the future's waiter list, to be posted when it is done; True if it is done already."""
+        fut = self.fut
+        lock = fut._acquire()  # the future's current lock (see _future_lock)
+        try:
+            if fut.done():
+                return True
+            list.append(fut._waiters, self)  # list.append: not a driving waiter list's (see _demand.waiters_for)
+            return False
+        finally:
+            lock.release()
+
     def leave(self) -> None:
         """On the loop: the await ended without the future (its task was cancelled): forget it."""
         fut = self.fut
@@ -283,40 +292,67 @@ class _Inbox:
             loop.call_soon(loop.call_soon, self._flush)  # aiodataloader's batching point (module notes)
 
     def _flush(self) -> None:
+        # A waiter on a plain queued load (the common case) is *direct*: the job that dispatches
+        # its loader delivers it when it ends (_job_done), nothing registered on the future.
+        # Any other (a chain, a gather, a load in flight elsewhere) registers on its future and
+        # watches its chain, and is posted when it is done or moves.
         self._flush_due = False
         self.flushes += 1
         asked, self._asked = self._asked, []
-        found: dict[int, tuple[Any, Any, list[_Waiter]]] = {}  # id(ticket) -> (loader, ticket, its waiters)
+        found: dict[int, tuple[Any, Any, list[_Waiter]]] = {}  # id(ticket) -> (loader, ticket, direct waiters)
         for waiter in asked:
-            if waiter.signal.done():
+            signal, fut = waiter.signal, waiter.fut
+            if signal.done():
                 continue
-            for loader, ticket in _leaves(waiter.fut, waiter):
-                entry = found.get(id(ticket))
-                if entry is None:
-                    found[id(ticket)] = (loader, ticket, [waiter])
-                else:
-                    entry[2].append(waiter)
-            if waiter.fut.done() and not waiter.signal.done():  # settled by the walk (an orphan)
-                waiter.signal.set_result(None)
+            if fut.done():
+                self.delivered += 1
+                signal.set_result(None)
+                continue
+            ticket = fut._ticket
+            if ticket is not None and ticket.taken_in is None:
+                loader = ticket.loader()
+                if loader is not None:
+                    entry = found.get(id(ticket))
+                    if entry is None:
+                        found[id(ticket)] = (loader, ticket, [waiter])
+                    else:
+                        entry[2].append(waiter)
+                    continue
+            if waiter.register():
+                self.delivered += 1
+                signal.set_result(None)
+                continue
+            for loader, ticket in _leaves(fut, waiter):
+                if id(ticket) not in found:
+                    found[id(ticket)] = (loader, ticket, [])
+            if fut.done() and not signal.done():  # settled by the walk (an orphan)
+                self.delivered += 1
+                signal.set_result(None)
         loop = self._loop_ref()
         if loop is None:
             return
-        for loader, ticket, waiters in found.values():
+        for loader, ticket, direct in found.values():
             try:
                 job = loop.run_in_executor(None, _dispatch_job, self, loader, ticket)
             except RuntimeError:  # the default executor is shut down
-                for waiter in waiters:
+                for waiter in direct:
                     if not waiter.signal.done():
-                        waiter.leave()
                         waiter.signal.set_exception(RuntimeError(NO_EXECUTOR))
                 continue
             self.jobs += 1
-            job.add_done_callback(self._job_done)
+            job.add_done_callback(functools.partial(self._job_done, direct))
 
-    def _job_done(self, _job: Any) -> None:
+    def _job_done(self, direct: list[_Waiter], _job: Any) -> None:
         # A job's completion wakes the loop (run_in_executor's own call_soon_threadsafe): it is
-        # the wake-up of what the job's batch delivered, which deferred its own (module notes).
+        # the wake-up of what the job's batch settled, which deferred its own (module notes).
         self.wakeups += 1
+        for waiter in direct:
+            signal = waiter.signal
+            if signal.done():
+                continue
+            if waiter.fut.done() or waiter.register():  # settled; else (an executor's batch) posted later
+                self.delivered += 1
+                signal.set_result(None)
         self._deliver()
 
     def _deliver(self) -> None:

@@ -214,7 +214,7 @@ def test_a_cancelled_awaiting_task_leaves_the_loader_usable() -> None:
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(task, TIMEOUT)
         fut = loader.load(1)
-        assert not fut.cancelled() and fut._waiter_list == []  # the load is untouched, its waiter gone
+        assert not fut.cancelled() and not fut._waiter_list  # the load is untouched, no waiter left on it
         release.set()
         return await fut, await loader.load(2)
 
@@ -405,3 +405,21 @@ def test_graphql_async_execution_shares_the_cache_with_sync_resolvers_of_the_req
     first, second = run(main)
     assert first.data == second.data == {"author": {"name": "Bob", "books": [{"title": "T20"}]}}
     assert batches == {"authors": [[2]], "books_of": [[2]]}  # the second request: all hits
+
+
+def test_a_loader_with_its_own_executor_runs_its_batch_there_and_wakes_the_loop_once_for_it() -> None:
+    import concurrent.futures as cf
+
+    batch = Recorder()
+    with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="own-pool") as pool:
+        loader = DataLoader(batch, executor=pool)
+
+        async def main() -> Any:
+            loop: Any = asyncio.get_running_loop()
+            values = await asyncio.gather(*(loader.load(k) for k in range(20)))
+            return values, loop.wakeups
+
+        values, wakeups = run(main)
+    assert values == [k * 10 for k in range(20)]
+    assert batch.batches == [list(range(20))] and batch.threads[0].startswith("own-pool")
+    assert wakeups <= 2  # the dispatch job's end, and the batch's settling on the pool: not one per future
