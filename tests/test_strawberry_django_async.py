@@ -228,3 +228,22 @@ def test_async_view_leaves_no_connection_open_after_50_requests_on_postgresql(po
     assert request_thread_pid is not None
     left = other_connections(postgres_server, orm_db)
     assert left == []  # the batches' connections, on the loop's default executor threads: none left
+
+
+def test_bench_asgi_quick_runs_and_every_variant_answers_alike(tmp_path):
+    """tools/bench_asgi.py --quick, in a fresh interpreter (it configures Django itself): no figure asserted."""
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    out = subprocess.run([sys.executable, str(root / "tools" / "bench_asgi.py"), "--quick", "--json",
+                          str(tmp_path / "out.json")], capture_output=True, text=True, env=env, timeout=240,
+                         check=False)
+    assert out.returncode == 0, out.stderr[-4000:]
+    report = json.loads((tmp_path / "out.json").read_text())
+    assert set(report["variants"]) == {"ours-async", "sd-dataloader", "optimizer", "ours-sync"}
+    assert report["variants"]["ours-async"]["statements"] == 5.0  # statements = levels
