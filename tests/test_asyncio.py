@@ -423,3 +423,59 @@ def test_a_loader_with_its_own_executor_runs_its_batch_there_and_wakes_the_loop_
     assert values == [k * 10 for k in range(20)]
     assert batch.batches == [list(range(20))] and batch.threads[0].startswith("own-pool")
     assert wakeups <= 2  # the dispatch job's end, and the batch's settling on the pool: not one per future
+
+
+class HandoffLoop(CountingLoop):
+    """A CountingLoop whose wake-ups from another thread wait until the loop has run them.
+
+    The loop then takes what was posted before the waking thread goes on, so
+    a second post of the same batch would need a wake-up of its own: only a
+    batch that defers its wake-up to its end (``settle_many``'s hold) wakes the
+    loop once.
+    """
+
+    def call_soon_threadsafe(self, callback: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        if threading.get_ident() == self._thread_id:  # type: ignore[attr-defined]
+            return super().call_soon_threadsafe(callback, *args, **kwargs)
+        ran = threading.Event()
+
+        def run_then_tell(*a: Any) -> None:
+            try:
+                callback(*a)
+            finally:
+                ran.set()
+
+        handle = super().call_soon_threadsafe(run_then_tell, *args, **kwargs)
+        ran.wait(TIMEOUT)
+        return handle
+
+
+def test_a_batch_settled_on_another_thread_wakes_the_loop_once_even_when_the_loop_is_quick() -> None:
+    import concurrent.futures as cf
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow(keys: list[int]) -> list[int]:
+        started.set()
+        assert release.wait(TIMEOUT)
+        return [k * 10 for k in keys]
+
+    with cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="own-pool") as pool:
+        loader = DataLoader(slow, executor=pool)
+
+        async def main() -> Any:
+            loop: Any = asyncio.get_running_loop()
+            futures = [loader.load(k) for k in range(20)]
+            waiting = asyncio.ensure_future(asyncio.gather(*futures))
+            while not all(f._waiter_list for f in futures):  # the dispatch job ended: each await registered
+                await asyncio.sleep(0.001)
+            assert started.is_set()
+            before = loop.wakeups
+            release.set()
+            values = await waiting
+            return values, loop.wakeups - before
+
+        with asyncio.Runner(loop_factory=HandoffLoop) as runner:
+            values, wakeups = runner.run(asyncio.wait_for(main(), TIMEOUT))
+    assert values == [k * 10 for k in range(20)]
+    assert wakeups == 1  # the batch's twenty settles, one wake-up (one per future without the hold)
