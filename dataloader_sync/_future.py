@@ -86,7 +86,7 @@ NOT_OUR_EXECUTION = (
     f" is awaitable, with no asyncio event loop running): {_FIX} (graphql-core 3.3: executor_class=;"
     " graphene-django: GraphQLView.as_view(execution_context_class=...)); outside GraphQL, call .result()"
 )
-#: The words a future used as the value it will hold shows (``Future.__str__``, ``__iter__``, ``__inspect__``).
+#: The words a future used as the value it will hold shows (``Future.__iter__``, ``__inspect__``).
 USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
 
 
@@ -209,19 +209,16 @@ class Future(cf.Future[T], Generic[T]):
 
     # -- used as its value by mistake -------------------------------------------
     # A synchronous execution that is not ours (graphql_sync, graphene's
-    # execute, graphene-django's view without our class) never asks
-    # is_awaitable: it completes the future itself as the value.  A list field
-    # iterates it, a scalar field shows it in its error (graphql-core's
-    # inspect), graphene-django's is_type_of formats it: each then names the
-    # fix.  (No __getattr__: it would slow every attribute read of every
-    # future; an object field's own fields read off a future stay null.)
+    # execute) never asks is_awaitable: it completes the future itself as the
+    # value.  A list field iterates it, a scalar field shows it in its error
+    # (graphql-core's inspect): each then names the fix.  Not covered: a
+    # String or ID field serializes it with str() (its repr, as before), and
+    # an object field's own fields read off it stay null (a __getattr__ would
+    # slow every attribute read of every future: CPython specializes none).
     def __iter__(self) -> Any:
         raise TypeError(USED_AS_VALUE)
 
     def __inspect__(self) -> str:
-        return f"{self!r} ({USED_AS_VALUE})"
-
-    def __str__(self) -> str:
         return f"{self!r} ({USED_AS_VALUE})"
 
     # -- inspection ----------------------------------------------------------
