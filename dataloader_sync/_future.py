@@ -132,7 +132,11 @@ class _AwaitOnLoop:
 class Future(cf.Future[T], Generic[T]):
     """A ``concurrent.futures.Future`` that is cheap to create, with ``then``.
 
-    Thread-safe: any thread may complete it, wait on it or add callbacks.
+    Awaitable on a running asyncio loop: ``await loader.load(key)`` batches
+    the loads awaited together, runs the batch function off the loop and
+    wakes the loop once per batch (docs/asgi.rst).
+
+    Thread-safe: any thread may complete it, wait on it, await it or add callbacks.
     """
 
     # _lock guards _state, _result, _exception, _done_callbacks, _waiter_list,
