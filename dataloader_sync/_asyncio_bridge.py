@@ -112,6 +112,9 @@ def running_loop() -> Any:
 def wait(fut: Any) -> Generator[Any, None, None]:
     """Wait, on the running loop, until *fut* (pending) is done: ``yield from wait(fut)`` in an ``__await__``.
 
+    With no loop, under a synchronous driver (``start_driving``), *fut* itself
+    is yielded to the driver, which resumes the generator once *fut* is done.
+
     Raises:
         RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``), when
             the generator is first run (the ``await``).
@@ -120,6 +123,9 @@ def wait(fut: Any) -> Generator[Any, None, None]:
     global awaited
     loop = running_loop()
     if loop is None or loop.is_closed():
+        if loop is None and getattr(_local, "driving", 0):
+            yield fut
+            return
         raise RuntimeError(NO_LOOP)
     awaited = True
     last = _last

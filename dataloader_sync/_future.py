@@ -91,16 +91,13 @@ USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
 
 
 def _await(fut: Future[T]) -> Generator[Any, None, T]:
-    """``await fut``: wait on the running loop without blocking it (``_asyncio_bridge``), then the outcome.
+    """``await fut``: wait on the running loop without blocking it (``_asyncio_bridge.wait``), then the outcome.
 
     With no loop, under a synchronous driver (``_asyncio_bridge.start_driving``),
     the future itself is yielded to the driver, which resumes once it is done.
     """
     if fut._state is PENDING or fut._state is RUNNING:
-        if _running_loop() is None and _asyncio_bridge.driving():
-            yield fut
-        else:
-            yield from _asyncio_bridge.wait(fut)  # RuntimeError at once with no running loop
+        yield from _asyncio_bridge.wait(fut)  # RuntimeError at once with no running loop (and no driver)
     value: T = fut._outcome()
     return value
 
