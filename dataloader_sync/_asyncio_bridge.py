@@ -123,7 +123,7 @@ def wait(fut: Any) -> Generator[Any, None, None]:
     global awaited
     loop = running_loop()
     if loop is None or loop.is_closed():
-        if loop is None and getattr(_local, "driving", 0):
+        if loop is None and driving():
             yield fut
             return
         raise RuntimeError(NO_LOOP)
