@@ -42,7 +42,9 @@ Guarantees:
 - No timer, no ``dispatch_all()``: a key awaited on a running loop is
   dispatched at the loop's next batching point.
 - The loop thread runs no batch function and no ``then`` function of a
-  dispatched batch; those run on the worker thread that settled the batch.
+  dispatched batch; those run on the worker thread that settled the batch,
+  the batch in a copy of the context of the first task that awaited one of
+  its keys (as ``asyncio.to_thread`` carries its caller's).
 - Never hangs: awaiting with no running loop, or on a closed loop, is a
   ``RuntimeError`` at once (``NO_LOOP``); a load whose loader was
   garbage-collected fails (``_demand.orphaned_error``); a loop whose default
@@ -68,6 +70,7 @@ import sys
 import threading
 import weakref
 from collections.abc import Generator
+from contextvars import copy_context
 from typing import Any, Optional
 
 from . import _fork
@@ -339,7 +342,10 @@ class _Inbox:
             return
         for loader, ticket, direct in found.values():
             try:
-                job = loop.run_in_executor(None, _dispatch_job, self, loader, ticket)
+                # In a copy of this flush's context, which is the first asking task's (call_soon
+                # copies the context it is called in): as asyncio.to_thread does, so the batch
+                # sees that request's contextvars (OpenTelemetry's context, request settings).
+                job = loop.run_in_executor(None, copy_context().run, _dispatch_job, self, loader, ticket)
             except RuntimeError:  # the default executor is shut down
                 for waiter in direct:
                     if not waiter.signal.done():

@@ -479,3 +479,28 @@ def test_a_batch_settled_on_another_thread_wakes_the_loop_once_even_when_the_loo
             values, wakeups = runner.run(asyncio.wait_for(main(), TIMEOUT))
     assert values == [k * 10 for k in range(20)]
     assert wakeups == 1  # the batch's twenty settles, one wake-up (one per future without the hold)
+
+
+def test_the_batch_runs_in_the_context_of_the_task_that_awaited_first() -> None:
+    import contextvars
+
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+    seen: list[str] = []
+
+    def batch(keys: list[int]) -> list[int]:
+        seen.append(request_id.get())
+        return keys
+
+    loader = DataLoader(batch)
+
+    async def request(name: str, key: int) -> int:
+        request_id.set(name)
+        return await loader.load(key)
+
+    async def main() -> Any:
+        first = await request("first", 1)
+        second = await request("second", 2)
+        return first, second
+
+    assert run(main) == (1, 2)
+    assert seen == ["first", "second"]  # each batch saw its request's contextvars (without the copy: "none")
