@@ -3,8 +3,9 @@
 ``await loader.load(k)`` (``Future.__await__``) hands the future to this
 module.  The loop thread never runs a batch function and never blocks:
 
-1. *Ask.*  The await hands a ``_Waiter`` to the loop's ``_Inbox``, which
-   remembers that its loaders are to be dispatched.  The first ask of a
+1. *Ask.*  The await (``wait``) makes an ``asyncio.Future`` of the loop, the
+   *signal* the awaiting task waits on, and hands a ``_Waiter`` for it to the
+   loop's ``_Inbox``, which remembers that its loaders are to be dispatched.  The first ask of a
    round schedules the inbox's flush with ``loop.call_soon(loop.call_soon,
    flush)``: the flush runs once the loop has run every callback that was
    ready when the first key was queued, and every callback those scheduled
@@ -22,8 +23,10 @@ module.  The loop thread never runs a batch function and never blocks:
    (it speaks the protocol of ``concurrent.futures``' waiters, as
    ``_demand.Blocker`` does) and the flush follows the future down to the
    loader futures it waits on (``_demand``'s walk, without dispatching).
-3. *Deliver.*  A job's end delivers its direct waiters whose futures it
-   settled (the others register then).  When a registered waiter's future
+3. *Deliver.*  Delivering a waiter gives its signal the future's outcome
+   (value or error), so the task resumes with it and no frame of ours runs.
+   A job's end delivers its direct waiters whose futures it settled (the
+   others register then).  When a registered waiter's future
    settles, the waiter posts itself to the inbox (on whatever thread settled
    it).  The inbox wakes the loop at most
    once until the loop has taken what was posted: a wake-up
@@ -49,9 +52,9 @@ Guarantees:
   ``RuntimeError`` at once (``NO_LOOP``); a load whose loader was
   garbage-collected fails (``_demand.orphaned_error``); a loop whose default
   executor is shut down fails the awaits of that flush (``NO_EXECUTOR``).
-- A cancelled awaiting task takes its waiter out of the future's waiter list
-  and leaves the load alone: the key stays queued or in flight, and cached,
-  for every other caller.
+- A cancelled awaiting task leaves the load alone (a registered waiter leaves
+  the future's waiter list when its signal is cancelled): the key stays
+  queued or in flight, and cached, for every other caller.
 - One loader may be awaited from several loops, one after another or at
   once: each loop has its own inbox; a future's waiters may belong to any.
 - A process that never awaits pays one global read per settled batch.
@@ -112,35 +115,44 @@ def running_loop() -> Any:
     return asyncio._get_running_loop()
 
 
-def wait(fut: Any) -> Generator[Any, None, None]:
-    """Wait, on the running loop, until *fut* (pending) is done: ``yield from wait(fut)`` in an ``__await__``.
+def wait(fut: Any) -> Generator[Any, None, Any]:
+    """The iterator of ``await fut`` for a pending *fut*: its value (or error) once done, the loop never blocked.
 
-    With no loop, under a synchronous driver (``start_driving``), *fut* itself
-    is yielded to the driver, which resumes the generator once *fut* is done.
+    On a running loop it is the iterator of an ``asyncio.Future`` that gets
+    *fut*'s outcome (``_resolve``).  With no loop, under a synchronous driver
+    (``start_driving``), a generator that yields *fut* itself to the driver,
+    which resumes it once *fut* is done.
 
     Raises:
-        RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``), when
-            the generator is first run (the ``await``).
-        BaseException: the awaiting task's cancellation; its waiter left *fut* first.
+        RuntimeError: no asyncio loop runs in this thread, or it is closed (``NO_LOOP``).
     """
     global awaited
     loop = running_loop()
     if loop is None or loop.is_closed():
         if loop is None and driving():
-            yield fut
-            return
+            return _driven(fut)
         raise RuntimeError(NO_LOOP)
     awaited = True
     last = _last
     inbox = last[1] if last[0] is loop else _inbox_of(loop)
     signal = loop.create_future()
-    waiter = _Waiter(inbox, fut, signal)
-    inbox.ask(waiter, loop)  # registered on the future only if its batch's job does not settle it (_flush)
-    try:
-        yield from signal
-    except BaseException:  # the task was cancelled (or the loop fails it): leave the load to others
-        waiter.leave()
-        raise
+    inbox.ask(_Waiter(inbox, fut, signal), loop)  # registered on fut only if its batch's job does not settle it
+    return signal.__await__()  # type: ignore[no-any-return]
+
+
+def _driven(fut: Any) -> Generator[Any, None, Any]:
+    yield fut
+    return fut._outcome()
+
+
+def _resolve(signal: Any, fut: Any) -> None:
+    """Give the awaiting task's *signal* the outcome of *fut* (done)."""
+    if fut.cancelled():
+        signal.set_exception(cf.CancelledError())
+    elif fut._exception is not None:
+        signal.set_exception(fut._exception)
+    else:
+        signal.set_result(fut._result)
 
 
 def start_driving() -> int:
@@ -259,9 +271,14 @@ class _Waiter:
             if fut.done():
                 return True
             list.append(fut._waiters, self)  # list.append: not a driving waiter list's (see _demand.waiters_for)
-            return False
         finally:
             lock.release()
+        self.signal.add_done_callback(self._signal_done)
+        return False
+
+    def _signal_done(self, signal: Any) -> None:
+        if signal.cancelled():  # the awaiting task was cancelled: leave the load to others
+            self.leave()
 
     def leave(self) -> None:
         """On the loop: the await ended without the future (its task was cancelled): forget it."""
@@ -315,7 +332,7 @@ class _Inbox:
                 continue
             if fut.done():
                 self.delivered += 1
-                signal.set_result(None)
+                _resolve(signal, fut)
                 continue
             ticket = fut._ticket
             if ticket is not None and ticket.taken_in is None:
@@ -329,14 +346,14 @@ class _Inbox:
                     continue
             if waiter.register():
                 self.delivered += 1
-                signal.set_result(None)
+                _resolve(signal, fut)
                 continue
             for loader, ticket in _leaves(fut, waiter):
                 if id(ticket) not in found:
                     found[id(ticket)] = (loader, ticket, [])
             if fut.done() and not signal.done():  # settled by the walk (an orphan)
                 self.delivered += 1
-                signal.set_result(None)
+                _resolve(signal, fut)
         loop = self._loop_ref()
         if loop is None:
             return
@@ -364,7 +381,7 @@ class _Inbox:
                 continue
             if waiter.fut.done() or waiter.register():  # settled; else (an executor's batch) posted later
                 self.delivered += 1
-                signal.set_result(None)
+                _resolve(signal, waiter.fut)
         self._deliver()
 
     def _deliver(self) -> None:
@@ -377,7 +394,7 @@ class _Inbox:
                 continue
             if waiter.fut.done():
                 self.delivered += 1
-                signal.set_result(None)
+                _resolve(signal, waiter.fut)
             else:  # a chain it follows moved on to a new load: ask at the next batching point
                 self.ask(waiter, signal.get_loop())
 

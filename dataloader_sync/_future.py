@@ -91,15 +91,21 @@ USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
 
 
 def _await(fut: Future[T]) -> Generator[Any, None, T]:
-    """``await fut``: wait on the running loop without blocking it (``_asyncio_bridge.wait``), then the outcome.
+    """``fut.__await__()``: the value at once when done, else ``_asyncio_bridge.wait``'s iterator.
 
-    With no loop, under a synchronous driver (``_asyncio_bridge.start_driving``),
-    the future itself is yielded to the driver, which resumes once it is done.
+    Raises:
+        RuntimeError: pending, with no running loop (and no synchronous driver).
     """
     if fut._state is PENDING or fut._state is RUNNING:
-        yield from _asyncio_bridge.wait(fut)  # RuntimeError at once with no running loop (and no driver)
+        return _asyncio_bridge.wait(fut)  # the loop never blocks; RuntimeError at once with no loop
+    return _outcome_of(fut)
+
+
+def _outcome_of(fut: Future[T]) -> Generator[Any, None, T]:
+    """An iterator that yields nothing and returns (or raises) the outcome of the done *fut*."""
     value: T = fut._outcome()
     return value
+    yield  # a generator, for await
 
 
 class _AwaitOnLoop:
