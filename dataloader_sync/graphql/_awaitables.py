@@ -33,9 +33,10 @@ Guarantees:
 """
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from types import CoroutineType, GeneratorType
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from .._asyncio_bridge import start_driving, stop_driving
 from .._future import Future, settle
@@ -137,7 +138,7 @@ def _refuse_slow(value: Any) -> bool:
     raise AwaitableNotSupportedError(MESSAGE)
 
 
-def _wrapper_codes() -> frozenset[Any]:
+def _wrapper_codes() -> Optional[frozenset[Any]]:
     """The code of each framework coroutine known to wrap a resolver's value and only await it.
 
     strawberry-django's fields (``StrawberryDjangoField.get_result``, its
@@ -146,11 +147,17 @@ def _wrapper_codes() -> frozenset[Any]:
     that awaits it and completes it as the synchronous path would.  Where no
     loop runs, the execution steps such a coroutine itself (``drive``): the
     field completes as it did when futures were not awaitable.
+
+    Returns:
+        The codes; None when strawberry-django cannot be imported yet (Django
+        not configured): nothing of it can reach an execution before it can.
     """
+    if importlib.util.find_spec("strawberry_django") is None:
+        return frozenset()
     try:
         from strawberry_django.fields import field as module
-    except Exception:  # not installed, or Django not configured: nothing of it can reach us
-        return frozenset()
+    except Exception:
+        return None
     codes = set()
     for cls in vars(module).values():
         if isinstance(cls, type) and cls.__module__ == module.__name__:
@@ -169,7 +176,10 @@ def drivable(value: Any) -> bool:
     if value.__class__ is not CoroutineType or value.cr_frame is None or value.cr_suspended or value.cr_running:
         return False  # not a coroutine, or not a new one
     if not _WRAPPERS:
-        _WRAPPERS.append(_wrapper_codes())
+        codes = _wrapper_codes()
+        if codes is None:  # not importable yet: ask again next time
+            return False
+        _WRAPPERS.append(codes)
     return value.cr_code in _WRAPPERS[0]
 
 
