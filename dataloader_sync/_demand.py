@@ -44,7 +44,8 @@ from typing import Any, Callable, Optional, Protocol
 
 from . import _fork
 
-__all__ = ["Blocker", "Drivable", "Ticket", "TicketLoader", "drive_and_wait", "waiters_for"]
+__all__ = ["Blocker", "Drivable", "Ticket", "TicketLoader", "drive_and_wait", "orphaned_error", "unwatch",
+           "waiters_for", "watch"]
 
 _monotonic = time.monotonic
 
@@ -185,6 +186,11 @@ def _unwatch(stages: list[Drivable], blocker: Any) -> None:
                 demand.remove(blocker)
         finally:
             lock.release()
+
+
+#: What a waiter on an event loop (``_asyncio_bridge``) uses to follow a chain as a blocked thread does.
+watch = _watch
+unwatch = _unwatch
 
 
 class Blocker:

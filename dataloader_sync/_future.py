@@ -32,6 +32,13 @@ Guarantees:
 - ``then(fn)`` runs ``fn`` with the dispatch scope that was current when
   ``then`` was called (see ``_dispatch_scope``), so loads made in a chain are
   batched with the execution that started the chain.
+- Awaitable on a running asyncio loop (``await fut``, see ``_asyncio_bridge``):
+  the loads it waits on are dispatched off the loop at the loop's batching
+  point, and the loop is woken once per batch.  Where no loop runs, only a
+  coroutine sees ``__await__`` (awaiting there is a clear ``RuntimeError``);
+  anything else asking (graphql-core's ``is_awaitable`` in a synchronous
+  execution that is not ``DataLoaderExecutionContext``) gets a ``TypeError``
+  naming the fix (``NOT_OUR_EXECUTION``).
 - Sync on demand (see ``_demand``): blocking on a future (``result()``,
   ``exception()``, ``concurrent.futures.wait``/``as_completed``) that waits,
   directly or through a ``then`` chain or a ``gather``, on a load its loader
@@ -41,17 +48,21 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
+import inspect
 import logging
+import sys
 import threading
+from collections.abc import Generator
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING, RUNNING
 from contextvars import copy_context
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, overload
 
-from . import _fork
+from . import _asyncio_bridge, _fork
 from ._demand import drive_and_wait, waiters_for
 from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
 
-__all__ = ["Future", "abandon_in_child", "renew_lock_in_child", "settle", "settle_many"]
+__all__ = ["NOT_OUR_EXECUTION", "USED_AS_VALUE", "Future", "abandon_in_child", "renew_lock_in_child", "settle",
+           "settle_many"]
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -61,12 +72,74 @@ _FutureT = TypeVar("_FutureT", bound="cf.Future")  # type: ignore[type-arg]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 _Lock = threading.Lock
+_running_loop = _asyncio_bridge.running_loop
+_COROUTINE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
+
+#: The fix every misuse message below names.
+_FIX = (
+    "use DataLoaderExecutionContext (execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext)"
+    " or an async execution"
+)
+#: The error of a future that reached synchronous code asking whether it is awaitable (see ``_AwaitOnLoop``).
+NOT_OUR_EXECUTION = (
+    "a dataloader_sync future reached an execution that does not wait for futures (it asked whether the future"
+    f" is awaitable, with no asyncio event loop running): {_FIX} (graphql-core 3.3: executor_class=;"
+    " graphene-django: GraphQLView.as_view(execution_context_class=...)); outside GraphQL, call .result()"
+)
+#: The words a future used as the value it will hold shows (``Future.__iter__``, ``__inspect__``).
+USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
+
+
+def _await(fut: Future[T]) -> Generator[Any, None, T]:
+    """``fut.__await__()``: the value at once when done, else ``_asyncio_bridge.wait``'s iterator.
+
+    Raises:
+        RuntimeError: pending, with no running loop (and no synchronous driver).
+    """
+    if fut._state is PENDING or fut._state is RUNNING:
+        return _asyncio_bridge.wait(fut)  # the loop never blocks; RuntimeError at once with no loop
+    return _outcome_of(fut)
+
+
+def _outcome_of(fut: Future[T]) -> Generator[Any, None, T]:
+    """An iterator that yields nothing and returns (or raises) the outcome of the done *fut*."""
+    value: T = fut._outcome()
+    return value
+    yield  # a generator, for await
+
+
+class _AwaitOnLoop:
+    """``Future.__await__``: a method where an asyncio loop runs or a coroutine awaits; an error elsewhere.
+
+    graphql-core asks ``is_awaitable`` (``hasattr(value, "__await__")``) of
+    each resolver's value inside the ``try`` that makes a field's error.
+    Under its async execution a loop runs: the future is awaitable.  In a
+    synchronous execution that is not ours no loop runs: the answer is a
+    ``TypeError`` (``NOT_OUR_EXECUTION``, which ``hasattr`` does not
+    swallow), so the field fails at its path naming the fix, instead of
+    becoming a coroutine nobody runs (graphql-core's "failed to complete
+    synchronously") or a value read as null.  An ``await`` with no loop
+    running (the asking frame is a coroutine's) gets the method, which fails
+    at once naming the loop.  The class itself always has it
+    (``collections.abc.Awaitable``, ``inspect.isawaitable``).
+    """
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return self
+        if _running_loop() is None and not sys._getframe(1).f_code.co_flags & _COROUTINE_FLAGS:
+            raise TypeError(NOT_OUR_EXECUTION)
+        return _await.__get__(obj)
 
 
 class Future(cf.Future[T], Generic[T]):
     """A ``concurrent.futures.Future`` that is cheap to create, with ``then``.
 
-    Thread-safe: any thread may complete it, wait on it or add callbacks.
+    Awaitable on a running asyncio loop: ``await loader.load(key)`` batches
+    the loads awaited together, runs the batch function off the loop and
+    wakes the loop once per batch (docs/asgi.rst).
+
+    Thread-safe: any thread may complete it, wait on it, await it or add callbacks.
     """
 
     # _lock guards _state, _result, _exception, _done_callbacks, _waiter_list,
@@ -134,6 +207,26 @@ class Future(cf.Future[T], Generic[T]):
         if self._waiter_list is None:
             self._waiter_list = waiters_for(self) if (self._ticket is not None or self._follow is not None) else []
         return self._waiter_list
+
+    # -- awaiting (see _AwaitOnLoop) ---------------------------------------------
+    if TYPE_CHECKING:
+        def __await__(self) -> Generator[Any, None, T]: ...
+    else:
+        __await__ = _AwaitOnLoop()
+
+    # -- used as its value by mistake -------------------------------------------
+    # A synchronous execution that is not ours (graphql_sync, graphene's
+    # execute) never asks is_awaitable: it completes the future itself as the
+    # value.  A list field iterates it, a scalar field shows it in its error
+    # (graphql-core's inspect): each then names the fix.  Not covered: a
+    # String or ID field serializes it with str() (its repr, as before), and
+    # an object field's own fields read off it stay null (a __getattr__ would
+    # slow every attribute read of every future: CPython specializes none).
+    def __iter__(self) -> Any:
+        raise TypeError(USED_AS_VALUE)
+
+    def __inspect__(self) -> str:
+        return f"{self!r} ({USED_AS_VALUE})"
 
     # -- inspection ----------------------------------------------------------
     def __repr__(self) -> str:

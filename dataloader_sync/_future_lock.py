@@ -46,6 +46,8 @@ from collections.abc import Sequence
 from concurrent.futures._base import FINISHED, PENDING, RUNNING
 from typing import Any, Optional, Protocol
 
+from . import _asyncio_bridge as _bridge
+
 __all__ = ["Locked", "Settleable", "acquire", "own_lock", "renew_lock_in_child", "settle_many"]
 
 _Lock = threading.Lock
@@ -135,6 +137,23 @@ def renew_lock_in_child(fut: Locked) -> None:
 
 def settle_many(lock: Any, futures: Sequence[Settleable], values: list[Any]) -> None:
     """Settle each future with its value (an exception instance fails it), as ``Future._settle`` does.
+
+    Once a future was awaited in this process, the event loops waiting on
+    these futures are woken once, at the end (``_asyncio_bridge.hold``), not
+    once per future.
+    """
+    if not _bridge.awaited:
+        _settle_many(lock, futures, values)
+        return
+    token = _bridge.hold()
+    try:
+        _settle_many(lock, futures, values)
+    finally:
+        _bridge.release(token)
+
+
+def _settle_many(lock: Any, futures: Sequence[Settleable], values: list[Any]) -> None:
+    """``settle_many``'s steps.
 
     The futures guarded by *lock* (their loader's) are settled under one
     acquisition of it, with ``_settle``'s steps inline (a copy for speed: see

@@ -105,4 +105,4 @@ def test_without_the_execution_context_ariadne_django_cannot_resolve_futures(exa
                                  content_type="application/json")
     body = response.json()
     assert body["data"] is None
-    assert "Expected Iterable" in body["errors"][0]["message"]
+    assert "use DataLoaderExecutionContext" in body["errors"][0]["message"]  # the future names the fix

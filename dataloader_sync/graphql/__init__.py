@@ -4,6 +4,9 @@
 (from ``DataLoader.load``, ``Future.then``, an executor) while the execution stays
 on the request thread.  Pass it as ``execution_context_class=`` (graphql-core 3.2,
 graphene, graphene-django's ``GraphQLView``) or ``executor_class=`` (graphql-core 3.3).
+graphql-core's async execution (``graphql()``, ``execute_async``, strawberry's
+``await schema.execute``) needs no class of ours: loader futures are awaitable
+(docs/asgi.rst).
 
 Requires graphql-core: ``pip install dataloader_sync[graphql]``.
 """

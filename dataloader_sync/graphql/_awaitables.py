@@ -33,10 +33,13 @@ Guarantees:
 """
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from types import CoroutineType, GeneratorType
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
+from .._asyncio_bridge import start_driving, stop_driving
+from .._future import Future, settle
 from ._promises import PromiseType
 
 __all__ = [
@@ -44,6 +47,8 @@ __all__ = [
     "MESSAGE",
     "NEVER_AWAITABLE",
     "AwaitableNotSupportedError",
+    "drivable",
+    "drive",
     "is_plain",
     "refuse_awaitable",
     "refusing_type_resolver",
@@ -82,6 +87,8 @@ class AwaitableNotSupportedError(TypeError):
 def _classify(cls: type) -> Any:
     if cls is PromiseType:
         return _PROMISE
+    if issubclass(cls, Future):  # awaitable on a loop, but the execution waits for it as a Future
+        return False
     if cls is GeneratorType:
         return _GENERATOR
     return cls is CoroutineType or hasattr(cls, "__await__")
@@ -129,6 +136,80 @@ def _refuse_slow(value: Any) -> bool:
         return False
     _discard(value)
     raise AwaitableNotSupportedError(MESSAGE)
+
+
+def _wrapper_codes() -> Optional[frozenset[Any]]:
+    """The code of each framework coroutine known to wrap a resolver's value and only await it.
+
+    strawberry-django's fields (``StrawberryDjangoField.get_result``, its
+    connection extension's ``resolve``) wrap a value that ``inspect.isawaitable``
+    calls awaitable (a loader future is, by its class) in an ``async_resolver``
+    that awaits it and completes it as the synchronous path would.  Where no
+    loop runs, the execution steps such a coroutine itself (``drive``): the
+    field completes as it did when futures were not awaitable.
+
+    Returns:
+        The codes; None when strawberry-django cannot be imported yet (Django
+        not configured): nothing of it can reach an execution before it can.
+    """
+    if importlib.util.find_spec("strawberry_django") is None:
+        return frozenset()
+    try:
+        from strawberry_django.fields import field as module
+    except Exception:
+        return None
+    codes = set()
+    for cls in vars(module).values():
+        if isinstance(cls, type) and cls.__module__ == module.__name__:
+            for fn in vars(cls).values():
+                for const in getattr(getattr(fn, "__code__", None), "co_consts", ()):
+                    if getattr(const, "co_name", None) == "async_resolver":
+                        codes.add(const)
+    return frozenset(codes)
+
+
+_WRAPPERS: list[frozenset[Any]] = []  # [codes], found on first need (importing strawberry-django needs Django set up)
+
+
+def drivable(value: Any) -> bool:
+    """True if *value* is a framework's coroutine that only awaits the value it wraps (``_wrapper_codes``)."""
+    if value.__class__ is not CoroutineType or value.cr_frame is None or value.cr_suspended or value.cr_running:
+        return False  # not a coroutine, or not a new one
+    if not _WRAPPERS:
+        codes = _wrapper_codes()
+        if codes is None:  # not importable yet: ask again next time
+            return False
+        _WRAPPERS.append(codes)
+    return value.cr_code in _WRAPPERS[0]
+
+
+def drive(coro: Any) -> Any:
+    """Step *coro* (``drivable``) with no loop: its value, or a ``Future`` of it.
+
+    Each step runs under ``_asyncio_bridge.start_driving``, so an ``await`` of a
+    pending dataloader_sync future yields that future here; the coroutine is
+    resumed, in the context of this call, once it is done (its outcome then
+    read inside the coroutine).  Anything else awaited closes it and fails the
+    field (``MESSAGE``).
+
+    Raises:
+        AwaitableNotSupportedError: the coroutine awaited something else.
+        Exception: the coroutine's own error.
+    """
+    token = start_driving()
+    try:
+        yielded = coro.send(None)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        stop_driving(token)
+    if not isinstance(yielded, Future):
+        _discard(coro)
+        raise AwaitableNotSupportedError(MESSAGE)
+    ready: Future[Any] = Future()
+    ready._follow = yielded  # a thread blocking on the field's future drives the awaited load (_demand)
+    yielded.add_done_callback(lambda _done: settle(ready, None, None))
+    return ready.then(lambda _none: drive(coro))
 
 
 def refusing_type_resolver(type_resolver: Callable[..., Any]) -> Callable[..., Any]:

@@ -108,6 +108,8 @@ from . import _compat
 from ._awaitables import (
     KNOWN_TYPE,
     NEVER_AWAITABLE,
+    drivable,
+    drive,
     is_plain,
     refuse_awaitable,
     refusing_type_resolver,
@@ -336,6 +338,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         if not is_plain(cls):  # first sight of this type, a Promise, or an awaitable (refused)
             if cls is PromiseType:  # graphene-django's wrapper of a thenable
                 return self.complete_value(return_type, field_nodes, info, path, settle(result), *rest)
+            if drivable(result):  # strawberry-django's wrapper of a loader future (see _awaitables)
+                return self.complete_value(return_type, field_nodes, info, path, drive(result), *rest)
             refuse_awaitable(result)
         return _base_complete_value(self, return_type, field_nodes, info, path, result, *rest)
 

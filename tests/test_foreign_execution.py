@@ -1,0 +1,87 @@
+"""A loader future reaching a synchronous execution that is not ours fails its field naming the fix.
+
+graphql-core's ``graphql_sync``, graphene's ``schema.execute`` and
+graphene-django's own ``GraphQLView`` (none given ``DataLoaderExecutionContext``)
+complete a resolver's future as if it were the value, or (graphene-django's
+view, which keeps graphql-core's ``is_awaitable``) ask whether it is awaitable
+with no loop running; the field that gets it fails naming the fix ("use
+DataLoaderExecutionContext"): ``is_awaitable`` raises
+(``_future.NOT_OUR_EXECUTION``), a list field iterates it, a scalar field shows
+it (``_future.USED_AS_VALUE``).  The known gap: an object field
+whose own fields are read off the future by a default resolver
+(``getattr(source, name, None)``) reads nulls (docs/asgi.rst).
+"""
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from graphql import build_schema, graphql_sync
+
+from dataloader_sync import DataLoader
+
+FIX = "use DataLoaderExecutionContext (execution_context_class=dataloader_sync.graphql.DataLoaderExecutionContext)"
+
+
+def numbers() -> DataLoader[int, Any]:
+    return DataLoader(lambda keys: [{"id": k, "name": f"n{k}"} for k in keys])
+
+
+def test_plain_graphql_sync_fails_a_list_or_scalar_field_that_gets_a_loader_future() -> None:
+    schema = build_schema("type Query { items: [Item!]! count: Int item: Item } type Item { id: Int! }")
+    loader = numbers()
+    schema.query_type.fields["items"].resolve = lambda root, info: loader.load(1)
+    schema.query_type.fields["count"].resolve = lambda root, info: loader.load(2)
+    listed = graphql_sync(schema, "{ items { id } }")
+    scalar = graphql_sync(schema, "{ count }")
+    assert listed.data is None and scalar.data == {"count": None}
+    assert [e.path for e in listed.errors + scalar.errors] == [["items"], ["count"]]
+    for error in listed.errors + scalar.errors:
+        assert FIX in error.message
+    assert loader.dispatch_depth == 2  # nothing was dispatched behind the execution's back
+
+
+def test_graphene_schema_execute_fails_a_list_or_scalar_field_that_gets_a_loader_future() -> None:
+    graphene = pytest.importorskip("graphene")
+    loader = numbers()
+
+    class Item(graphene.ObjectType):
+        id = graphene.Int()
+
+    class Query(graphene.ObjectType):
+        items = graphene.List(Item)
+        count = graphene.Int()
+
+        def resolve_items(root: Any, info: Any) -> Any:
+            return loader.load(1)
+
+        def resolve_count(root: Any, info: Any) -> Any:
+            return loader.load(2)
+
+    result = graphene.Schema(query=Query).execute("{ items { id } count }")
+    assert result.data == {"items": None, "count": None}
+    assert sorted(e.path[0] for e in result.errors) == ["count", "items"]
+    for error in result.errors:
+        assert FIX in error.message
+
+
+@pytest.mark.usefixtures("django_example_project")
+def test_graphene_djangos_own_view_without_our_class_fails_naming_the_fix(example_books: Any) -> None:
+    pytest.importorskip("django")
+    if importlib.util.find_spec("graphene_django") is None:
+        pytest.skip("graphene_django is not installed")
+    from books.schema import schema
+    from django.test import Client, override_settings
+    from django.urls import path
+    from graphene_django.views import GraphQLView
+
+    example_books(authors=2, books=2, reviews=1)
+    urls = type("urls", (), {"urlpatterns": [path("graphql", GraphQLView.as_view(schema=schema))]})
+    with override_settings(ROOT_URLCONF=urls):
+        response = Client().post("/graphql", {"query": "{ authors { name books { title author { name } } } }"},
+                                 content_type="application/json")
+    body = response.json()
+    assert body["errors"], body
+    assert all(FIX in error["message"] for error in body["errors"]), body["errors"]
+    assert body["errors"][0]["path"] == ["authors", 0, "books"]  # (a non-null list: the first error ends it)
