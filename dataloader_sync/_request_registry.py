@@ -19,6 +19,7 @@ import logging
 from typing import Any, Callable
 
 from ._registry import DataLoaderRegistry
+from ._sync_only import check_sync
 
 __all__ = ["RequestFactory", "close_quietly"]
 
@@ -47,6 +48,7 @@ class RequestFactory:
     def __init__(self, factory: Callable[..., Any], where: str) -> None:
         if not callable(factory):
             raise TypeError(f"{where} must be callable, got {type(factory).__name__}")
+        check_sync(factory, where)
         self.factory = factory
         self.takes_request = _takes_request(factory, where)
 
