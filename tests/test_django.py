@@ -293,7 +293,7 @@ def test_dataloader_sync_django_without_django_says_which_extra_to_install():
         "try:\n"
         "    import dataloader_sync.django\n"
         "except ImportError as exc:\n"
-        "    assert 'pip install dataloader_sync[django]' in str(exc), exc\n"
+        "    assert 'pip install \"dataloader_sync[django]\"' in str(exc), exc\n"
         "else:\n"
         "    raise SystemExit('no ImportError')\n"
     )

@@ -456,7 +456,7 @@ def test_dataloader_sync_flask_without_flask_says_which_extra_to_install():
         "try:\n"
         "    import dataloader_sync.flask\n"
         "except ImportError as exc:\n"
-        "    assert 'pip install dataloader_sync[flask]' in str(exc), exc\n"
+        "    assert 'pip install \"dataloader_sync[flask]\"' in str(exc), exc\n"
         "else:\n"
         "    raise SystemExit('no ImportError')\n"
     )

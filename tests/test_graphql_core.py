@@ -824,7 +824,7 @@ def test_without_graphql_core_the_import_error_names_the_extra() -> None:
     code = ("import sys; sys.modules['graphql'] = None\n"
             "try:\n    import dataloader_sync.graphql\nexcept ImportError as exc:\n    print(exc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install dataloader_sync[graphql]" in out.stdout
+    assert 'pip install "dataloader_sync[graphql]"' in out.stdout
 
 
 def test_loaders_of_a_request_with_a_context_without_weakref_support_are_freed_after_it() -> None:

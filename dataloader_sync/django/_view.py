@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional, Union
 
+from .._optional import missing_dependency
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ._registry_factory import RegistryFactory, get_registry_factory, resolve_factory
@@ -117,9 +118,7 @@ def graphql_view_class() -> type:
     try:
         from graphene_django.views import GraphQLView as Base
     except ImportError as exc:
-        raise ImportError(
-            "dataloader_sync.django.GraphQLView needs graphene-django: pip install graphene-django"
-        ) from exc
+        raise missing_dependency("dataloader_sync.django.GraphQLView", exc, "graphene-django") from exc
 
     class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc]
         """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin).

@@ -24,6 +24,7 @@ from typing import Any, Callable, Optional
 
 import flask
 
+from .._optional import missing_dependency
 from .._registry import DataLoaderRegistry
 from .._request_registry import RequestFactory, close_quietly
 from ._extension import EXTENSION_KEY, DataLoaders, current_request
@@ -174,7 +175,10 @@ def _checked_schema(schema: Any, loaders: Optional[DataLoaders],
     Raises:
         ImportError, ValueError, TypeError: as ``graphql_view``.
     """
-    from graphql import GraphQLSchema
+    try:
+        from graphql import GraphQLSchema
+    except ImportError as exc:
+        raise missing_dependency("dataloader_sync.flask.graphql_view", exc, "graphql") from exc
 
     if loaders is not None and registry_factory is not None:
         raise ValueError("give loaders or registry_factory, not both")

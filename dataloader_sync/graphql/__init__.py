@@ -5,7 +5,7 @@
 on the request thread.  Pass it as ``execution_context_class=`` (graphql-core 3.2,
 graphene, graphene-django's ``GraphQLView``) or ``executor_class=`` (graphql-core 3.3).
 
-Requires graphql-core: ``pip install dataloader_sync[graphql]``.
+Requires graphql-core: ``pip install "dataloader_sync[graphql]"``.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ try:
     import graphql as _graphql  # noqa: F401
 except ImportError as exc:
     raise ImportError(
-        "dataloader_sync.graphql needs graphql-core: pip install dataloader_sync[graphql]"
+        "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
     ) from exc
 
 from ._execution import DataLoaderExecutionContext as DataLoaderExecutionContext
