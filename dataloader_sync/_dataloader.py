@@ -45,6 +45,7 @@ import time
 import weakref
 from collections.abc import Hashable, Iterable, MutableMapping
 from concurrent.futures._base import PENDING
+from types import FunctionType
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -75,7 +76,7 @@ from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
 from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
-from ._sync_only import check_sync
+from ._sync_only import ASYNC_FLAGS, check_sync
 from ._time import check_clock
 from ._types import (
     EnvBatchFn,
@@ -243,7 +244,8 @@ class DataLoader(Generic[K, V]):
                              context_provider=context_provider, executor=executor, cache_map=cache_map,
                              value_cache=value_cache)
             options = (executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache)
-        check_sync(batch_load_fn, "batch_load_fn")
+        if type(batch_load_fn) is not FunctionType or batch_load_fn.__code__.co_flags & ASYNC_FLAGS:
+            check_sync(batch_load_fn, "batch_load_fn")  # not a plain sync def: ask inspect (_sync_only)
         first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
         # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)

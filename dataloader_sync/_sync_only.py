@@ -8,8 +8,9 @@ at construction instead, naming the parameter and the fix.
 
 Guarantees:
 - A plain ``def`` function or lambda costs two attribute reads and a bit
-  test (the constructor's common case); other callables (methods, partials,
-  objects with ``__call__``) are asked through ``inspect``.
+  test (the constructor's common case, which ``DataLoader`` inlines with
+  ``ASYNC_FLAGS``); other callables (methods, partials, objects with
+  ``__call__``) are asked through ``inspect``.
 """
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ import inspect
 from types import FunctionType
 from typing import Any
 
-__all__ = ["check_sync", "is_async_callable"]
+__all__ = ["ASYNC_FLAGS", "check_sync", "is_async_callable"]
 
-_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 
 #: What to write instead, for each parameter that refuses async callables.
 _BATCH_FIX = (
@@ -33,7 +34,7 @@ _DEFAULT_FIX = "write it with def"
 def is_async_callable(fn: Any) -> bool:
     """Whether calling *fn* returns a coroutine or an async generator (by its declaration)."""
     if type(fn) is FunctionType:
-        return bool(fn.__code__.co_flags & _ASYNC_FLAGS)
+        return bool(fn.__code__.co_flags & ASYNC_FLAGS)
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):  # methods, partials, marked
         return True
     if isinstance(fn, type):
@@ -49,7 +50,7 @@ def check_sync(fn: Any, parameter: str) -> None:
         TypeError: *fn* is declared ``async def`` (or returns an async
             generator), with the fix in the message.
     """
-    if type(fn) is FunctionType and not fn.__code__.co_flags & _ASYNC_FLAGS:
+    if type(fn) is FunctionType and not fn.__code__.co_flags & ASYNC_FLAGS:
         return
     if is_async_callable(fn):
         raise TypeError(
