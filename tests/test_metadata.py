@@ -4,6 +4,7 @@ from __future__ import annotations
 import configparser
 import importlib.metadata
 import os
+import pathlib
 import re
 
 import pytest
@@ -41,3 +42,13 @@ def test_the_summary_keywords_and_classifiers_say_what_it_is_for() -> None:
         assert classifier in classifiers
     assert meta["license_expression"] == "MIT"
     assert "license" not in meta  # the SPDX expression replaces the old License field
+
+
+def test_the_readme_links_work_on_the_package_index() -> None:
+    """README.rst is the package index's page: a relative link (``docs/x.rst``) is broken there."""
+    import re
+
+    readme = pathlib.Path(ROOT, "README.rst").read_text(encoding="utf-8")
+    targets = re.findall(r"`[^`<]*<([^>]+)>`_", readme) + re.findall(r"^\.\. _[^:]+:\s*(\S+)", readme, re.M)
+    assert [t for t in targets if not t.startswith(("https://", "http://"))] == []
+    assert len(readme.splitlines()) <= 200  # the first five minutes; the rest is in docs/
