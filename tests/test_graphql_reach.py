@@ -337,8 +337,7 @@ def test_an_async_generator_returned_for_a_list_field_is_refused_like_other_awai
     root = {"names": names, "other": lambda _info: "still here"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = graphql_sync(schema, "{ names other }", root_value=root,
-                              execution_context_class=DataLoaderExecutionContext)
+        result = run(schema, "{ names other }", root_value=root)
         gc.collect()
     assert result.data == {"names": None, "other": "still here"}
     assert [(error.message, error.path) for error in result.errors or ()] == [(MESSAGE, ["names"])]
