@@ -90,24 +90,32 @@ def test_a_getting_started_app_runs_as_written(title: str, tmp_path: pathlib.Pat
     missing = [m for m in NEEDS[title] if importlib.util.find_spec(m) is None]
     if missing:
         pytest.skip(f"needs {', '.join(missing)}")
-    text = sections(PAGE.read_text(encoding="utf-8"))[title]
-    files = [(b.caption, b.code) for b in python_blocks(text) if b.caption]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
-    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run_app(title, tmp_path, sys.executable, env)
+
+
+def run_app(title: str, directory: pathlib.Path, python: str, env: dict[str, str]) -> None:
+    """Build and run the app of section *title* in *directory* with the interpreter *python*.
+
+    Also used by tests/test_extras.py, with the interpreter of a venv that has only an extra installed.
+    """
+    text = sections(PAGE.read_text(encoding="utf-8"))[title]
+    files = [(b.caption, b.code) for b in python_blocks(text) if b.caption]
+    env = {k: v for k, v in env.items() if k != "DJANGO_SETTINGS_MODULE"}
     written = False
     for command in commands(text):
         argv = command.argv
         if argv[:2] == ["pip", "install"]:
             continue
         if argv[0] == "django-admin":
-            argv = [sys.executable, "-m", "django", *argv[1:]]
+            argv = [python, "-m", "django", *argv[1:]]
         elif argv[0] == "python":
-            argv = [sys.executable, *argv[1:]]
+            argv = [python, *argv[1:]]
         if not written and argv[1:2] != ["-m"] and "startapp" not in argv:
-            write_files(tmp_path, files)  # after the commands that make the project, before the rest
+            write_files(directory, files)  # after the commands that make the project, before the rest
             written = True
-        out = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False)
+        out = subprocess.run(argv, cwd=directory, env=env, capture_output=True, text=True, timeout=240, check=False)
         assert out.returncode == 0, (argv, out.stdout[-2000:], out.stderr[-4000:])
         printed = [line.strip() for line in out.stdout.splitlines() if line.strip()]
         for line in command.output:
