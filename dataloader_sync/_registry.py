@@ -110,8 +110,15 @@ class UnknownLoaderError(KeyError):
         self.registered = registered
 
     def __str__(self) -> str:
-        known = ", ".join(repr(n) for n in self.registered) if self.registered else "none"
+        shown = self.registered[:_NAMES_SHOWN]
+        known = ", ".join(repr(n) for n in shown) if shown else "none"
+        if len(self.registered) > len(shown):
+            known += f" and {len(self.registered) - len(shown)} more"
         return f"no loader is registered as {self.name!r} in this registry; registered: {known}"
+
+
+#: How many registered names an UnknownLoaderError's message lists.
+_NAMES_SHOWN = 20
 
 
 def check_entry(name: Any, loader: Any) -> None:

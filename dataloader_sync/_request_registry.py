@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ._registry import DataLoaderRegistry
 from ._sync_only import check_sync
 
-__all__ = ["RequestFactory", "close_quietly"]
+__all__ = ["RequestFactory", "close_quietly", "make_request_registry"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -58,15 +58,25 @@ class RequestFactory:
         Raises:
             TypeError: the factory returned something else than a DataLoaderRegistry.
         """
-        registry = self.factory(request) if self.takes_request else self.factory()
-        if not isinstance(registry, DataLoaderRegistry):
-            raise TypeError(
-                f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
-            )
-        return registry
+        return make_request_registry(self.factory, request) if self.takes_request else make_request_registry(
+            self.factory)
 
     def __repr__(self) -> str:
         return f"RequestFactory({self.factory!r}, takes_request={self.takes_request})"
+
+
+def make_request_registry(factory: Callable[..., Any], *args: Any) -> DataLoaderRegistry:
+    """Return ``factory(*args)``, checked to be a registry (for callers that know the factory's arguments).
+
+    Raises:
+        TypeError: the factory returned something else than a DataLoaderRegistry.
+    """
+    registry = factory(*args)
+    if not isinstance(registry, DataLoaderRegistry):
+        raise TypeError(
+            f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
+        )
+    return registry
 
 
 def _takes_request(factory: Callable[..., Any], where: str) -> bool:

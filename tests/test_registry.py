@@ -590,3 +590,12 @@ def test_a_misspelt_loader_name_in_a_resolver_shows_the_registered_names_in_the_
     assert [error.message for error in result.errors] == [
         "no loader is registered as 'authors' in this registry; registered: 'author'"
     ]
+
+
+def test_an_unknown_name_in_a_large_registry_lists_twenty_names_and_counts_the_rest():
+    registry = DataLoaderRegistry()
+    for i in range(25):
+        registry.register(f"loader{i:02}", DataLoader(lambda keys: keys))
+    with pytest.raises(KeyError) as caught:
+        registry["nope"]
+    assert str(caught.value).endswith("'loader18', 'loader19' and 5 more")
