@@ -7,20 +7,25 @@ return a coroutine that nobody awaits, fail later with a message about a
 at construction instead, naming the parameter and the fix.
 
 Guarantees:
-- A plain ``def`` function or lambda costs two attribute reads and a bit
-  test (the constructor's common case, which ``DataLoader`` inlines with
-  ``ASYNC_FLAGS``); other callables (methods, partials, objects with
-  ``__call__``) are asked through ``inspect``.
+- A plain ``def`` function, lambda or bound method costs two attribute
+  reads and a bit test (the constructor's common case, which ``DataLoader``
+  inlines with ``SYNC_CODE_TYPES`` and ``ASYNC_FLAGS``); other callables
+  (partials, objects with ``__call__``, classes) are asked through ``inspect``.
 """
 from __future__ import annotations
 
 import inspect
-from types import FunctionType
+from types import FunctionType, MethodType
 from typing import Any
 
-__all__ = ["ASYNC_FLAGS", "check_sync", "is_async_callable"]
+__all__ = ["ASYNC_FLAGS", "SYNC_CODE_TYPES", "check_sync", "is_async_callable"]
 
 ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+
+#: Callables whose ``__code__`` is the code they run: a function, and a bound
+#: method (which reads ``__code__`` from its function).  Their flags say at
+#: once whether they are async.
+SYNC_CODE_TYPES = (FunctionType, MethodType)
 
 #: What to write instead, for each parameter that refuses async callables.
 _BATCH_FIX = (
@@ -33,7 +38,7 @@ _DEFAULT_FIX = "write it with def"
 
 def is_async_callable(fn: Any) -> bool:
     """Whether calling *fn* returns a coroutine or an async generator (by its declaration)."""
-    if type(fn) is FunctionType:
+    if type(fn) in SYNC_CODE_TYPES:
         return bool(fn.__code__.co_flags & ASYNC_FLAGS)
     if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):  # methods, partials, marked
         return True
@@ -50,7 +55,7 @@ def check_sync(fn: Any, parameter: str) -> None:
         TypeError: *fn* is declared ``async def`` (or returns an async
             generator), with the fix in the message.
     """
-    if type(fn) is FunctionType and not fn.__code__.co_flags & ASYNC_FLAGS:
+    if type(fn) in SYNC_CODE_TYPES and not fn.__code__.co_flags & ASYNC_FLAGS:
         return
     if is_async_callable(fn):
         raise TypeError(
