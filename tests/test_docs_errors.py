@@ -75,3 +75,16 @@ def test_the_blocking_warning_and_the_awaitable_message_are_quoted(caplog: Any) 
     (record,) = caplog.records
     assert quoted(record.getMessage())
     assert quoted(MESSAGE)
+
+
+def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_quoted() -> None:
+    from graphql import build_schema, graphql_sync
+
+    from dataloader_sync._future import NOT_OUR_EXECUTION
+
+    schema = build_schema("type Query { items: [Item!]! } type Item { id: Int! }")
+    loader = DataLoader(lambda keys: [{"id": k} for k in keys])
+    schema.query_type.fields["items"].resolve = lambda root, info: loader.load(1)
+    result = graphql_sync(schema, "{ items { id } }")
+    assert result.errors and quoted(result.errors[0].message)
+    assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
