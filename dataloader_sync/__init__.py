@@ -6,6 +6,7 @@ imported only when used.
 """
 from __future__ import annotations
 
+from ._auto import no_auto_relations as no_auto_relations
 from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
 from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult
@@ -84,6 +85,7 @@ __all__ = [
     "gather",
     "get_default_scheduled_executor",
     "live_breakers",
+    "no_auto_relations",
     "refreshed_every",
     "tune_gc",
 ]

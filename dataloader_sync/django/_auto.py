@@ -1,0 +1,268 @@
+"""Auto relations on Django models: which fields they take, and how each resolves through a loader.
+
+``dataloader_sync.graphql.AutoRelationsExecutionContext`` asks this module
+two things (see its module notes):
+
+- ``classify(fn, default_attname)``: whether a resolve function is
+  graphene-django's field around a default resolver — ``DjangoListField``
+  (``partial(list_resolver, type, resolver, manager)``), a connection field
+  (``partial(connection_resolver, resolver, connection, manager,
+  queryset_resolver, max_limit, enforce_first_or_last)``, graphene-django's or
+  ours), or the to-one field graphene-django builds when the target type
+  overrides ``get_queryset`` (its ``custom_resolver`` closure).  A user's
+  resolver inside any of them leaves the field alone.
+- ``relation_of(model class, name)``: the ``AutoRelation`` of a relation
+  attribute (``Author.books``), or None.
+
+How each resolves (``AutoRelation.resolve``), with the loader of the family
+``load_auto_related`` (``related_loader``'s batch function under the name
+``Author.books``):
+
+===============================  ==============================================================
+field                            value
+===============================  ==============================================================
+plain default resolver           the relation's loader; what is on the instance already
+                                 (``select_related``, ``prefetch_related``) as it is, no statement
+``DjangoListField``              the loader with the target type's ``get_queryset`` (if it
+                                 overrides graphene-django's) applied to the target model's
+                                 default queryset, in the batch; prefetched rows as they are
+                                 when the type has no ``get_queryset`` of its own
+connection fields                our ``DjangoConnectionField`` resolution (filters, order, the
+                                 page and ``totalCount`` in the batch, see ``_graphene_fields``)
+to-one, ``get_queryset`` own     the loader with ``get_queryset(default manager, info)`` applied
+===============================  ==============================================================
+
+A type's ``get_queryset`` is called once per field per execution, with the
+execution's first resolve info of that field (its context and user are the
+request's): what it returns is the queryset of every parent's batch.
+
+Guarantees:
+- Nothing is imported from graphene-django unless it was imported already
+  (``sys.modules``): a schema without it pays nothing for it.
+- No lock: the caches are filled without one (two threads may both compute
+  an entry; either is right), the rest is per call.
+"""
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Hashable, Sequence
+from typing import Any, Callable, Optional
+
+from django.db.models import Model, QuerySet
+
+from .._dataloader import DataLoader
+from .._registry import DataLoaderRegistry
+from ._connection_scope import connection_loader
+from ._orm import _related_key, _related_name, load_related
+from ._relations import Relation, relation
+
+__all__ = ["AutoRelation", "auto_related_loader", "classify", "load_auto_related", "relation_of"]
+
+
+def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
+                      first: Optional[int] = None) -> list[Any]:
+    """``load_related`` as the batch function of the auto relations' families, whose loaders are
+    named after the relation alone: ``Author.books`` (``Author.books, queryset=...`` with a
+    queryset)."""
+    return load_related(instances, field, queryset, first)
+
+
+load_auto_related.dataloader_key = _related_key  # type: ignore[attr-defined]
+load_auto_related.dataloader_name = _related_name  # type: ignore[attr-defined]
+load_auto_related.dataloader_name_is_label = True  # type: ignore[attr-defined]
+
+
+def auto_related_loader(registry: DataLoaderRegistry, field: Any,
+                        queryset: Optional[QuerySet[Any]] = None) -> DataLoader[Any, Any]:
+    """``related_loader`` for auto relations: the connection being resolved's page loader, else
+    the ``load_auto_related`` family's."""
+    page = connection_loader(registry, load_auto_related, field, queryset)
+    if page is not None:
+        return page
+    return registry.loader_for(load_auto_related, field, queryset)
+
+
+# -- the fields graphene-django makes --------------------------------------------------------
+
+class ListSpec:
+    """A ``DjangoListField`` around a default resolver."""
+
+    __slots__ = ("object_type",)
+
+    def __init__(self, object_type: Any) -> None:
+        self.object_type = object_type
+
+
+class ConnectionSpec:
+    """A connection field around a default resolver: *resolve* is ours (``_LoaderPages``),
+    *args* what graphene-django's partial passes after the resolver."""
+
+    __slots__ = ("args", "resolve")
+
+    def __init__(self, resolve: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        self.resolve = resolve
+        self.args = args
+
+
+class ToOneSpec:
+    """graphene-django's to-one field of a target type with its own ``get_queryset``."""
+
+    __slots__ = ("object_type",)
+
+    def __init__(self, object_type: Any) -> None:
+        self.object_type = object_type
+
+
+def _own_get_queryset(object_type: Any) -> bool:
+    """Whether a ``DjangoObjectType`` overrides graphene-django's ``get_queryset``."""
+    from graphene_django import DjangoObjectType
+
+    return object_type.get_queryset.__func__ is not DjangoObjectType.get_queryset.__func__
+
+
+def _closure(fn: Any) -> dict[str, Any]:
+    code = getattr(fn, "__code__", None)
+    cells = getattr(fn, "__closure__", None) or ()
+    if code is None:
+        return {}
+    return dict(zip(code.co_freevars, (cell.cell_contents for cell in cells)))
+
+
+def classify(fn: Any, default_attname: Callable[[Any], Any]) -> Optional[tuple[Optional[str], Any]]:
+    """``(attribute name, spec)`` for graphene-django's fields around a default resolver, else None."""
+    if "graphene_django" not in sys.modules:
+        return None
+    if isinstance(fn, functools.partial):
+        func = fn.func
+        if getattr(func, "__qualname__", None) == "DjangoListField.list_resolver" and len(fn.args) == 3:
+            attname = default_attname(fn.args[1])
+            return None if attname is False else (attname, ListSpec(fn.args[0]))
+        owner = getattr(func, "__self__", None)
+        if getattr(func, "__name__", None) == "connection_resolver" and isinstance(owner, type) and len(fn.args) == 6:
+            resolve = _connection_resolve(owner)
+            attname = default_attname(fn.args[0])
+            if resolve is None or attname is False:
+                return None
+            return attname, ConnectionSpec(resolve, fn.args[1:])
+        return None
+    if getattr(fn, "__name__", None) == "custom_resolver" and getattr(fn, "__module__", None) == \
+            "graphene_django.converter":
+        cells = _closure(fn)
+        attname = default_attname(cells.get("resolver"))
+        object_type = cells.get("_type")
+        if attname is False or object_type is None:
+            return None
+        return attname, ToOneSpec(object_type)
+    return None
+
+
+def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
+    """Our connection resolution for a field class whose ``connection_resolver`` is graphene-django's
+    or ours; None for a class that has its own."""
+    from graphene_django.fields import DjangoConnectionField as Stock
+
+    from ._graphene_fields import DjangoConnectionField, _LoaderPages
+
+    if issubclass(owner, _LoaderPages):
+        if owner.connection_resolver.__func__ is _LoaderPages.connection_resolver.__func__:  # type: ignore[attr-defined]
+            return owner.connection_resolver
+        return None
+    if owner.connection_resolver.__func__ is Stock.connection_resolver.__func__:  # type: ignore[attr-defined]
+        return DjangoConnectionField.connection_resolver
+    return None
+
+
+# -- relations -------------------------------------------------------------------------------
+
+_RELATIONS: dict[tuple[type, str], Optional[AutoRelation]] = {}  # filled without a lock (see the notes)
+
+
+def relation_of(cls: type, name: str) -> Optional[AutoRelation]:
+    """The ``AutoRelation`` of *cls*'s attribute *name*, or None when *cls* is not a model or the
+    attribute not one of ``_relations``' kinds."""
+    key = (cls, name)
+    try:
+        return _RELATIONS[key]
+    except KeyError:
+        pass
+    found = None
+    if isinstance(cls, type) and issubclass(cls, Model):
+        descriptor = getattr(cls, name, None)
+        try:
+            rel = relation(descriptor)
+        except TypeError:
+            rel = None
+        if rel is not None:
+            found = AutoRelation(descriptor, rel)
+    _RELATIONS[key] = found
+    return found
+
+
+def _prefetch_name(descriptor: Any) -> Optional[str]:
+    """The key of ``instance._prefetched_objects_cache`` that holds a to-many relation's prefetched rows."""
+    rel = getattr(descriptor, "rel", None)
+    field = getattr(descriptor, "field", None)
+    if getattr(descriptor, "reverse", None) is not None and field is not None:  # many-to-many
+        return field.related_query_name() if descriptor.reverse else field.name  # type: ignore[no-any-return]
+    if rel is not None and field is not None:  # reverse foreign key
+        name = getattr(field.remote_field, "cache_name", None)
+        if not isinstance(name, str):
+            name = field.remote_field.get_cache_name()
+        return name
+    return None
+
+
+class AutoRelation:
+    """One relation attribute of a model, as auto relations resolve it.  Immutable; shared by threads."""
+
+    __slots__ = ("descriptor", "prefetch_name", "rel")
+
+    def __init__(self, descriptor: Any, rel: Relation) -> None:
+        self.descriptor = descriptor
+        self.rel = rel
+        self.prefetch_name = _prefetch_name(descriptor) if rel.many else None
+
+    def on_instance(self, root: Any) -> bool:
+        """Whether *root* holds the relation's value already (no statement to read it)."""
+        if self.rel.many:
+            cache = root.__dict__.get("_prefetched_objects_cache")
+            return cache is not None and self.prefetch_name in cache
+        return bool(self.descriptor.is_cached(root))
+
+    def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
+                fallback: Callable[..., Any]) -> Any:
+        """The field's value: a loader's future, or what *fallback* (the framework's resolver) gives."""
+        if spec is None:
+            if self.on_instance(root):
+                return fallback(root, info, **args)
+            return auto_related_loader(ctx.auto_loaders(), self.descriptor).load(root)
+        if spec.__class__ is ConnectionSpec:
+            if self.on_instance(root) and not _own_get_queryset(spec.args[0]._meta.node):
+                return fallback(root, info, **args)
+            return spec.resolve(functools.partial(self._load_in_connection, ctx), *spec.args, root, info, **args)
+        object_type = spec.object_type
+        own = _own_get_queryset(object_type)
+        if not own and self.on_instance(root):
+            return fallback(root, info, **args)
+        queryset = self._queryset(ctx, object_type, info) if own else None
+        return auto_related_loader(ctx.auto_loaders(), self.descriptor, queryset).load(root)
+
+    def _load_in_connection(self, ctx: Any, root: Any, info: Any, **args: Any) -> Any:
+        # the connection's resolver: the page request it installed serves this relation
+        return auto_related_loader(ctx.auto_loaders(), self.descriptor).load(root)
+
+    def _queryset(self, ctx: Any, object_type: Any, info: Any) -> Any:
+        """``object_type.get_queryset(target default queryset, info)``, once per execution."""
+        key: Hashable = ("django.get_queryset", object_type, self.rel.related_model)
+        memo = ctx.auto_memo
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        from graphene_django.utils import maybe_queryset
+
+        model = object_type._meta.model
+        queryset = maybe_queryset(object_type.get_queryset(model._default_manager.all(), info))
+        memo[key] = queryset
+        return queryset
