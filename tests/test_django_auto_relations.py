@@ -472,3 +472,63 @@ def test_no_auto_relations_refuses_a_type():
 
     with pytest.raises(TypeError, match="wrap the field"):
         no_auto_relations(DjangoListField)
+
+
+JOINED = {
+    # authors; their books with each book's author and that author's profile; the reviews with their book
+    "lists": ("""query ($db: String!) { authors(db: $db) { name books { title author { name profile { bio } }
+        reviews { rating book { title year } } } } }""", 3),
+    # one statement per level: the to-one hops ride along with the list that holds them
+    "under a to-one": ("""query ($db: String!) { books(db: $db) { title author { name profile { bio author { name } }
+        books { title author { name } } } } }""", 3),
+}
+
+
+@pytest.mark.parametrize("shape", list(JOINED))
+def test_to_one_hops_the_selection_reads_are_joined_into_the_batch(schema, orm_db, library, shape):
+    library(orm_db, authors=6, books=2, reviews=2)
+    query, expected = JOINED[shape]
+    auto, statements = execute(schema, orm_db, query)
+    plain, _ = execute(schema, orm_db, query, auto=False)
+    assert auto == plain
+    assert statements == expected
+
+
+def test_the_joined_loader_says_what_it_joins(schema, orm_db, library):
+    library(orm_db, authors=2, books=2)
+    context = Context()
+    execute(schema, orm_db, JOINED["lists"][0], context=context)
+    names = set(context.loaders.keys())
+    assert "Author.books, select_related=(author, author__profile)" in names
+
+
+def test_connection_nodes_join_their_to_one_hops(connection_schema, orm_db, library):
+    library(orm_db, authors=6, books=2)
+    query = """query ($db: String!) { publishers(db: $db) { authors { edges { node { name publisher { name }
+        books { edges { node { title author { name publisher { name } } } } } } } } } }"""
+    auto, statements = execute(connection_schema, orm_db, query)
+    plain, _ = execute(connection_schema, orm_db, query, auto=False)
+    assert auto == plain and '"errors"' not in auto
+    assert statements == 3  # publishers, their authors with their publisher, the books with author and publisher
+
+
+def test_a_deferred_foreign_key_costs_no_statement_of_its_own(schema, orm_db, library):
+    from orm_library import models
+
+    from dataloader_sync.django import related_loader
+
+    lib = library(orm_db, authors=4, books=2)
+    books = list(models.Book.objects.using(orm_db).only("title").order_by("pk"))
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    registry = DataLoaderRegistry()
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        futures = [related_loader(registry, models.Book.author).load(book) for book in books]
+        registry.dispatch_all()
+        authors = [f.result(timeout=10) for f in futures]
+        ids = [book.author_id for book in books]  # stored with the batch: no statement
+    assert len(queries) == 1
+    assert [a.name for a in authors] == [f"author {a}" for a in range(4) for _ in range(2)]
+    assert ids == [book.author_id for book in lib.books]
+    registry.close()

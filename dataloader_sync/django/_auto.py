@@ -46,10 +46,12 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
+from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor, ReverseOneToOneDescriptor
+from graphql import FieldNode, FragmentSpreadNode, GraphQLObjectType, InlineFragmentNode, get_named_type
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
@@ -61,25 +63,46 @@ __all__ = ["AutoRelation", "auto_related_loader", "classify", "load_auto_related
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
-                      first: Optional[int] = None) -> list[Any]:
+                      first: Optional[int] = None, joined: tuple[str, ...] = ()) -> list[Any]:
     """``load_related`` as the batch function of the auto relations' families, whose loaders are
     named after the relation alone: ``Author.books`` (``Author.books, queryset=...`` with a
-    queryset)."""
+    queryset).
+
+    Args:
+        instances, field, queryset, first: as for ``load_related``.
+        joined: ``select_related`` paths from the related model: the to-one
+            relations the child selection reads, joined into the same statement.
+    """
+    if joined:
+        queryset = (relation(field).manager().all() if queryset is None else queryset).select_related(*joined)
     return load_related(instances, field, queryset, first)
 
 
-load_auto_related.dataloader_key = _related_key  # type: ignore[attr-defined]
-load_auto_related.dataloader_name = _related_name  # type: ignore[attr-defined]
+def _auto_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None,
+              joined: tuple[str, ...] = ()) -> Hashable:
+    return (_related_key(field, queryset, first), joined)
+
+
+def _auto_name(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None,
+               joined: tuple[str, ...] = ()) -> str:
+    name = _related_name(field, queryset, first)
+    return f"{name}, select_related=({', '.join(joined)})" if joined else name
+
+
+load_auto_related.dataloader_key = _auto_key  # type: ignore[attr-defined]
+load_auto_related.dataloader_name = _auto_name  # type: ignore[attr-defined]
 load_auto_related.dataloader_name_is_label = True  # type: ignore[attr-defined]
 
 
-def auto_related_loader(registry: DataLoaderRegistry, field: Any,
-                        queryset: Optional[QuerySet[Any]] = None) -> DataLoader[Any, Any]:
+def auto_related_loader(registry: DataLoaderRegistry, field: Any, queryset: Optional[QuerySet[Any]] = None,
+                        joined: tuple[str, ...] = ()) -> DataLoader[Any, Any]:
     """``related_loader`` for auto relations: the connection being resolved's page loader, else
     the ``load_auto_related`` family's."""
     page = connection_loader(registry, load_auto_related, field, queryset)
     if page is not None:
         return page
+    if joined:
+        return registry.loader_for(load_auto_related, field, queryset, joined=joined)
     return registry.loader_for(load_auto_related, field, queryset)
 
 
@@ -173,7 +196,94 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
     return None
 
 
+# -- to-one hops joined into the batch --------------------------------------------------------
+
+#: How deep a chain of to-one hops is joined into one statement (``author__publisher`` is 2).
+MAX_JOIN_DEPTH = 4
+
+
+def joins(ctx: Any, info: Any, model: type[Model], connection: bool = False) -> tuple[str, ...]:
+    """The ``select_related`` paths, from *model*, of the to-one relations the field's selection
+    reads through default resolvers (and theirs, to ``MAX_JOIN_DEPTH``): computed once per
+    selection per execution.
+
+    A to-one field joins when its resolver is a plain default one (a target type with its own
+    ``get_queryset`` is loaded by its own batch, where that queryset applies) and its relation is a
+    forward foreign key or one-to-one, or a reverse one-to-one.  With *connection*, the selection
+    read is that of the connection's ``edges { node }``.  Abstract types (interfaces, unions) are
+    not looked into: their to-one fields are batches of their own.
+    """
+    nodes = info.field_nodes
+    key = ("django.joins", model, connection, *map(id, nodes))
+    memo = ctx.auto_memo
+    found: Optional[tuple[str, ...]] = memo.get(key)
+    if found is None:
+        gql_type = get_named_type(info.return_type)
+        if connection:
+            gql_type, nodes = _connection_nodes(gql_type, nodes, info.fragments)
+        found = memo[key] = tuple(_join_paths(ctx, gql_type, nodes, info.fragments, model, "", 1))
+    return found
+
+
+def _subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
+    """``{field name: its field nodes}`` of *nodes*' selections on the object type *gql_type*."""
+    found: dict[str, list[Any]] = {}
+    stack = [node.selection_set for node in nodes]
+    while stack:
+        selection_set = stack.pop()
+        if selection_set is None:
+            continue
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                found.setdefault(selection.name.value, []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is None or condition.name.value == gql_type.name:
+                    stack.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None and fragment.type_condition.name.value == gql_type.name:
+                    stack.append(fragment.selection_set)
+    return found
+
+
+def _connection_nodes(gql_type: Any, nodes: Any, fragments: Any) -> tuple[Any, list[Any]]:
+    """The node type of a connection type and the field nodes of its ``edges { node }``."""
+    if not isinstance(gql_type, GraphQLObjectType) or "edges" not in gql_type.fields:
+        return None, []
+    edge_type = get_named_type(gql_type.fields["edges"].type)
+    edges = _subfields(gql_type, nodes, fragments).get("edges", [])
+    if not isinstance(edge_type, GraphQLObjectType) or "node" not in edge_type.fields:
+        return None, []
+    return get_named_type(edge_type.fields["node"].type), _subfields(edge_type, edges, fragments).get("node", [])
+
+
+def _join_paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model: type[Model], prefix: str,
+                depth: int) -> Iterator[str]:
+    if not isinstance(gql_type, GraphQLObjectType) or not nodes or depth > MAX_JOIN_DEPTH:
+        return
+    from ..graphql._auto_relations import classify as classify_resolver
+
+    for name, sub_nodes in _subfields(gql_type, nodes, fragments).items():
+        field_def = gql_type.fields.get(name)
+        if field_def is None:
+            continue
+        kind = classify_resolver(field_def.resolve or ctx.field_resolver)
+        if kind is None or kind[1] is not None:
+            continue
+        auto = relation_of(model, kind[0] or name)
+        if auto is None or not isinstance(auto.descriptor, _JOINABLE):
+            continue
+        path = prefix + (kind[0] or name)
+        yield path
+        yield from _join_paths(ctx, get_named_type(field_def.type), sub_nodes, fragments, auto.rel.related_model,
+                               path + "__", depth + 1)
+
+
 # -- relations -------------------------------------------------------------------------------
+
+#: The relations select_related follows (a forward one-to-one is a ForwardManyToOneDescriptor).
+_JOINABLE = (ForwardManyToOneDescriptor, ReverseOneToOneDescriptor)
 
 _RELATIONS: dict[tuple[type, str], Optional[AutoRelation]] = {}  # filled without a lock (see the notes)
 
@@ -236,7 +346,8 @@ class AutoRelation:
         if spec is None:
             if self.on_instance(root):
                 return fallback(root, info, **args)
-            return auto_related_loader(ctx.auto_loaders(), self.descriptor).load(root)
+            joined = joins(ctx, info, self.rel.related_model)
+            return auto_related_loader(ctx.auto_loaders(), self.descriptor, None, joined).load(root)
         if spec.__class__ is ConnectionSpec:
             if self.on_instance(root) and not _own_get_queryset(spec.args[0]._meta.node):
                 return fallback(root, info, **args)
@@ -246,11 +357,15 @@ class AutoRelation:
         if not own and self.on_instance(root):
             return fallback(root, info, **args)
         queryset = self._queryset(ctx, object_type, info) if own else None
-        return auto_related_loader(ctx.auto_loaders(), self.descriptor, queryset).load(root)
+        joined = joins(ctx, info, self.rel.related_model)
+        return auto_related_loader(ctx.auto_loaders(), self.descriptor, queryset, joined).load(root)
 
     def _load_in_connection(self, ctx: Any, root: Any, info: Any, **args: Any) -> Any:
-        # the connection's resolver: the page request it installed serves this relation
-        return auto_related_loader(ctx.auto_loaders(), self.descriptor).load(root)
+        # the connection's resolver: the page request it installed serves this relation, with
+        # the to-one relations its nodes read joined into the base queryset
+        joined = joins(ctx, info, self.rel.related_model, connection=True)
+        base = self.rel.manager().all().select_related(*joined) if joined else None
+        return auto_related_loader(ctx.auto_loaders(), self.descriptor, base).load(root)
 
     def _queryset(self, ctx: Any, object_type: Any, info: Any) -> Any:
         """``object_type.get_queryset(target default queryset, info)``, once per execution."""

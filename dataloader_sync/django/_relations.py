@@ -67,6 +67,11 @@ class Relation:
             Django), False for its ``_default_manager``.
         through_table: a many-to-many relation's through table (its join
             links rows to parents), else None.
+        reverse_path: for a forward foreign key or one-to-one with a reverse
+            accessor, the related model's path to the parent's primary key
+            (``books__id`` for ``Book.author``): the rows can be matched by
+            the parents' keys when their foreign key column was deferred.
+        parent_pk: the parent model's primary key field, beside *reverse_path*.
     """
 
     label: str
@@ -77,6 +82,8 @@ class Relation:
     many: bool
     base_manager: bool
     through_table: Optional[str] = None
+    reverse_path: Optional[str] = None
+    parent_pk: Any = None
 
     def manager(self) -> Manager[Any]:
         model = self.related_model
@@ -127,6 +134,11 @@ def _read(d: Any) -> Relation:
                         field.target_field.attname, field.attname, field, False, True)
     if isinstance(d, ForwardManyToOneDescriptor):  # Book.author, AuthorProfile.author
         field = d.field
+        pk = field.model._meta.pk
+        remote = field.remote_field
+        hidden = remote.hidden if hasattr(remote, "hidden") else remote.is_hidden()  # Django 5.1 renamed it
+        reverse = None if hidden else f"{field.related_query_name()}__{pk.name}"
         return Relation(f"{field.model.__name__}.{field.name}", field.related_model, field.attname,
-                        field.target_field.attname, field.target_field, False, True)
+                        field.target_field.attname, field.target_field, False, True, None, reverse,
+                        pk if reverse else None)
     raise TypeError(f"field must be a relation descriptor of a model, such as Author.books (got {type(d).__name__})")
