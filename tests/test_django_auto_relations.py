@@ -532,3 +532,78 @@ def test_a_deferred_foreign_key_costs_no_statement_of_its_own(schema, orm_db, li
     assert [a.name for a in authors] == [f"author {a}" for a in range(4) for _ in range(2)]
     assert ids == [book.author_id for book in lib.books]
     registry.close()
+
+
+def make_generic_schema():
+    """Notes on authors and books: a generic foreign key (a union of both) and the generic relations back."""
+    import graphene
+    from graphene_django import DjangoListField, DjangoObjectType
+    from graphene_django.registry import Registry
+    from orm_library import models
+
+    types = Registry()
+
+    class Note(DjangoObjectType):
+        class Meta:
+            model = models.Note
+            fields = ("text",)
+            name = "Note"
+            registry = types
+
+        target = graphene.Field(lambda: Target)
+
+    class Author(DjangoObjectType):
+        class Meta:
+            model = models.Author
+            fields = ("name",)
+            name = "NotedAuthor"
+            registry = types
+
+        notes = DjangoListField(Note)
+
+    class Book(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("title",)
+            name = "NotedBook"
+            registry = types
+
+        notes = DjangoListField(Note)
+
+    class Target(graphene.Union):
+        class Meta:
+            types = (Author, Book)
+            name = "NoteTarget"
+
+    class Query(graphene.ObjectType):
+        notes = graphene.List(graphene.NonNull(Note), required=True, db=graphene.String(required=True))
+
+        def resolve_notes(root, info, db):
+            return models.Note.objects.using(db).order_by("pk")
+
+    return graphene.Schema(query=Query)
+
+
+def test_generic_foreign_keys_and_generic_relations(orm_db, library):
+    from django.contrib.contenttypes.models import ContentType
+    from orm_library import models
+
+    lib = library(orm_db, authors=3, books=2)
+    author_type = ContentType.objects.db_manager(orm_db).get_for_model(models.Author)
+    book_type = ContentType.objects.db_manager(orm_db).get_for_model(models.Book)
+    models.Note.objects.using(orm_db).bulk_create(
+        [models.Note(content_type=author_type, object_id=a.pk, text=f"on {a.name}") for a in lib.authors]
+        + [models.Note(content_type=book_type, object_id=b.pk, text=f"on {b.title}") for b in lib.books]
+        + [models.Note(content_type=book_type, object_id=10 ** 9, text="on a book that is gone")])
+    schema = make_generic_schema()
+    # the notes; the authors they are on, the books they are on (one statement per target model)
+    query = """query ($db: String!) { notes(db: $db) { text target { __typename
+        ... on NotedAuthor { name notes { text } } ... on NotedBook { title notes { text } } } } }"""
+    auto, statements = execute(schema, orm_db, query)
+    plain, plain_statements = execute(schema, orm_db, query, auto=False)
+    assert auto == plain and '"errors"' not in auto and '"target": null' in auto
+    assert statements == 1 + 2 + 2  # the notes; their authors, their books; the authors' and the books' notes
+    assert plain_statements > 3 + 6
+    context = Context()
+    execute(schema, orm_db, query, context=context)
+    assert {"Note.target", "Author.notes", "Book.notes"} <= set(context.loaders.keys())

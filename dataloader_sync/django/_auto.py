@@ -47,7 +47,7 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Hashable, Iterator, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor, ReverseOneToOneDescriptor
@@ -56,6 +56,7 @@ from graphql import FieldNode, FragmentSpreadNode, GraphQLObjectType, InlineFrag
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
+from ._generic import is_generic_foreign_key, load_generic
 from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
@@ -272,7 +273,7 @@ def _join_paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model
         if kind is None or kind[1] is not None:
             continue
         auto = relation_of(model, kind[0] or name)
-        if auto is None or not isinstance(auto.descriptor, _JOINABLE):
+        if not isinstance(auto, AutoRelation) or not isinstance(auto.descriptor, _JOINABLE):
             continue
         path = prefix + (kind[0] or name)
         yield path
@@ -285,10 +286,11 @@ def _join_paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model
 #: The relations select_related follows (a forward one-to-one is a ForwardManyToOneDescriptor).
 _JOINABLE = (ForwardManyToOneDescriptor, ReverseOneToOneDescriptor)
 
-_RELATIONS: dict[tuple[type, str], Optional[AutoRelation]] = {}  # filled without a lock (see the notes)
+# (model, attribute) -> its auto relation or None; filled without a lock (see the notes)
+_RELATIONS: dict[tuple[type, str], Optional[Union[AutoRelation, GenericAutoRelation]]] = {}
 
 
-def relation_of(cls: type, name: str) -> Optional[AutoRelation]:
+def relation_of(cls: type, name: str) -> Optional[Union[AutoRelation, GenericAutoRelation]]:
     """The ``AutoRelation`` of *cls*'s attribute *name*, or None when *cls* is not a model or the
     attribute not one of ``_relations``' kinds."""
     key = (cls, name)
@@ -296,7 +298,7 @@ def relation_of(cls: type, name: str) -> Optional[AutoRelation]:
         return _RELATIONS[key]
     except KeyError:
         pass
-    found = None
+    found: Optional[Union[AutoRelation, GenericAutoRelation]] = None
     if isinstance(cls, type) and issubclass(cls, Model):
         descriptor = getattr(cls, name, None)
         try:
@@ -305,12 +307,17 @@ def relation_of(cls: type, name: str) -> Optional[AutoRelation]:
             rel = None
         if rel is not None:
             found = AutoRelation(descriptor, rel)
+        elif "django.contrib.contenttypes.fields" in sys.modules and is_generic_foreign_key(descriptor):
+            found = GenericAutoRelation(descriptor)
     _RELATIONS[key] = found
     return found
 
 
 def _prefetch_name(descriptor: Any) -> Optional[str]:
     """The key of ``instance._prefetched_objects_cache`` that holds a to-many relation's prefetched rows."""
+    generic = relation(descriptor).generic
+    if generic is not None:  # a GenericRelation's manager: the field's attname
+        return generic.attname  # type: ignore[no-any-return]
     rel = getattr(descriptor, "rel", None)
     field = getattr(descriptor, "field", None)
     if getattr(descriptor, "reverse", None) is not None and field is not None:  # many-to-many
@@ -381,3 +388,20 @@ class AutoRelation:
         queryset = maybe_queryset(object_type.get_queryset(model._default_manager.all(), info))
         memo[key] = queryset
         return queryset
+
+
+class GenericAutoRelation:
+    """A ``GenericForeignKey`` as auto relations resolve it: the ``load_generic`` family's loader,
+    one statement per target model.  Immutable; shared by threads."""
+
+    __slots__ = ("field",)
+
+    def __init__(self, field: Any) -> None:
+        self.field = field
+
+    def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
+                fallback: Callable[..., Any]) -> Any:
+        """The target: a loader's future, or what *fallback* gives when it is on the instance already."""
+        if spec is not None or self.field.is_cached(root):
+            return fallback(root, info, **args)
+        return ctx.auto_loaders().loader_for(load_generic, self.field).load(root)

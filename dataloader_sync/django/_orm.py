@@ -49,7 +49,7 @@ from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._connections import batch_connection
 from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label, using_alias
-from ._relations import Relation, relation
+from ._relations import Relation, generic_filter, relation
 
 __all__ = ["load_model", "load_related", "model_loader", "related_loader", "unlinked"]
 
@@ -118,6 +118,8 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
         return _load_by_parent_key(rel, instances, queryset)
     _load_deferred_keys(instances, rel.parent_attname)
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    if rel.generic is not None:  # the parents' keys as the object id column holds them
+        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
     found: dict[Any, Any] = {}
     if not _empty(queryset):
         for db, keys in keys_by_database(rel, queryset, instances, parents).items():
@@ -200,6 +202,8 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
            keys: list[Any]) -> dict[Any, Any]:
     """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
     base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db)
+    if rel.generic is not None:
+        base = base.filter(**generic_filter(rel, db))
     ordering = ordering_of(base)
     base = base.annotate(**{_PARENT: F(rel.path)})
     if first is not None:
