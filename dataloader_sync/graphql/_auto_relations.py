@@ -57,7 +57,8 @@ __all__ = ["AutoRelationsExecutionContext", "auto_base"]
 #: Integrations that know ORM instances and framework resolvers: module names,
 #: imported when the library of the first name is (their ``classify`` and
 #: ``relation_of``; see ``dataloader_sync.django._auto``).
-_INTEGRATIONS = (("django.db.models", "dataloader_sync.django._auto"),)
+_INTEGRATIONS = (("django.db.models", "dataloader_sync.django._auto"),
+                 ("sqlalchemy.orm", "dataloader_sync.sqlalchemy._auto"))
 
 
 def _integrations() -> list[Any]:
@@ -73,12 +74,22 @@ def default_attname(fn: Any) -> Any:
     the field's name), or False when *fn* is not a default resolver."""
     if fn is default_field_resolver:
         return None
+    if getattr(fn, "_ariadne_alias_resolver", False) is True and getattr(fn, "__module__", None) == "ariadne.resolvers":
+        attname = _cells(fn).get("attr_name")  # Ariadne's resolve_to(name): its default for converted names
+        return attname if isinstance(attname, str) else False
     if isinstance(fn, functools.partial) and len(fn.args) == 2 and not fn.keywords:
         graphene = sys.modules.get("graphene.types.resolver")
         if graphene is not None and fn.func in (graphene.dict_or_attr_resolver, graphene.attr_resolver,
                                                 graphene.get_default_resolver()):
             return fn.args[0] if isinstance(fn.args[0], str) else False
     return False
+
+
+def _cells(fn: Any) -> dict[str, Any]:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return {}
+    return dict(zip(code.co_freevars, (cell.cell_contents for cell in getattr(fn, "__closure__", None) or ())))
 
 
 def classify(fn: Any) -> Optional[tuple[Optional[str], Any]]:
