@@ -110,32 +110,36 @@ def auto_related_loader(registry: DataLoaderRegistry, field: Any, queryset: Opti
 # -- the fields graphene-django makes --------------------------------------------------------
 
 class ListSpec:
-    """A ``DjangoListField`` around a default resolver."""
+    """A ``DjangoListField`` around a default resolver (*own*: its type overrides ``get_queryset``)."""
 
-    __slots__ = ("object_type",)
+    __slots__ = ("object_type", "own")
 
     def __init__(self, object_type: Any) -> None:
         self.object_type = object_type
+        self.own = _own_get_queryset(object_type)
 
 
 class ConnectionSpec:
     """A connection field around a default resolver: *resolve* is ours (``_LoaderPages``),
-    *args* what graphene-django's partial passes after the resolver."""
+    *args* what graphene-django's partial passes after the resolver; *own*: its node type
+    overrides ``get_queryset``."""
 
-    __slots__ = ("args", "resolve")
+    __slots__ = ("args", "own", "resolve")
 
     def __init__(self, resolve: Callable[..., Any], args: tuple[Any, ...]) -> None:
         self.resolve = resolve
         self.args = args
+        self.own = _own_get_queryset(args[0]._meta.node)
 
 
 class ToOneSpec:
     """graphene-django's to-one field of a target type with its own ``get_queryset``."""
 
-    __slots__ = ("object_type",)
+    __slots__ = ("object_type", "own")
 
     def __init__(self, object_type: Any) -> None:
         self.object_type = object_type
+        self.own = True
 
 
 def _own_get_queryset(object_type: Any) -> bool:
@@ -348,24 +352,38 @@ class AutoRelation:
         return bool(self.descriptor.is_cached(root))
 
     def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
-                fallback: Callable[..., Any]) -> Any:
-        """The field's value: a loader's future, or what *fallback* (the framework's resolver) gives."""
+                fallback: Callable[..., Any], memo: dict[Any, Any]) -> Any:
+        """The field's value: a loader's future, or what *fallback* (the framework's resolver) gives.
+
+        *memo* is the caller's store for this relation and field in this execution (its loader per
+        selection).
+        """
         if spec is None:
             if self.on_instance(root):
                 return fallback(root, info, **args)
-            joined = joins(ctx, info, self.rel.related_model)
-            return auto_related_loader(ctx.auto_loaders(), self.descriptor, None, joined).load(root)
+            return self._loader(ctx, info, spec, memo).load(root)
         if spec.__class__ is ConnectionSpec:
-            if self.on_instance(root) and not _own_get_queryset(spec.args[0]._meta.node):
+            if not spec.own and self.on_instance(root):
                 return fallback(root, info, **args)
             return spec.resolve(functools.partial(self._load_in_connection, ctx), *spec.args, root, info, **args)
-        object_type = spec.object_type
-        own = _own_get_queryset(object_type)
-        if not own and self.on_instance(root):
+        if not spec.own and self.on_instance(root):
             return fallback(root, info, **args)
-        queryset = self._queryset(ctx, object_type, info) if own else None
-        joined = joins(ctx, info, self.rel.related_model)
-        return auto_related_loader(ctx.auto_loaders(), self.descriptor, queryset, joined).load(root)
+        return self._loader(ctx, info, spec, memo).load(root)
+
+    def _loader(self, ctx: Any, info: Any, spec: Any, memo: dict[Any, Any]) -> DataLoader[Any, Any]:
+        """The loader of this relation for the field being resolved: found once per selection per execution
+        (the queryset and the joins depend on the field and its selection, not on the parent)."""
+        nodes = info.field_nodes
+        # a selection is known by its first field node (and how many were merged with it)
+        key: Hashable = id(nodes[0]) if len(nodes) == 1 else (id(nodes[0]), len(nodes))
+        loader: Optional[DataLoader[Any, Any]] = memo.get(key)
+        if loader is None:
+            queryset = None
+            if spec is not None and spec.own:
+                queryset = self._queryset(ctx, spec.object_type, info)
+            joined = joins(ctx, info, self.rel.related_model)
+            loader = memo[key] = auto_related_loader(ctx.auto_loaders(), self.descriptor, queryset, joined)
+        return loader
 
     def _load_in_connection(self, ctx: Any, root: Any, info: Any, **args: Any) -> Any:
         # the connection's resolver: the page request it installed serves this relation, with
@@ -400,7 +418,7 @@ class GenericAutoRelation:
         self.field = field
 
     def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
-                fallback: Callable[..., Any]) -> Any:
+                fallback: Callable[..., Any], memo: dict[Any, Any]) -> Any:
         """The target: a loader's future, or what *fallback* gives when it is on the instance already."""
         if spec is not None or self.field.is_cached(root):
             return fallback(root, info, **args)

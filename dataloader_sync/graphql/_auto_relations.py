@@ -187,7 +187,7 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._auto_registry = registry_of(self.context_value)
-        self._auto_made: dict[tuple[int, Optional[str]], tuple[Any, Any]] = {}
+        self._auto_made: dict[tuple[int, Optional[str], bool], tuple[Any, Any]] = {}
         self._auto_relations = _Relations()
         self.auto_memo: dict[Any, Any] = {}  # per execution: what the integrations computed once
         if self._plans is None:  # graphql-core's execute_field runs the fields: hook its resolver lookup
@@ -202,14 +202,14 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
         return registry
 
     # -- resolvers ------------------------------------------------------------------
-    def _auto(self, fn: Any, field_name: Optional[str]) -> Any:
+    def _auto(self, fn: Any, field_name: Optional[str], takes_args: bool = True) -> Any:
         """*fn*, or the auto resolver standing for it (made once per execution)."""
-        key = (id(fn), field_name)
+        key = (id(fn), field_name, takes_args)
         made = self._auto_made.get(key)
         if made is not None and made[0] is fn:
             return made[1]
         kind = classify(fn)
-        resolver = fn if kind is None else _auto_resolver(self, fn, kind[0] or field_name, kind[1])
+        resolver = fn if kind is None else _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
         self._auto_made[key] = (fn, resolver)
         return resolver
 
@@ -228,7 +228,7 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
             plan = _compat.plan_fields(self, parent_type, fields, LEAF_TYPES)
             for i, entry in enumerate(plan):
                 if is_composite_type(get_named_type(entry[4])):
-                    resolver = self._auto(entry[3], entry[7])
+                    resolver = self._auto(entry[3], entry[7], bool(entry[2].args))
                     if resolver is not entry[3]:
                         plan[i] = (*entry[:3], resolver, *entry[4:])
             plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
@@ -258,14 +258,54 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
                 self._close_own()
 
 
-def _auto_resolver(ctx: AutoRelationsExecutionContext, fn: Any, attname: Optional[str], spec: Any) -> Any:
-    """The resolver of a default-resolved field: its relation's loader where the parent has one, else *fn*."""
+_NO_ARGS: dict[str, Any] = {}  # the arguments of a field that defines none (never written to)
+
+
+def _auto_resolver(ctx: AutoRelationsExecutionContext, fn: Any, attname: Optional[str], spec: Any,
+                   takes_args: bool = True) -> Any:
+    """The resolver of a default-resolved field: its relation's loader where the parent has one, else *fn*.
+
+    Per parent class, the relation and a dict of its own (``memo``: what the relation keeps per
+    selection, such as its loader) are looked up once per execution.  Without *takes_args* (a
+    field that defines no argument) the resolver takes none: no keyword dict per call.
+    """
     relations = ctx._auto_relations
+    if attname is None:  # graphql-core's default resolver through middleware: the field's name, per call
+        memos: dict[Any, dict[Any, Any]] = {}  # per relation
 
-    def resolve_auto_relation(root: Any, info: Any, **args: Any) -> Any:
-        rel = relations.get(root.__class__, attname or info.field_name)
+        def resolve_by_field_name(root: Any, info: Any, **args: Any) -> Any:
+            rel = relations.get(root.__class__, info.field_name)
+            if rel is None:
+                return fn(root, info, **args)
+            memo = memos.get(rel)
+            if memo is None:
+                memo = memos[rel] = {}
+            return rel.resolve(ctx, root, info, args, spec, fn, memo)
+
+        return resolve_by_field_name
+    by_class: dict[type, Any] = {}  # the parents' classes this field met: (their relation or None, its memo)
+
+    def relation(cls: type) -> Any:
+        found: tuple[Any, dict[Any, Any]] = (relations.get(cls, attname), {})
+        by_class[cls] = found
+        return found
+
+    if takes_args:
+
+        def resolve_auto_relation(root: Any, info: Any, **args: Any) -> Any:
+            cls = root.__class__
+            rel, memo = by_class.get(cls) or relation(cls)
+            if rel is None:
+                return fn(root, info, **args)
+            return rel.resolve(ctx, root, info, args, spec, fn, memo)
+
+        return resolve_auto_relation
+
+    def resolve_auto_relation_without_args(root: Any, info: Any) -> Any:
+        cls = root.__class__
+        rel, memo = by_class.get(cls) or relation(cls)
         if rel is None:
-            return fn(root, info, **args)
-        return rel.resolve(ctx, root, info, args, spec, fn)
+            return fn(root, info)
+        return rel.resolve(ctx, root, info, _NO_ARGS, spec, fn, memo)
 
-    return resolve_auto_relation
+    return resolve_auto_relation_without_args

@@ -150,7 +150,7 @@ class AutoRelation:
         return ctx.auto_loaders().loader_for(load_auto_related, self.attribute).load(root)
 
     def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
-                fallback: Callable[..., Any]) -> Any:
+                fallback: Callable[..., Any], memo: dict[Any, Any]) -> Any:
         """The field's value: the loaded value or a loader's future (a connection around it)."""
         if spec is None:
             return self.value(ctx, root)
