@@ -58,6 +58,7 @@ def graphene_schema(opt_out=False):
         title = graphene.String()
         tags = graphene.List(Tag)
         reviews = graphene.List(Review)
+        author = graphene.Field(lambda: AuthorType)
         if opt_out:
             tags = no_auto_relations(graphene.Field(graphene.List(Tag)))
 
@@ -72,6 +73,10 @@ def graphene_schema(opt_out=False):
 
     class Query(graphene.ObjectType):
         authors = graphene.List(AuthorType, eager=graphene.Boolean())
+        books = graphene.List(BookType)
+
+        def resolve_books(root, info):
+            return info.context["session"].scalars(select(Book).order_by(Book.id)).all()
 
         def resolve_authors(root, info, eager=False):
             statement = select(Author).order_by(Author.id)
@@ -110,6 +115,17 @@ def test_graphene_types_without_resolvers_cost_one_statement_per_relationship_pe
     assert count == 6  # authors, their publishers, profiles, books; the books' tags, reviews
     assert plain_count > 6 + 4
     assert {"Author.publisher", "Author.profile", "Author.books", "Book.tags", "Book.reviews"} <= set(registry.keys())
+
+
+def test_to_one_hops_the_selection_reads_are_joined_into_the_batch(catalogue, fresh):
+    session, statements = catalogue
+    execute = graphene_schema()
+    query = "{ books { title author { name publisher { name } profile { bio } } reviews { rating } } }"
+    auto, count, registry = run(execute, query, True, statements, session=session)
+    plain, _, _ = run(execute, query, False, statements, session=fresh(session))
+    assert auto == plain and '"errors"' not in auto
+    assert count == 3  # the books; their authors with publisher and profile joined; the reviews
+    assert "Book.author, joinedload=(publisher, profile)" in registry.keys()
 
 
 def test_loaded_relationships_cost_no_statement(catalogue, fresh):

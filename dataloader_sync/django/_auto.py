@@ -46,12 +46,11 @@ from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional, Union
 
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor, ReverseOneToOneDescriptor
-from graphql import FieldNode, FragmentSpreadNode, GraphQLObjectType, InlineFragmentNode, get_named_type
 
 from .._dataloader import DataLoader
 from .._registry import DataLoaderRegistry
@@ -210,7 +209,7 @@ MAX_JOIN_DEPTH = 4
 def joins(ctx: Any, info: Any, model: type[Model], connection: bool = False) -> tuple[str, ...]:
     """The ``select_related`` paths, from *model*, of the to-one relations the field's selection
     reads through default resolvers (and theirs, to ``MAX_JOIN_DEPTH``): computed once per
-    selection per execution.
+    selection per execution (``graphql._auto_relations.join_paths``).
 
     A to-one field joins when its resolver is a plain default one (a target type with its own
     ``get_queryset`` is loaded by its own batch, where that queryset applies) and its relation is a
@@ -218,71 +217,17 @@ def joins(ctx: Any, info: Any, model: type[Model], connection: bool = False) -> 
     read is that of the connection's ``edges { node }``.  Abstract types (interfaces, unions) are
     not looked into: their to-one fields are batches of their own.
     """
-    nodes = info.field_nodes
-    key = ("django.joins", model, connection, *map(id, nodes))
-    memo = ctx.auto_memo
-    found: Optional[tuple[str, ...]] = memo.get(key)
-    if found is None:
-        gql_type = get_named_type(info.return_type)
-        if connection:
-            gql_type, nodes = _connection_nodes(gql_type, nodes, info.fragments)
-        found = memo[key] = tuple(_join_paths(ctx, gql_type, nodes, info.fragments, model, "", 1))
-    return found
+    from ..graphql._auto_relations import join_paths
+
+    return join_paths(ctx, info, model, _hop, "__", MAX_JOIN_DEPTH, connection)
 
 
-def _subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
-    """``{field name: its field nodes}`` of *nodes*' selections on the object type *gql_type*."""
-    found: dict[str, list[Any]] = {}
-    stack = [node.selection_set for node in nodes]
-    while stack:
-        selection_set = stack.pop()
-        if selection_set is None:
-            continue
-        for selection in selection_set.selections:
-            if isinstance(selection, FieldNode):
-                found.setdefault(selection.name.value, []).append(selection)
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                if condition is None or condition.name.value == gql_type.name:
-                    stack.append(selection.selection_set)
-            elif isinstance(selection, FragmentSpreadNode):
-                fragment = fragments.get(selection.name.value)
-                if fragment is not None and fragment.type_condition.name.value == gql_type.name:
-                    stack.append(fragment.selection_set)
-    return found
-
-
-def _connection_nodes(gql_type: Any, nodes: Any, fragments: Any) -> tuple[Any, list[Any]]:
-    """The node type of a connection type and the field nodes of its ``edges { node }``."""
-    if not isinstance(gql_type, GraphQLObjectType) or "edges" not in gql_type.fields:
-        return None, []
-    edge_type = get_named_type(gql_type.fields["edges"].type)
-    edges = _subfields(gql_type, nodes, fragments).get("edges", [])
-    if not isinstance(edge_type, GraphQLObjectType) or "node" not in edge_type.fields:
-        return None, []
-    return get_named_type(edge_type.fields["node"].type), _subfields(edge_type, edges, fragments).get("node", [])
-
-
-def _join_paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model: type[Model], prefix: str,
-                depth: int) -> Iterator[str]:
-    if not isinstance(gql_type, GraphQLObjectType) or not nodes or depth > MAX_JOIN_DEPTH:
-        return
-    from ..graphql._auto_relations import classify as classify_resolver
-
-    for name, sub_nodes in _subfields(gql_type, nodes, fragments).items():
-        field_def = gql_type.fields.get(name)
-        if field_def is None:
-            continue
-        kind = classify_resolver(field_def.resolve or ctx.field_resolver)
-        if kind is None or kind[1] is not None:
-            continue
-        auto = relation_of(model, kind[0] or name)
-        if not isinstance(auto, AutoRelation) or not isinstance(auto.descriptor, _JOINABLE):
-            continue
-        path = prefix + (kind[0] or name)
-        yield path
-        yield from _join_paths(ctx, get_named_type(field_def.type), sub_nodes, fragments, auto.rel.related_model,
-                               path + "__", depth + 1)
+def _hop(model: Any, name: str) -> Any:
+    """The related model of *model*'s to-one relation *name* that ``select_related`` can join, or None."""
+    auto = relation_of(model, name)
+    if not isinstance(auto, AutoRelation) or not isinstance(auto.descriptor, _JOINABLE):
+        return None
+    return auto.rel.related_model
 
 
 # -- relations -------------------------------------------------------------------------------

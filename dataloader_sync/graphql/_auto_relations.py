@@ -40,9 +40,18 @@ import functools
 import importlib
 import importlib.util
 import sys
+from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from graphql import default_field_resolver, get_named_type, is_composite_type
+from graphql import (
+    FieldNode,
+    FragmentSpreadNode,
+    GraphQLObjectType,
+    InlineFragmentNode,
+    default_field_resolver,
+    get_named_type,
+    is_composite_type,
+)
 
 from .._auto import opted_out
 from .._registry import DataLoaderRegistry
@@ -52,7 +61,7 @@ from ._execution import DataLoaderExecutionContext
 from ._loop import LEAF_TYPES
 from ._scope import registry_of
 
-__all__ = ["AutoRelationsExecutionContext", "auto_base"]
+__all__ = ["AutoRelationsExecutionContext", "auto_base", "classify", "join_paths"]
 
 #: Integrations that know ORM instances and framework resolvers: module names,
 #: imported when the library of the first name is (their ``classify`` and
@@ -109,6 +118,93 @@ def classify(fn: Any) -> Optional[tuple[Optional[str], Any]]:
     if attname is False:
         return None
     return attname, None
+
+
+# -- to-one hops the selection reads ------------------------------------------------------------
+
+def join_paths(ctx: Any, info: Any, model: Any, hop: Callable[[Any, str], Any], separator: str, depth: int,
+               connection: bool = False) -> tuple[str, ...]:
+    """The paths, from *model*, of the to-one relations the field being resolved selects through
+    default resolvers, and theirs, *depth* hops deep: what an ORM can join into the batch that loads
+    the field's rows.  Computed once per selection per execution.
+
+    Args:
+        ctx: the execution (its ``auto_memo`` and ``field_resolver``).
+        info: the resolve info of the field whose rows are loaded.
+        model: the class of those rows.
+        hop: ``hop(model, attribute name)``: the related class of a to-one relation the ORM can
+            join, else None.
+        separator: between the names of a path (``author__publisher``, ``author.publisher``).
+        depth: the longest path, in hops.
+        connection: read the selection of the field's ``edges { node }`` (a connection).
+
+    Returns:
+        The paths, each after its prefixes.  Abstract types (interfaces, unions) are not looked into.
+    """
+    nodes = info.field_nodes
+    key = ("joins", model, hop, connection, *map(id, nodes))
+    memo = ctx.auto_memo
+    found: Optional[tuple[str, ...]] = memo.get(key)
+    if found is None:
+        gql_type = get_named_type(info.return_type)
+        if connection:
+            gql_type, nodes = _connection_nodes(gql_type, nodes, info.fragments)
+        found = memo[key] = tuple(_paths(ctx, gql_type, nodes, info.fragments, model, hop, separator, "", depth))
+    return found
+
+
+def _subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
+    """``{field name: its field nodes}`` of *nodes*' selections on the object type *gql_type*."""
+    found: dict[str, list[Any]] = {}
+    stack = [node.selection_set for node in nodes]
+    while stack:
+        selection_set = stack.pop()
+        if selection_set is None:
+            continue
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                found.setdefault(selection.name.value, []).append(selection)
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                if condition is None or condition.name.value == gql_type.name:
+                    stack.append(selection.selection_set)
+            elif isinstance(selection, FragmentSpreadNode):
+                fragment = fragments.get(selection.name.value)
+                if fragment is not None and fragment.type_condition.name.value == gql_type.name:
+                    stack.append(fragment.selection_set)
+    return found
+
+
+def _connection_nodes(gql_type: Any, nodes: Any, fragments: Any) -> tuple[Any, list[Any]]:
+    """The node type of a connection type and the field nodes of its ``edges { node }``."""
+    if not isinstance(gql_type, GraphQLObjectType) or "edges" not in gql_type.fields:
+        return None, []
+    edge_type = get_named_type(gql_type.fields["edges"].type)
+    edges = _subfields(gql_type, nodes, fragments).get("edges", [])
+    if not isinstance(edge_type, GraphQLObjectType) or "node" not in edge_type.fields:
+        return None, []
+    return get_named_type(edge_type.fields["node"].type), _subfields(edge_type, edges, fragments).get("node", [])
+
+
+def _paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model: Any, hop: Callable[[Any, str], Any],
+           separator: str, prefix: str, depth: int) -> Iterator[str]:
+    if not isinstance(gql_type, GraphQLObjectType) or not nodes or depth < 1:
+        return
+    for name, sub_nodes in _subfields(gql_type, nodes, fragments).items():
+        field_def = gql_type.fields.get(name)
+        if field_def is None:
+            continue
+        kind = classify(field_def.resolve or ctx.field_resolver)
+        if kind is None or kind[1] is not None:
+            continue
+        attname = kind[0] or name
+        related = hop(model, attname)
+        if related is None:
+            continue
+        path = prefix + attname
+        yield path
+        yield from _paths(ctx, get_named_type(field_def.type), sub_nodes, fragments, related, hop, separator,
+                          path + separator, depth - 1)
 
 
 class _Relations:

@@ -17,7 +17,10 @@ A relationship resolves through the loader of the family
 ``load_auto_related`` (``load_related`` named ``Author.books``), in the
 instance's own session, one statement per relationship per level; a value
 already loaded on the instance (an eager load, an earlier access) is read
-as it is, with no statement.  A connection's list is the loaded list, sliced
+as it is, with no statement.  The many-to-one and one-to-one relationships
+the field's selection reads through default resolvers (and theirs, to
+``MAX_JOIN_DEPTH`` hops) are joined into that statement (``joinedload``), so
+their fields cost nothing more.  A connection's list is the loaded list, sliced
 by graphene-sqlalchemy as it slices a list.
 
 Guarantees:
@@ -33,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
 from sqlalchemy import inspect
-from sqlalchemy.orm import Mapper
+from sqlalchemy.orm import Mapper, joinedload
 from sqlalchemy.orm.attributes import instance_state
 
 from ._loaders import _related_key, _related_name
@@ -43,14 +46,55 @@ from ._relations import relation_of as sqlalchemy_relation
 __all__ = ["AutoRelation", "classify", "load_auto_related", "relation_of"]
 
 
-def load_auto_related(instances: Sequence[Any], attribute: Any, session: Any = None) -> list[Any]:
+#: How deep a chain of to-one hops is joined into one statement (``author.publisher`` is 2).
+MAX_JOIN_DEPTH = 4
+
+
+def load_auto_related(instances: Sequence[Any], attribute: Any, session: Any = None,
+                      joined: tuple[str, ...] = ()) -> list[Any]:
     """``load_related`` as the batch function of the auto relations' families (loaders named
-    ``Author.books``)."""
-    return load_related(instances, attribute, session)
+    ``Author.books``); *joined*: the to-one relationship paths from the related class
+    (``author.publisher``) joined into the statement (``joinedload``)."""
+    return load_related(instances, attribute, session, options=_joined_loads(attribute, joined))
 
 
-load_auto_related.__dict__.update(dataloader_key=_related_key, dataloader_name=_related_name,
+def _joined_loads(attribute: Any, joined: tuple[str, ...]) -> list[Any]:
+    """``joinedload`` chains for the longest of the *joined* paths (each one's prefixes come with it)."""
+    longest = [path for path in joined if not any(other.startswith(path + ".") for other in joined)]
+    options = []
+    for path in longest:
+        cls = attribute.property.mapper.class_
+        option = None
+        for name in path.split("."):
+            relationship = getattr(cls, name)
+            option = joinedload(relationship) if option is None else option.joinedload(relationship)
+            cls = relationship.property.mapper.class_
+        options.append(option)
+    return options
+
+
+def _auto_key(attribute: Any, session: Any = None, joined: tuple[str, ...] = ()) -> Any:
+    return (_related_key(attribute, session), joined)
+
+
+def _auto_name(attribute: Any, session: Any = None, joined: tuple[str, ...] = ()) -> str:
+    name = _related_name(attribute, session)
+    return f"{name}, joinedload=({', '.join(joined)})" if joined else name
+
+
+load_auto_related.__dict__.update(dataloader_key=_auto_key, dataloader_name=_auto_name,
                                   dataloader_name_is_label=True)
+
+
+def _hop(cls: Any, name: str) -> Any:
+    """The related class of *cls*'s to-one relationship *name* (many-to-one, one-to-one), or None."""
+    mapper: Any = inspect(cls, raiseerr=False)
+    if not isinstance(mapper, Mapper):
+        return None
+    prop = mapper.relationships.get(name)
+    if prop is None or prop.uselist:
+        return None
+    return prop.mapper.class_
 
 
 class ConnectionSpec:
@@ -143,20 +187,31 @@ class AutoRelation:
         self.attribute = attribute
         self.key = key
 
-    def value(self, ctx: Any, root: Any) -> Any:
-        """The loaded value on *root*, else the relationship loader's future."""
+    def value(self, ctx: Any, root: Any, info: Any, memo: dict[Any, Any], connection: bool = False) -> Any:
+        """The loaded value on *root*, else the relationship loader's future (its loader found once per
+        selection per execution, with the to-one hops the selection reads joined in)."""
         if self.key in instance_state(root).dict:  # loaded: eagerly, or by an earlier access
             return getattr(root, self.key)
-        return ctx.auto_loaders().loader_for(load_auto_related, self.attribute).load(root)
+        nodes = info.field_nodes
+        key = (id(nodes[0]), len(nodes), connection)
+        loader = memo.get(key)
+        if loader is None:
+            from ..graphql._auto_relations import join_paths
+
+            target = self.attribute.property.mapper.class_
+            joined = join_paths(ctx, info, target, _hop, ".", MAX_JOIN_DEPTH, connection)
+            loader = memo[key] = (ctx.auto_loaders().loader_for(load_auto_related, self.attribute, joined=joined)
+                                  if joined else ctx.auto_loaders().loader_for(load_auto_related, self.attribute))
+        return loader.load(root)
 
     def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
                 fallback: Callable[..., Any], memo: dict[Any, Any]) -> Any:
         """The field's value: the loaded value or a loader's future (a connection around it)."""
         if spec is None:
-            return self.value(ctx, root)
+            return self.value(ctx, root, info, memo)
         from graphene_sqlalchemy.fields import SQLAlchemyConnectionField
 
         def resolved(root: Any, info: Any, **args: Any) -> Any:
-            return self.value(ctx, root)
+            return self.value(ctx, root, info, memo, connection=True)
 
         return SQLAlchemyConnectionField.connection_resolver(resolved, *spec.args, root, info, **args)
