@@ -86,7 +86,7 @@ def no_auto_relations(field: F) -> F:
             return NoAutoRelations(original(parent_resolver))
 
         target.wrap_resolve = wrap_resolve
-    elif hasattr(target, "resolve") and hasattr(target, "args") and hasattr(target, "type"):
+    elif type(target).__name__ == "GraphQLField" and type(target).__module__.startswith("graphql."):
         # a graphql-core GraphQLField: its resolve function (None: the default) is wrapped now
         resolve = target.resolve
         if not isinstance(resolve, NoAutoRelations):

@@ -70,3 +70,17 @@ def test_graphql_core_default_resolver_on_django_models(orm_db, library, middlew
     assert auto == plain and '"errors"' not in auto
     assert statements == 4  # authors; publishers; books (their author is each book's known parent); tags
     assert plain_statements > 4 + 6
+
+
+def test_no_auto_relations_on_a_graphql_core_field(orm_db, library):
+    from dataloader_sync import no_auto_relations
+    from dataloader_sync.graphql import AutoRelationsExecutionContext
+
+    library(orm_db, authors=6, books=2)
+    schema = make_schema()
+    field = schema.type_map["Author"].fields["publisher"]
+    assert no_auto_relations(field) is field
+    auto, statements = run(schema, orm_db, AutoRelationsExecutionContext)
+    plain, _ = run(make_schema(listed=True), orm_db, AutoRelationsExecutionContext)
+    assert auto == plain
+    assert statements == 3 + 4  # each of the 4 published authors reads its publisher: one statement each
