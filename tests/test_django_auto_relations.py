@@ -607,3 +607,27 @@ def test_generic_foreign_keys_and_generic_relations(orm_db, library):
     context = Context()
     execute(schema, orm_db, query, context=context)
     assert {"Note.target", "Author.notes", "Book.notes"} <= set(context.loaders.keys())
+
+
+def test_spans_name_the_relations(schema, orm_db, library):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from dataloader_sync.otel import OpenTelemetryInstrumentation
+
+    library(orm_db, authors=3, books=2)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    context = Context()
+    context.loaders = DataLoaderRegistry(instrumentation=OpenTelemetryInstrumentation(tracer_provider=provider))
+    try:
+        execute(schema, orm_db, PLAIN, context=context)
+    finally:
+        context.loaders.close()
+        provider.shutdown()
+    names = {span.attributes["dataloader.name"] for span in exporter.get_finished_spans()
+             if span.name.startswith("dataloader.batch")}
+    assert {"Author.books", "Author.profile", "Book.tags"} <= names
