@@ -144,3 +144,48 @@ def test_no_auto_relations_leaves_a_field_to_strawberry_django(orm_db, library):
     plain, _, _ = run(make_schema(False, False), orm_db, query)
     assert auto == plain
     assert statements == 2 + 6  # authors, books, then each book's tags
+
+
+def make_connection_schema(auto: bool, optimizer: bool):
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+    from strawberry import relay
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+    from strawberry_django.relay import DjangoListConnection
+
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.filter_type(models.Book, lookups=True)
+    class PagedBookFilter:
+        year: strawberry.auto
+
+    @strawberry_django.type(models.Book)
+    class PagedBook(relay.Node):
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class PagedAuthor(relay.Node):
+        name: strawberry.auto
+        books: DjangoListConnection[PagedBook] = strawberry_django.connection(filters=PagedBookFilter)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[PagedAuthor]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
+    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=DataLoaderExecutionContext)
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
+def test_connection_fields_on_relations_page_in_the_batch(orm_db, library, optimizer):
+    library(orm_db, authors=6, books=4)
+    query = """{ authors { name books(first: 2, filters: {year: {gte: 2001}}) { totalCount
+        pageInfo { hasNextPage } edges { node { title } } } } }"""
+    auto, statements, registry = run(make_connection_schema(True, optimizer), orm_db, query)
+    plain, plain_statements, _ = run(make_connection_schema(False, optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == 3 < plain_statements  # the authors; the pages; their counts

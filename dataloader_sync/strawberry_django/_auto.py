@@ -11,9 +11,12 @@ type's ``get_queryset``, permissions, filters and ordering, and
 fields — through the field's own ``get_queryset``, called once per field
 and arguments per execution.
 
-What is left to strawberry-django: a field with a resolver, a field wrapped
-in ``dataloader_sync.no_auto_relations``, connection and paginated fields,
-and a relation already on the instance (prefetched by the optimizer,
+A connection field on a relation pages in the batch as
+``dataloader_sync.strawberry_django.connection`` does: its filters, order,
+page and ``totalCount`` applied inside the batch.  What is left to
+strawberry-django: a field with a resolver, a field wrapped in
+``dataloader_sync.no_auto_relations``, paginated fields, a connection field
+with a connection extension of its own, and a relation already on the instance (prefetched by the optimizer,
 ``select_related``): read with no statement, as without the extension.
 
 Guarantees:
@@ -50,11 +53,40 @@ def _relation_field(graphql_field: Any) -> Optional[Any]:
     from strawberry_django.fields.field import StrawberryDjangoField
 
     field = (graphql_field.extensions or {}).get(_DEFINITION)
-    if not isinstance(field, StrawberryDjangoField) or field.base_resolver is not None:
+    if not isinstance(field, StrawberryDjangoField) or not _default_resolution(field):
         return None
-    if not field.is_relation or field.is_connection or field.is_paginated or getattr(field, MARK, False):
+    if not field.is_relation or field.is_paginated or getattr(field, MARK, False):
+        return None
+    if field.is_connection and _pages_of(field) is None:
         return None
     return field
+
+
+def _default_resolution(field: Any) -> bool:
+    """Whether *field* has no resolver of its own: none, or the one strawberry-django's connection
+    extension gives a connection field that has none (``default_resolver``, which reads the relation)."""
+    resolver = field.base_resolver
+    if resolver is None:
+        return True
+    wrapped = getattr(resolver, "wrapped_func", None)
+    return (getattr(wrapped, "__name__", None) == "default_resolver"
+            and getattr(wrapped, "__module__", None) == "strawberry_django.fields.field")
+
+
+def _pages_of(field: Any) -> Any:
+    """A ``DataLoaderConnectionExtension`` standing for *field*'s connection extension (strawberry-django's
+    own, or ours), or None when the field has another."""
+    from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
+
+    from ._connection import DataLoaderConnectionExtension
+
+    found = [e for e in field.extensions if isinstance(e, StrawberryDjangoConnectionExtension)]
+    if len(found) != 1 or type(found[0]) not in (StrawberryDjangoConnectionExtension, DataLoaderConnectionExtension):
+        return None
+    pages = object.__new__(DataLoaderConnectionExtension)
+    pages.__dict__.update(found[0].__dict__)  # applied to the field already: its connection type, max_results
+    pages._django_field = field
+    return pages
 
 
 class AutoRelationsExtension(SchemaExtension):
@@ -73,6 +105,7 @@ class AutoRelationsExtension(SchemaExtension):
         super().__init__(*args, **kwargs)
         self._own: Optional[DataLoaderRegistry] = None
         self._querysets: dict[Any, Any] = {}
+        self._pages: dict[int, Any] = {}  # id(connection field) -> its page extension
 
     def on_execute(self) -> Iterator[None]:
         """The execution; then the registry the extension made for it, if any, is closed."""
@@ -108,10 +141,26 @@ class AutoRelationsExtension(SchemaExtension):
         auto = relation_of(root.__class__, field.django_name or field.python_name)
         if not isinstance(auto, AutoRelation) or auto.on_instance(root):
             return _next(root, info, *args, **kwargs)
+        if field.is_connection:
+            return self._connection(field, auto, root, info, kwargs)
         queryset = self._queryset(field, auto, info, kwargs)
         if queryset is None:  # a page of a list: strawberry-django slices it
             return _next(root, info, *args, **kwargs)
         return auto_related_loader(self._registry(info.context), auto.descriptor, queryset).load(root)
+
+    def _connection(self, field: Any, auto: AutoRelation, root: Any, info: Any, kwargs: dict[str, Any]) -> Any:
+        """A connection field's page, from the page family of our connection extension: the field's
+        filters, order and page (and ``totalCount``) applied in the batch."""
+        pages = self._pages.get(id(field))
+        if pages is None:
+            pages = self._pages[id(field)] = _pages_of(field)
+        strawberry_info, arguments = _strawberry_call(field, info, kwargs)
+        registry = self._registry(info.context)
+
+        def load(source: Any, _info: Any, **_arguments: Any) -> Any:
+            return auto_related_loader(registry, auto.descriptor).load(source)
+
+        return pages.resolve(load, root, strawberry_info, **arguments)
 
     def _queryset(self, field: Any, auto: AutoRelation, info: Any, kwargs: dict[str, Any]) -> Any:
         """The field's ``get_queryset`` on the related model's rows: once per field and arguments."""
@@ -132,9 +181,9 @@ class AutoRelationsExtension(SchemaExtension):
         return queryset
 
 
-def _field_queryset(field: Any, base: Any, info: Any, kwargs: dict[str, Any]) -> Any:
-    """``field.get_queryset(base, info, **arguments)`` as strawberry-django's own resolution calls it:
-    with strawberry's ``Info`` and the arguments converted by strawberry (filter and order objects)."""
+def _strawberry_call(field: Any, info: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """strawberry's ``Info`` and the field's arguments converted by strawberry (filter and order objects),
+    as strawberry-django's own resolution gets them."""
     from strawberry import Info
 
     strawberry_info = Info(_raw_info=info, _field=field)
@@ -144,4 +193,15 @@ def _field_queryset(field: Any, base: Any, info: Any, kwargs: dict[str, Any]) ->
         schema = info.schema._strawberry_schema
         _, kwargs = get_arguments(field=field, source=None, info=strawberry_info, kwargs=kwargs,
                                   config=schema.config, scalar_registry=schema.schema_converter.scalar_registry)
-    return field.get_queryset(base, strawberry_info, **kwargs)
+        resolver = field.base_resolver
+        if resolver is not None:  # the connection's default resolver's own parameters are not arguments
+            for parameter in (resolver.info_parameter, resolver.root_parameter, resolver.parent_parameter):
+                if parameter is not None:
+                    kwargs.pop(parameter.name, None)
+    return strawberry_info, kwargs
+
+
+def _field_queryset(field: Any, base: Any, info: Any, kwargs: dict[str, Any]) -> Any:
+    """``field.get_queryset(base, info, **arguments)`` as strawberry-django's own resolution calls it."""
+    strawberry_info, arguments = _strawberry_call(field, info, kwargs)
+    return field.get_queryset(base, strawberry_info, **arguments)
