@@ -57,10 +57,16 @@ def make_schema(auto: bool, optimizer: bool, opt_out: bool = False):
     class ProfileType:
         bio: strawberry.auto
 
+    @strawberry_django.type(models.Author)
+    class AuthorName:
+        name: strawberry.auto
+        publisher: Optional[PublisherType]
+
     @strawberry_django.type(models.Book)
     class BookType:
         title: strawberry.auto
         year: strawberry.auto
+        author: AuthorName
         tags: list[TagType] = (no_auto_relations(strawberry_django.field()) if opt_out
                                else strawberry_django.field())
         reviews: list[ReviewType]
@@ -135,6 +141,18 @@ def test_under_a_resolver_the_optimizer_cannot_see_into_relations_are_batched(or
     assert auto == plain
     # the root resolver returns a list (no queryset to optimize): books, tags, reviews in one statement each
     assert statements == 4 < plain_statements
+
+
+def test_to_one_hops_the_selection_reads_are_joined_into_the_batch(orm_db, library):
+    library(orm_db, authors=6, books=2)
+    query = "{ authorList { books { title author { name publisher { name } } } } }"
+    auto, statements, registry = run(make_schema(True, False), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, False), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == 2 < plain_statements  # the authors; the books with their author and its publisher
+    [name] = registry.keys()  # strawberry-django orders an unordered list by pk: the queryset says so
+    assert name.startswith("Author.books, queryset=Book ORDER BY") and name.endswith(
+        ", select_related=(author, author__publisher)")
 
 
 def test_no_auto_relations_leaves_a_field_to_strawberry_django(orm_db, library):

@@ -35,6 +35,8 @@ anything.
     python tools/bench_auto.py --quick         # small settings, a few seconds
     python tools/bench_auto.py --json out.json # the same figures as JSON too
     python tools/bench_auto.py --postgres      # on a PostgreSQL server started for the run
+    python tools/bench_auto.py --strawberry-django  # the same shapes on strawberry-django (graphql-core 3.3):
+        no extension (n-plus-one), AutoRelationsExtension (auto), DjangoOptimizerExtension (optimizer), both
 """
 from __future__ import annotations
 
@@ -56,15 +58,16 @@ SHAPES = {
     "custom": "{ authors { name recentBooks { title tags { name } } } }",
 }
 VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer"]
+STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
 
 
-def setup_django(database: Optional[dict[str, Any]] = None) -> None:
+def setup_django(database: Optional[dict[str, Any]] = None, strawberry: bool = False) -> None:
     import django
     from django.conf import settings
 
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     settings.configure(
-        INSTALLED_APPS=["django.contrib.contenttypes", "graphene_django", "orm_library"],
+        INSTALLED_APPS=["django.contrib.contenttypes", *([] if strawberry else ["graphene_django"]), "orm_library"],
         DATABASES={"default": database or {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,
@@ -164,6 +167,15 @@ class Context:
 
 
 def execute(schema: Any, query: str, variant: str) -> Any:
+    if not hasattr(schema, "graphql_schema"):  # strawberry
+        context = Context()
+        try:
+            result = schema.execute_sync(query, context_value=context)
+        finally:
+            context.loaders.close()
+        if result.errors:
+            raise RuntimeError(f"{variant}: {result.errors[0]}")
+        return result.data
     # every variant executes as dataloader_sync.django.GraphQLView does: DjangoDebugExecutionContext,
     # or AutoRelationsExecutionContext (which is one) with the switch on
     from dataloader_sync.django import DjangoDebugExecutionContext
@@ -181,14 +193,20 @@ def execute(schema: Any, query: str, variant: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    setup_django(args.database)
+    setup_django(args.database, args.strawberry_django)
     fill(args.authors, args.books, args.reviews)
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    variants = [v for v in args.variants
-                if v != "optimizer" or importlib.util.find_spec("graphene_django_optimizer") is not None]
-    built = {variant: schema_for(variant) for variant in variants}
+    if args.strawberry_django:
+        variants = STRAWBERRY_VARIANTS
+        from bench_auto_strawberry import strawberry_schema_for
+
+        built = {variant: strawberry_schema_for(variant) for variant in variants}
+    else:
+        variants = [v for v in args.variants
+                    if v != "optimizer" or importlib.util.find_spec("graphene_django_optimizer") is not None]
+        built = {variant: schema_for(variant) for variant in variants}
     rows: list[dict[str, Any]] = []
     for shape in args.shapes:
         query = SHAPES[shape]
@@ -212,23 +230,24 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     execute(built[variant], query, variant)
                 shape_rows[variant]["cpu_ms_per_request_rounds"].append(
                     (time.process_time() - start) * 1000 / args.requests)
-        base_rounds = shape_rows.get("hand-written", next(iter(shape_rows.values())))["cpu_ms_per_request_rounds"]
+        base_rounds = shape_rows.get("hand-written", shape_rows.get("optimizer", next(iter(shape_rows.values()))))[
+            "cpu_ms_per_request_rounds"]
         base = statistics.median(base_rounds)
         for row in shape_rows.values():
             rounds = row["cpu_ms_per_request_rounds"]
             row["cpu_ms_per_request"] = statistics.median(rounds)
             row["cpu_ms_min"], row["cpu_ms_max"] = min(rounds), max(rounds)
-            row["ratio_to_hand_written"] = row["cpu_ms_per_request"] / base if base else None
+            row["ratio"] = row["cpu_ms_per_request"] / base if base else None
             rows.append(row)
     import django
-    import graphene
 
+    stack = "strawberry-django" if args.strawberry_django else "graphene-django"
     return {
         "settings": {"authors": args.authors, "books_per_author": args.books, "reviews_per_book": args.reviews,
                      "requests_per_round": args.requests, "rounds": args.rounds, "warmup": args.warmup},
-        "environment": {"python": platform.python_version(), "django": django.get_version(),
-                        "graphene": graphene.__version__, "database": connection.vendor,
-                        "optimizer": "optimizer" in variants},
+        "environment": {"python": platform.python_version(), "django": django.get_version(), "stack": stack,
+                        "database": connection.vendor, "optimizer": "optimizer" in variants},
+        "baseline": "optimizer" if args.strawberry_django else "hand-written",
         "rows": rows,
     }
 
@@ -237,12 +256,12 @@ def table(report: dict[str, Any]) -> str:
     s = report["settings"]
     lines = [(f"{s['authors']} authors x {s['books_per_author']} books x {s['reviews_per_book']} reviews; "
               f"{s['rounds']} rounds x {s['requests_per_round']} requests per variant; {report['environment']}"),
-             "| shape | variant | SQL / request | CPU ms / request (median) | min-max | vs hand-written |",
+             f"| shape | variant | SQL / request | CPU ms / request (median) | min-max | vs {report['baseline']} |",
              "|---|---|---|---|---|---|"]
     for row in report["rows"]:
         lines.append(f"| {row['shape']} | {row['variant']} | {row['sql_per_request']} | "
                      f"{row['cpu_ms_per_request']:.2f} | {row['cpu_ms_min']:.2f}-{row['cpu_ms_max']:.2f} | "
-                     f"{row['ratio_to_hand_written']:.2f}x |")
+                     f"{row['ratio']:.2f}x |")
     return "\n".join(lines)
 
 
@@ -258,6 +277,8 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
     p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
     p.add_argument("--quick", action="store_true", help="small settings")
+    p.add_argument("--strawberry-django", action="store_true",
+                   help="the strawberry-django variants instead (needs strawberry-django, graphql-core 3.3)")
     p.add_argument("--postgres", action="store_true",
                    help="on a PostgreSQL server started for the run (tests/postgres_server.py) instead of SQLite")
     args = p.parse_args(argv)

@@ -59,7 +59,8 @@ from ._generic import is_generic_foreign_key, load_generic
 from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
-__all__ = ["AutoRelation", "auto_related_loader", "classify", "load_auto_related", "relation_of"]
+__all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "load_auto_related",
+           "relation_of"]
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -219,10 +220,10 @@ def joins(ctx: Any, info: Any, model: type[Model], connection: bool = False) -> 
     """
     from ..graphql._auto_relations import join_paths
 
-    return join_paths(ctx, info, model, _hop, "__", MAX_JOIN_DEPTH, connection)
+    return join_paths(ctx, info, model, join_hop, "__", MAX_JOIN_DEPTH, connection)
 
 
-def _hop(model: Any, name: str) -> Any:
+def join_hop(model: Any, name: str) -> Any:
     """The related model of *model*'s to-one relation *name* that ``select_related`` can join, or None."""
     auto = relation_of(model, name)
     if not isinstance(auto, AutoRelation) or not isinstance(auto.descriptor, _JOINABLE):

@@ -123,7 +123,7 @@ def classify(fn: Any) -> Optional[tuple[Optional[str], Any]]:
 # -- to-one hops the selection reads ------------------------------------------------------------
 
 def join_paths(ctx: Any, info: Any, model: Any, hop: Callable[[Any, str], Any], separator: str, depth: int,
-               connection: bool = False) -> tuple[str, ...]:
+               connection: bool = False, attname: Optional[Callable[[Any, Any, str], Any]] = None) -> tuple[str, ...]:
     """The paths, from *model*, of the to-one relations the field being resolved selects through
     default resolvers, and theirs, *depth* hops deep: what an ORM can join into the batch that loads
     the field's rows.  Computed once per selection per execution.
@@ -137,6 +137,9 @@ def join_paths(ctx: Any, info: Any, model: Any, hop: Callable[[Any, str], Any], 
         separator: between the names of a path (``author__publisher``, ``author.publisher``).
         depth: the longest path, in hops.
         connection: read the selection of the field's ``edges { node }`` (a connection).
+        attname: ``attname(ctx, field definition, field name)``: the attribute a field reads when it
+            is resolved the framework's default way, else None; default: the field's resolver as
+            ``classify`` sees it (strawberry-django gives its own).
 
     Returns:
         The paths, each after its prefixes.  Abstract types (interfaces, unions) are not looked into.
@@ -149,8 +152,16 @@ def join_paths(ctx: Any, info: Any, model: Any, hop: Callable[[Any, str], Any], 
         gql_type = get_named_type(info.return_type)
         if connection:
             gql_type, nodes = _connection_nodes(gql_type, nodes, info.fragments)
-        found = memo[key] = tuple(_paths(ctx, gql_type, nodes, info.fragments, model, hop, separator, "", depth))
+        found = memo[key] = tuple(_paths(ctx, gql_type, nodes, info.fragments, model, hop, separator, "", depth,
+                                         attname or _default_attname))
     return found
+
+
+def _default_attname(ctx: Any, field_def: Any, name: str) -> Optional[str]:
+    kind = classify(field_def.resolve or ctx.field_resolver)
+    if kind is None or kind[1] is not None:
+        return None
+    return kind[0] or name
 
 
 def _subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
@@ -187,24 +198,23 @@ def _connection_nodes(gql_type: Any, nodes: Any, fragments: Any) -> tuple[Any, l
 
 
 def _paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model: Any, hop: Callable[[Any, str], Any],
-           separator: str, prefix: str, depth: int) -> Iterator[str]:
+           separator: str, prefix: str, depth: int, attname_of: Callable[[Any, Any, str], Any]) -> Iterator[str]:
     if not isinstance(gql_type, GraphQLObjectType) or not nodes or depth < 1:
         return
     for name, sub_nodes in _subfields(gql_type, nodes, fragments).items():
         field_def = gql_type.fields.get(name)
         if field_def is None:
             continue
-        kind = classify(field_def.resolve or ctx.field_resolver)
-        if kind is None or kind[1] is not None:
+        attname = attname_of(ctx, field_def, name)
+        if attname is None:
             continue
-        attname = kind[0] or name
         related = hop(model, attname)
         if related is None:
             continue
         path = prefix + attname
         yield path
         yield from _paths(ctx, get_named_type(field_def.type), sub_nodes, fragments, related, hop, separator,
-                          path + separator, depth - 1)
+                          path + separator, depth - 1, attname_of)
 
 
 class _Relations:

@@ -19,6 +19,10 @@ strawberry-django: a field with a resolver, a field wrapped in
 with a connection extension of its own, and a relation already on the instance (prefetched by the optimizer,
 ``select_related``): read with no statement, as without the extension.
 
+The to-one relations the child selection reads (strawberry-django fields
+with no resolver, whose types have no ``get_queryset`` of their own) are
+joined into the batch's statement (``select_related``).
+
 Guarantees:
 - The registry is the context's (``info.context.loaders``,
   ``info.context["loaders"]``); with none, the extension makes one per
@@ -40,7 +44,8 @@ from strawberry.extensions import SchemaExtension
 from .._auto import MARK
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
-from ..django._auto import AutoRelation, auto_related_loader, relation_of
+from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
+from ..graphql._auto_relations import join_paths
 
 __all__ = ["AutoRelationsExtension"]
 
@@ -60,6 +65,18 @@ def _relation_field(graphql_field: Any) -> Optional[Any]:
     if field.is_connection and _pages_of(field) is None:
         return None
     return field
+
+
+def _joinable_attname(ctx: Any, field_def: Any, name: str) -> Optional[str]:
+    """The relation a child field reads, when joining it into its parent's batch gives what the field would
+    give: a to-one strawberry-django field with no resolver, whose type has no ``get_queryset`` of its own."""
+    field = _relation_field(field_def)
+    if field is None or field.is_connection or field.is_list:
+        return None
+    django_type = getattr(field, "django_type", None)
+    if django_type is not None and callable(getattr(django_type, "get_queryset", None)):
+        return None
+    return field.django_name or field.python_name  # type: ignore[no-any-return]
 
 
 def _default_resolution(field: Any) -> bool:
@@ -106,6 +123,7 @@ class AutoRelationsExtension(SchemaExtension):
         self._own: Optional[DataLoaderRegistry] = None
         self._querysets: dict[Any, Any] = {}
         self._pages: dict[int, Any] = {}  # id(connection field) -> its page extension
+        self.auto_memo: dict[Any, Any] = {}  # per execution: the joins of each selection (join_paths)
 
     def on_execute(self) -> Iterator[None]:
         """The execution; then the registry the extension made for it, if any, is closed."""
@@ -114,6 +132,7 @@ class AutoRelationsExtension(SchemaExtension):
         finally:
             own, self._own = self._own, None
             self._querysets.clear()
+            self.auto_memo.clear()
             if own is not None:
                 close_quietly(own)
 
@@ -146,7 +165,9 @@ class AutoRelationsExtension(SchemaExtension):
         queryset = self._queryset(field, auto, info, kwargs)
         if queryset is None:  # a page of a list: strawberry-django slices it
             return _next(root, info, *args, **kwargs)
-        return auto_related_loader(self._registry(info.context), auto.descriptor, queryset).load(root)
+        joined = join_paths(self, info, auto.rel.related_model, join_hop, "__", MAX_JOIN_DEPTH,
+                            attname=_joinable_attname)
+        return auto_related_loader(self._registry(info.context), auto.descriptor, queryset, joined).load(root)
 
     def _connection(self, field: Any, auto: AutoRelation, root: Any, info: Any, kwargs: dict[str, Any]) -> Any:
         """A connection field's page, from the page family of our connection extension: the field's
