@@ -631,3 +631,20 @@ def test_spans_name_the_relations(schema, orm_db, library):
     names = {span.attributes["dataloader.name"] for span in exporter.get_finished_spans()
              if span.name.startswith("dataloader.batch")}
     assert {"Author.books", "Author.profile", "Book.tags"} <= names
+
+
+def test_the_debug_toolbar_panel_names_the_relations(schema, library):
+    from dataloader_sync.django._batch_recorder import BatchRecorder
+
+    library("default", authors=3, books=2)
+    recorder = BatchRecorder()
+    recorder.start()
+    try:
+        context = Context()  # its registry made while the recorder runs, as in a request
+        execute(schema, "default", PLAIN, context=context)
+        context.loaders.close()
+    finally:
+        recorder.stop()
+    batches = recorder.stats()["batches"]
+    assert {"Author.books", "Author.profile", "Book.tags"} <= {b["loader"] for b in batches}
+    assert all(len(b["sql"]) == 1 for b in batches)  # each batch's one statement, attributed to it
