@@ -8,17 +8,24 @@ relation per level.  Everything else runs as in ``DataLoaderExecutionContext``.
 How a field is recognised (once per field per execution, never per value):
 
 - its resolve function is one of the framework's defaults — graphql-core's
-  ``default_field_resolver`` (Ariadne's fields without a resolver), graphene's
+  ``default_field_resolver`` (Ariadne's fields without a resolver), Ariadne's
+  ``resolve_to(name)`` (``convert_names_case``), graphene's
   ``partial(dict_or_attr_resolver, name, default)`` — or a shape an
   integration knows (``dataloader_sync.django._auto``: graphene-django's
   ``DjangoListField``, connection fields and to-one fields around a default
-  resolver); a resolver the user wrote, or a field wrapped by
-  ``no_auto_relations``, is left alone;
+  resolver; ``dataloader_sync.sqlalchemy._auto``: graphene-sqlalchemy's
+  relationship and connection fields); a resolver the user wrote, or a field
+  wrapped by ``no_auto_relations``, is left alone;
 - its type is an object, interface or union (or a list of them): a scalar
   field is never looked at again;
 - then, per parent class, the integration says whether the attribute is a
   relation (``relation_of``); a parent of another class (a dict, a plain
   object, a model without that relation) gets the field's own resolver.
+
+The integrations are the seam (``Integration``, ``AutoRelation``): each
+decides how its relation loads, with what is already on the instance and the
+to-one hops the field's selection reads (``join_paths``) joined into the
+batch.
 
 Where resolvers are swapped: on graphql-core 3.2, in the plan of each
 selection (``_plan``), so the fast field loop stays; elsewhere (middleware,
@@ -41,7 +48,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterator
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Protocol
 
 from graphql import (
     FieldNode,
@@ -61,7 +68,27 @@ from ._execution import DataLoaderExecutionContext
 from ._loop import LEAF_TYPES
 from ._scope import registry_of
 
-__all__ = ["AutoRelationsExecutionContext", "auto_base", "classify", "join_paths"]
+__all__ = ["AutoRelation", "AutoRelationsExecutionContext", "Integration", "auto_base", "classify", "join_paths"]
+
+class AutoRelation(Protocol):
+    """A relation of an ORM class, as an integration resolves it."""
+
+    def resolve(self, ctx: Any, root: Any, info: Any, args: dict[str, Any], spec: Any,
+                fallback: Callable[..., Any], memo: dict[Any, Any]) -> Any:
+        """The field's value on *root*: a loader's future, or what *fallback* (the field's own
+        resolver) gives.  *spec* is what ``classify`` said of the field (None: a plain default
+        resolver); *memo* a store of the caller's for this relation and field in this execution."""
+
+
+class Integration(Protocol):
+    """What an integration module gives auto relations."""
+
+    def classify(self, fn: Any, default_attname: Callable[[Any], Any]) -> Optional[tuple[Optional[str], Any]]:
+        """``(attribute name, spec)`` when *fn* is one of its framework's fields around a default resolver."""
+
+    def relation_of(self, cls: type, name: str) -> Optional[AutoRelation]:
+        """The relation *name* of *cls*, or None."""
+
 
 #: Integrations that know ORM instances and framework resolvers: module names,
 #: imported when the library of the first name is (their ``classify`` and
@@ -70,8 +97,8 @@ _INTEGRATIONS = (("django.db.models", "dataloader_sync.django._auto"),
                  ("sqlalchemy.orm", "dataloader_sync.sqlalchemy._auto"))
 
 
-def _integrations() -> list[Any]:
-    found = []
+def _integrations() -> list[Integration]:
+    found: list[Any] = []
     for library, module in _INTEGRATIONS:
         if library in sys.modules:
             found.append(importlib.import_module(module))
@@ -113,7 +140,7 @@ def classify(fn: Any) -> Optional[tuple[Optional[str], Any]]:
     for integration in _integrations():
         found = integration.classify(fn, default_attname)
         if found is not None:
-            return found  # type: ignore[no-any-return]
+            return found
     attname = default_attname(fn)
     if attname is False:
         return None
@@ -223,10 +250,10 @@ class _Relations:
     __slots__ = ("found", "integrations")
 
     def __init__(self) -> None:
-        self.found: dict[tuple[type, str], Any] = {}
+        self.found: dict[tuple[type, str], Optional[AutoRelation]] = {}
         self.integrations = _integrations()
 
-    def get(self, cls: type, name: str) -> Any:
+    def get(self, cls: type, name: str) -> Optional[AutoRelation]:
         key = (cls, name)
         try:
             return self.found[key]
