@@ -14,6 +14,8 @@ data as the first variant:
   hand-written one related_loader resolver per relation (the documented way before)
   optimizer    graphene-django-optimizer's gql_optimizer.query() in the root resolvers,
                where it is installed (never a dependency: pip install graphene-django-optimizer)
+  fetch-peers  Django's FETCH_PEERS fetch mode on the root querysets, no resolver written
+               (Django 6.1 and later; left out, with the reason, on older Django)
 
 Shapes (``--shapes``):
 
@@ -57,7 +59,7 @@ SHAPES = {
     "reverse-m2m": "{ publishers { name authors { name books { title tags { name } } } } }",
     "custom": "{ authors { name recentBooks { title tags { name } } } }",
 }
-VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer"]
+VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "fetch-peers"]
 STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
 
 
@@ -97,6 +99,7 @@ def schema_for(variant: str) -> Any:
     registry = Registry()
     hand = variant == "hand-written"
     optimizer = variant == "optimizer"
+    peers = variant == "fetch-peers"
     recent = models.Book.objects.filter(year__gte=2001).order_by("pk")
 
     def meta(model: Any, fields: tuple[str, ...]) -> type:
@@ -143,6 +146,10 @@ def schema_for(variant: str) -> Any:
     def root(model: Any) -> Callable[[Any, Any], Any]:
         def resolve(root_value: Any, info: Any) -> Any:
             queryset = model.objects.order_by("pk")
+            if peers:
+                from django.db.models import FETCH_PEERS  # type: ignore[attr-defined]  # Django 6.1+
+
+                return queryset.fetch_mode(FETCH_PEERS)
             if optimizer:
                 import graphene_django_optimizer as gql_optimizer
 
@@ -204,8 +211,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
         built = {variant: strawberry_schema_for(variant) for variant in variants}
     else:
-        variants = [v for v in args.variants
-                    if v != "optimizer" or importlib.util.find_spec("graphene_django_optimizer") is not None]
+        left_out = _left_out()
+        for variant, reason in left_out.items():
+            if variant in args.variants:
+                print(f"{variant}: left out ({reason})", file=sys.stderr)
+        variants = [v for v in args.variants if v not in left_out]
         built = {variant: schema_for(variant) for variant in variants}
     rows: list[dict[str, Any]] = []
     for shape in args.shapes:
@@ -250,6 +260,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "baseline": "optimizer" if args.strawberry_django else "hand-written",
         "rows": rows,
     }
+
+
+def _left_out() -> dict[str, str]:
+    """The variants this environment cannot run, and why."""
+    import django
+    import django.db.models
+
+    left_out = {}
+    if importlib.util.find_spec("graphene_django_optimizer") is None:
+        left_out["optimizer"] = "graphene-django-optimizer is not installed"
+    if not hasattr(django.db.models, "FETCH_PEERS"):
+        left_out["fetch-peers"] = f"Django {django.get_version()} has no fetch modes (Django 6.1 has)"
+    return left_out
 
 
 def table(report: dict[str, Any]) -> str:
