@@ -30,11 +30,16 @@ plain default resolver           the relation's loader; what is on the instance 
 connection fields                our ``DjangoConnectionField`` resolution (filters, order, the
                                  page and ``totalCount`` in the batch, see ``_graphene_fields``)
 to-one, ``get_queryset`` own     the loader with ``get_queryset(default manager, info)`` applied
+``GenericForeignKey``            the ``load_generic`` family's loader (``_generic``): one statement
+                                 per target model; a cached target as it is
 ===============================  ==============================================================
 
-A type's ``get_queryset`` is called once per field per execution, with the
-execution's first resolve info of that field (its context and user are the
-request's): what it returns is the queryset of every parent's batch.
+A target type's ``get_queryset`` is called once per execution, with the
+resolve info of the first field that needs it (its context and user are the
+request's): what it returns is the queryset of every parent's batch.  The
+to-one relations the field's selection reads through plain default
+resolvers are joined into the batch (``joins``: ``select_related``), and
+each field finds its loader once per selection per execution.
 
 Guarantees:
 - Nothing is imported from graphene-django unless it was imported already
