@@ -306,8 +306,11 @@ def relation_of(cls: type, name: str) -> Optional[Union[AutoRelation, GenericAut
             rel = None
         if rel is not None:
             found = AutoRelation(descriptor, rel)
-        elif "django.contrib.contenttypes.fields" in sys.modules and is_generic_foreign_key(descriptor):
-            found = GenericAutoRelation(descriptor)
+        elif "django.contrib.contenttypes.fields" in sys.modules:
+            # Django < 6.1 puts the GenericForeignKey itself on the class, 6.1 a descriptor of it
+            field = getattr(descriptor, "field", descriptor)
+            if is_generic_foreign_key(field):
+                found = GenericAutoRelation(field)
     _RELATIONS[key] = found
     return found
 
