@@ -176,8 +176,8 @@ _WRAPPERS: list[frozenset[Any]] = []  # [codes], found on first need (importing 
 
 def drivable(value: Any) -> bool:
     """True if *value* is a framework's coroutine that only awaits the value it wraps (``_wrapper_codes``)."""
-    if value.__class__ is not CoroutineType or value.cr_frame is None or value.cr_suspended or value.cr_running:
-        return False  # not a coroutine, or not a new one
+    if value.__class__ is not CoroutineType or inspect.getcoroutinestate(value) != inspect.CORO_CREATED:
+        return False  # not a coroutine, or not a new one (cr_suspended is 3.11's: getcoroutinestate on 3.9 too)
     if not _WRAPPERS:
         codes = _wrapper_codes()
         if codes is None:  # not importable yet: ask again next time
