@@ -4,7 +4,8 @@ What a dispatch does with the queue it took (the value-cache step, the batch cal
 results to keys, settling and failing them) is the work of the loader's ``BatchCall``
 (``_batch_call``), which the loader holds: it owns the batch function, its options and its
 counters, and shares the loader's lock and cache.  Its friends, each one concept over the fields
-the loader declares in ``__init__`` (each names them in a Protocol): ``_listeners`` (the
+the loader declares in ``__init__``, read it through the one Protocol ``_loader_state.LoaderState``
+declares (the load counters are the loader's own: ``_count_locked``): ``_listeners`` (the
 registries, ticks and dispatch scopes that hear of queued keys: the loader's one seam with them),
 ``_load_many``, ``_load_any``, ``_load_local`` (hits of a value cache's local tier at load time),
 ``_loader_cache`` (prime, a cancelled load's eviction) and ``_loader_fork``.
@@ -30,12 +31,13 @@ Guarantees:
 
 Duplicated for speed (said once here): ``load()`` is the path of every GraphQL field that
 loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the common case of
-``KeyQueue.add``, and ``load()`` itself is its steps for a plain loader (its own dict, keys their
-own cache keys, batching, no local tier) and no key context, with ``loader_future`` inline, falling
-back to it otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
+``_enqueue_locked`` (one more key for a queue its scope heard of: stamp, append), and ``load()``
+itself is its steps for a plain loader (its own dict, keys their own cache keys, batching, no local
+tier) and no key context, with ``loader_future`` and that common case inline, falling back to
+``load_any`` otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
 each copy in step with its original; what the copies save is measured by ``tools/bench.py
---micro`` (figures in docs/performance.rst).  Once per queue, not per load:
-``_listeners.retell_locked`` and ``announce``, plain calls.
+--micro`` (figures in docs/performance.rst).  Once per queue and scope, not per load:
+``_enqueue_locked`` and ``_listeners.announce``, plain calls.
 """
 from __future__ import annotations
 
@@ -70,9 +72,10 @@ from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future
 from ._hooks import InstrumentationHooks, check_instrumentation
-from ._listeners import announce, retell_locked
+from ._listeners import announce, heard_locked
 from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
+from ._loader_state import Hearing
 from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
 from ._time import check_clock
@@ -338,7 +341,7 @@ class DataLoader(Generic[K, V]):
         if queue is not None and self._queue is None:  # the repair dropped it: its loads stay counted
             self._miss_count += len(queue)
 
-    def _label(self) -> str:  # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call
+    def _label(self) -> str:  # how errors name this loader (as its batch call's do)
         return loader_label(self._name)
 
     def _cache_failed(self, kind: str, exc: Exception) -> None:
@@ -364,8 +367,9 @@ class DataLoader(Generic[K, V]):
         """
         if not self._plain or key_context is not None:
             return load_any(self, key, key_context)
-        # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
-        # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
+        # The path of almost every load: load_any's steps for a plain loader (its own dict, a key its own
+        # cache key, batching, no local tier) and no key context, with loader_future and the common case
+        # of _enqueue_locked inlined (see the module notes).
         lock: Any = self._lock  # (Any: the futures' _lock, typed as a Lock, is this RLock)
         lock.acquire()  # not ``with``: it costs about twice as much (see _future)
         try:
@@ -374,7 +378,7 @@ class DataLoader(Generic[K, V]):
             except TypeError:  # a dict's get raises it only for an unhashable key
                 raise unhashable(key) from None
             if fut is not None:
-                self._cache_hit_count += 1
+                self._cache_hit_count += 1  # (_count_locked's, inline)
                 return fut
             fut = LoaderFuture()  # loader_future(lock), its stores inline
             fut._lock, fut._state = lock, PENDING
@@ -382,25 +386,20 @@ class DataLoader(Generic[K, V]):
             fut._shared = lock
             self._cache[key] = fut
             queue = self._queue
-            if queue is None:  # the first load since the last dispatch
-                queue = self._new_queue_locked()
-                first = True
-            else:
-                first = not queue.keys
-            fut._ticket = self._ticket
-            if queue.contexts is None:  # (no cache_keys column: no cache_key_fn)
-                queue.keys.append(key)
-                queue.futures.append(fut)
-            else:
-                queue.add(key, key, None, fut)
-            tell = mixed = False
             scope = current_scope()  # only a load that queues needs it
-            if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
-                tell, mixed = retell_locked(self, scope, first)
+            if queue is not None and queue.keys and self._told is scope and queue.contexts is None:
+                # _enqueue_locked's common case, inline: one more key for a queue its scope heard of
+                fut._ticket = self._ticket
+                queue.keys.append(key)  # (no cache_keys column: no cache_key_fn)
+                queue.futures.append(fut)
+                return fut
+            one = KeyQueue(False)
+            one.add(key, key, None, fut)
+            hearing = self._enqueue_locked(one, scope)
         finally:
             lock.release()
-        if first or mixed or tell:  # once per queue and scope
-            announce(self, scope, first or mixed, tell)
+        if hearing is not None:  # once per queue and scope
+            announce(self, hearing)
         return fut
 
     @overload
@@ -505,11 +504,37 @@ class DataLoader(Generic[K, V]):
         _loader_cache.forget_cancelled(self, fut, ticket)
 
     # -- dispatching ---------------------------------------------------------
-    def _new_queue_locked(self) -> KeyQueue:
-        """A new current queue and its ticket (under ``_lock``, when ``_queue`` is None)."""
-        queue = self._queue = KeyQueue(self._cache_key_fn is not None)
-        self._ticket = Ticket(self._ref)
-        return queue
+    def _enqueue_locked(self, new: KeyQueue, scope: Any) -> Optional[Hearing]:
+        """Queue the loads of *new* (made by the caller, their futures cached), under ``_lock``.
+
+        The one way a key enters the queue (``load()`` and ``_load_any.load_any`` inline its
+        common case: one more key for a queue its scope heard of): the queue and its ticket
+        are made on the first load since a dispatch, each future is stamped with the ticket
+        (``_demand``), and ``_listeners.heard_locked`` says who is to hear of it, told by the
+        caller once the lock is released (``_listeners.announce``).  A queued load is
+        counted with its queue, when a dispatch takes it (``_take_queue``).
+        """
+        queue = self._queue
+        if queue is None:  # the first load since the last dispatch
+            queue = self._queue = KeyQueue(self._cache_key_fn is not None)
+            self._ticket = Ticket(self._ref)
+        first = not queue.keys
+        ticket = self._ticket
+        for fut in new.futures:
+            fut._ticket = ticket
+        queue.extend(new)
+        return heard_locked(self, scope, first)
+
+    def _count_locked(self, hits: int = 0, misses: int = 0, local_hits: int = 0) -> None:
+        """Count loads answered at once, under ``_lock``: *hits* from the cache, *misses* loaded without
+        a queue (``batch=False``), *local_hits* by the value cache's local tier (a miss of the cache too).
+
+        The loader's three load counters are changed here and in its own methods only (``load()``
+        counts its hit inline); a queued load is counted when a dispatch takes its queue.
+        """
+        self._cache_hit_count += hits
+        self._miss_count += misses + local_hits
+        self._local_hit_count += local_hits
 
     def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.
