@@ -67,7 +67,7 @@ from ._batch import (
     DispatchSink,
     KeyQueue,
 )
-from ._batch_call import BatchCall, loader_label
+from ._batch_call import BatchCall, BatchSettings, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future
@@ -101,9 +101,7 @@ V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
 
-# The batch call's options of a loader made with every option at its default:
-# executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache.
-_DEFAULT_OPTIONS: tuple[Any, ...] = (None, False, None, None, None, True, None)
+_DEFAULT_SETTINGS = BatchSettings()  # the batch call's options of a loader made with every option at its default
 
 
 class DataLoader(Generic[K, V]):
@@ -236,15 +234,16 @@ class DataLoader(Generic[K, V]):
                 and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
                 and context is None and context_provider is None
                 and (name is None or type(name) is str) and callable(batch_load_fn)):
-            options = _DEFAULT_OPTIONS if value_cache is None else (  # every option at its default but
-                *_DEFAULT_OPTIONS[:6], check_value_cache(value_cache))  # value_cache: nothing else to check
+            settings = _DEFAULT_SETTINGS if value_cache is None else (  # every option at its default but
+                BatchSettings(value_cache=check_value_cache(value_cache)))  # value_cache: nothing else to check
         else:
             check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
                              "cache_exceptions": cache_exceptions, "pass_env": pass_env},
                              max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
                              context_provider=context_provider, executor=executor, cache_map=cache_map,
                              value_cache=value_cache)
-            options = (executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache)
+            settings = BatchSettings(executor, pass_env, context, context_provider, max_batch_size, cache_exceptions,
+                                     value_cache)
         first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
         # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
@@ -273,9 +272,9 @@ class DataLoader(Generic[K, V]):
         self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
         _fork.watch(self._ref)  # repaired in a forked child (see _loader_fork)
         # What a dispatch does with the queue it took, held, not inherited: the batch call (_batch_call),
-        # made by the first dispatch from the options below (batch=False: now, each load calls at once).
+        # made by the first dispatch from the settings below (batch=False: now, each load calls at once).
         self._call: Optional[BatchCall] = None
-        self._options = options
+        self._settings = settings
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
@@ -290,17 +289,13 @@ class DataLoader(Generic[K, V]):
         """The loader's batch call, made on first use (see ``__init__``)."""
         call = self._call
         if call is None:
-            executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = (
-                self._options)
             with self._lock:
                 call = self._call
                 if call is None:
                     call = self._call = BatchCall(
                         self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name,
-                        executor=executor, instrumentation=self._instrumentation, pass_env=pass_env,
-                        context=context, context_provider=context_provider, max_batch_size=max_batch_size,
-                        cache_enabled=self._cache_enabled, cache=self._cache, cache_exceptions=cache_exceptions,
-                        value_cache=value_cache)
+                        instrumentation=self._instrumentation, settings=self._settings,
+                        cache_enabled=self._cache_enabled, cache=self._cache)
         return call
 
     # -- introspection -----------------------------------------------------------
