@@ -1337,9 +1337,13 @@ def test_a_step_that_finds_no_future_done_leaves_the_waiting_fields_as_they_are(
 
 def test_first_done_finds_the_first_entry_whose_future_is_done() -> None:
     from dataloader_sync.graphql._loop import first_done
+    from dataloader_sync.graphql._run import ENTRY
+
+    def entry(future: Any) -> list[Any]:  # a Waiting's slots, the rest of them None
+        return [future] + [None] * (ENTRY - 1)
 
     pending, done = Future(), completed_future(1)
     assert first_done([]) == -1
-    assert first_done([pending, None, None, None] * 3) == -1
-    assert first_done([pending, None, None, None, done, None, None, None, pending, None, None, None]) == 4
-    assert first_done([done, None, None, None]) == 0
+    assert first_done(entry(pending) * 3) == -1
+    assert first_done(entry(pending) + entry(done) + entry(pending)) == ENTRY
+    assert first_done(entry(done)) == 0
