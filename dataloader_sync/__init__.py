@@ -6,6 +6,9 @@ imported only when used.
 """
 from __future__ import annotations
 
+#: The distribution's version (setup.cfg reads it from here: one source).
+__version__ = "0.1.0"
+
 from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
 from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult

@@ -50,6 +50,13 @@ class KeyQueue:
     def __len__(self) -> int:
         return len(self.keys)
 
+    @classmethod
+    def one(cls, key: Any, ck: Hashable, key_context: Any, fut: Future[Any], with_cache_keys: bool) -> KeyQueue:
+        """A queue of one load (a loader's ``_enqueue_locked`` takes queues; ``batch=False`` sends one)."""
+        queue = cls(with_cache_keys)
+        queue.add(key, ck, key_context, fut)
+        return queue
+
     def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         self.keys.append(key)
         self.futures.append(fut)

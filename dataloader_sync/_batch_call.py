@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import contextvars
+import inspect
 import logging
 import threading
 import weakref
@@ -418,6 +419,13 @@ class BatchCall:
                     f"for {len(batch)} keys; it must return one per key, in order"
                 )
             return values
+        if inspect.iscoroutine(result):  # an async batch function behind a sync wrapper
+            result.close()  # no "never awaited" warning on top of this error
+            raise BatchLoadError(
+                f"{self.label()}: batch function must return a sequence (one value per key) "
+                "or a mapping, got a coroutine: it is async; write it with def (it runs on a thread: "
+                "call your async code with asyncio.run() or asgiref's async_to_sync inside it)"
+            )
         raise BatchLoadError(
             f"{self.label()}: batch function must return a sequence (one value per key) "
             f"or a mapping, got {type(result).__name__}"

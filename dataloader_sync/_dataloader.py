@@ -70,6 +70,7 @@ from ._batch import (
 from ._batch_call import BatchCall, BatchSettings, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
+from ._family import BoundBatch
 from ._future import Future
 from ._hooks import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, heard_locked
@@ -78,6 +79,7 @@ from ._loader_options import LoaderOptions, check_arguments
 from ._loader_state import Hearing
 from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
+from ._sync_only import ASYNC_FLAGS, SYNC_CODE_TYPES, check_sync
 from ._time import check_clock
 from ._types import (
     EnvBatchFn,
@@ -233,7 +235,10 @@ class DataLoader(Generic[K, V]):
         if (batch is True and cache is True and cache_exceptions is True and pass_env is False
                 and max_batch_size is None and cache_key_fn is None and cache_map is None and executor is None
                 and context is None and context_provider is None
-                and (name is None or type(name) is str) and callable(batch_load_fn)):
+                and (name is None or type(name) is str)
+                # a sync def, lambda or bound method (_sync_only), or a family's batch (loader_for checked it)
+                and ((type(batch_load_fn) in SYNC_CODE_TYPES and not batch_load_fn.__code__.co_flags & ASYNC_FLAGS)
+                     or type(batch_load_fn) is BoundBatch)):
             settings = _DEFAULT_SETTINGS if value_cache is None else (  # every option at its default but
                 BatchSettings(value_cache=check_value_cache(value_cache)))  # value_cache: nothing else to check
         else:
@@ -242,6 +247,7 @@ class DataLoader(Generic[K, V]):
                              max_batch_size=max_batch_size, cache_key_fn=cache_key_fn, context=context,
                              context_provider=context_provider, executor=executor, cache_map=cache_map,
                              value_cache=value_cache)
+            check_sync(batch_load_fn, "batch_load_fn")  # methods, partials, objects: ask inspect (_sync_only)
             settings = BatchSettings(executor, pass_env, context, context_provider, max_batch_size, cache_exceptions,
                                      value_cache)
         first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
@@ -388,9 +394,7 @@ class DataLoader(Generic[K, V]):
                 queue.keys.append(key)  # (no cache_keys column: no cache_key_fn)
                 queue.futures.append(fut)
                 return fut
-            one = KeyQueue(False)
-            one.add(key, key, None, fut)
-            hearing = self._enqueue_locked(one, scope)
+            hearing = self._enqueue_locked(KeyQueue.one(key, key, None, fut, False), scope)
         finally:
             lock.release()
         if hearing is not None:  # once per queue and scope

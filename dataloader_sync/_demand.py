@@ -43,6 +43,7 @@ import time
 from typing import Any, Callable, Optional, Protocol
 
 from . import _fork
+from ._dispatch_scope import current_scope
 
 __all__ = ["Blocker", "Drivable", "Ticket", "TicketLoader", "drive_and_wait", "orphaned_error", "unwatch",
            "waiters_for", "watch"]
@@ -130,7 +131,12 @@ def _drive(fut: Drivable, blocker: Any, stages: Optional[list[Drivable]]) -> boo
             taken_in = ticket.taken_in
             if taken_in is not None and taken_in != _fork.generation:
                 return loader._abandoned_at_fork(node)
-            return loader._dispatch_for(ticket)
+            if not loader._dispatch_for(ticket):
+                return False
+            scope = current_scope()
+            if scope is not None:  # a resolver blocked on a load its execution would have batched
+                scope.dispatched_by_a_wait(loader)
+            return True
         if getattr(node, "_follow", None) is None:
             return False  # a future nothing can drive (an executor's): just wait
         follow = node._follow if blocker is None else _watch(node, blocker, stages)

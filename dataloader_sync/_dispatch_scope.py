@@ -25,6 +25,9 @@ Guarantees:
 - The scope lives in a ``contextvars.ContextVar``: threads and asyncio tasks
   each see their own; nothing is shared by accident between requests.
 - A load made with no current scope costs one ``ContextVar.get``.
+- A wait that dispatches a loader early (``result()`` on a key still queued,
+  see ``_demand``) tells the scope, so an execution can warn of resolvers
+  that split a level into one batch per key.
 """
 from __future__ import annotations
 
@@ -45,6 +48,13 @@ class DispatchScope(Protocol):
 
     def loader_queued(self, loader: Any) -> None:
         """*loader* queued a key in this scope (once per batch); called outside every lock."""
+
+    def dispatched_by_a_wait(self, loader: Any) -> None:
+        """A thread blocked on a load of *loader* (``result()``) in this scope and dispatched it early.
+
+        Called by ``_demand`` outside every lock, only when such a wait sent a
+        batch: never on the path of a load or of a dispatch the scope's owner makes.
+        """
 
 
 _current: contextvars.ContextVar[Optional[DispatchScope]] = contextvars.ContextVar(

@@ -27,7 +27,7 @@ from ._load_local import load_one
 from ._loader_state import Hearing, LoaderState
 from ._new_futures import loader_future
 
-__all__ = ["load_any", "unhashable"]
+__all__ = ["check_hashable", "load_any", "unhashable"]
 
 
 def load_any(loader: LoaderState, key: Any, key_context: Any) -> Future[Any]:
@@ -40,14 +40,9 @@ def load_any(loader: LoaderState, key: Any, key_context: Any) -> Future[Any]:
     if loader._cache_enabled:
         ck = key if loader._cache_key_fn is None else loader._cache_key_fn(key)
         if not loader._dict_cache:  # a dict's lookup (below) checks the key itself
-            try:
-                hash(ck)
-            except TypeError:
-                raise unhashable(ck) from None
-        if loader._local is not None:  # the value cache's local tier, asked before the lock (see _load_local)
-            hit = load_one(loader, ck)
-            if hit is not None:
-                return hit
+            check_hashable(ck)
+        if loader._local is not None and (hit := load_one(loader, ck)) is not None:
+            return hit  # the value cache's local tier, asked before the lock (see _load_local)
     cache_error = None
     hearing: Optional[Hearing] = None
     lock = loader._lock
@@ -82,20 +77,25 @@ def load_any(loader: LoaderState, key: Any, key_context: Any) -> Future[Any]:
                 else:
                     queue.add(key, ck, key_context, fut)
             else:
-                one = KeyQueue(loader._cache_key_fn is not None)
-                one.add(key, ck, key_context, fut)
+                one = KeyQueue.one(key, ck, key_context, fut, loader._cache_key_fn is not None)
                 hearing = loader._enqueue_locked(one, scope)
     finally:
         lock.release()
     if cache_error is not None:
         loader._cache_failed(*cache_error)
-    if not loader._batch:
-        one = KeyQueue(loader._cache_key_fn is not None)  # batch=False: one batch call for this load, now
-        one.add(key, ck, key_context, fut)
-        loader._batch_call.send(one)
+    if not loader._batch:  # one batch call for this load, now
+        loader._batch_call.send(KeyQueue.one(key, ck, key_context, fut, loader._cache_key_fn is not None))
     elif hearing is not None:  # once per queue and scope
         announce(loader, hearing)
     return fut
+
+
+def check_hashable(ck: Any) -> None:
+    """Raise ``unhashable(ck)`` when *ck* cannot be hashed."""
+    try:
+        hash(ck)
+    except TypeError:
+        raise unhashable(ck) from None
 
 
 def unhashable(ck: Any) -> TypeError:

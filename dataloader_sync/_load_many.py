@@ -90,7 +90,6 @@ def load_many(loader: LoaderState, keys: Iterable[Any], key_contexts: Any,
     cks = [loader._cache_key(k) for k in keys] if loader._cache_enabled else [None] * len(keys)
     if loader._local is not None and not asked and keys:
         local_found = _load_local.ask(loader, cks)
-    local_hits = 0
     futures = []
     new = KeyQueue(loader._cache_key_fn is not None)
     cache_errors: list[tuple[str, Exception]] = []

@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, TypedDict
 from . import _value_cache
 from ._future import Future
 from ._hooks import InstrumentationHooks
+from ._sync_only import check_sync
 from ._value_cache import ValueCache
 
 __all__ = ["LoaderOptions", "check_arguments"]
@@ -81,6 +82,9 @@ def check_arguments(batch_load_fn: Any, *, name: Any, flags: dict[str, Any], max
     _positive_int_or_none("max_batch_size", max_batch_size)
     _callable_or_none("cache_key_fn", cache_key_fn)
     _callable_or_none("context_provider", context_provider)
+    for parameter, fn in (("cache_key_fn", cache_key_fn), ("context_provider", context_provider)):
+        if fn is not None:
+            check_sync(fn, parameter)
     if context is not None and context_provider is not None:
         raise ValueError("give context or context_provider, not both")
     if executor is not None and not callable(getattr(executor, "submit", None)):

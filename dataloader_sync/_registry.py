@@ -33,12 +33,13 @@ from ._hooks import check_instrumentation
 from ._instrumentation import DataLoaderInstrumentation, for_new_registry
 from ._listeners import registered, report_queued, unwatch, watch, watched_by
 from ._statistics import Statistics
+from ._sync_only import check_sync
 from ._types import P, Values
 
 if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated
     from typing_extensions import Concatenate
 
-__all__ = ["DataLoaderRegistry", "check_entry", "holds", "wake_tickers"]
+__all__ = ["DataLoaderRegistry", "UnknownLoaderError", "check_entry", "holds", "wake_tickers"]
 
 _R = TypeVar("_R", bound="DataLoaderRegistry")
 K = TypeVar("K")
@@ -98,6 +99,26 @@ class _Queued:
     def discard(self, name: str) -> None:
         with self._lock:
             self._names.pop(name, None)
+
+
+class UnknownLoaderError(KeyError):
+    """``registry[name]`` for a name no loader is registered as; its message lists the registered names."""
+
+    def __init__(self, name: Any, registered: list[str]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.registered = registered
+
+    def __str__(self) -> str:
+        shown = self.registered[:_NAMES_SHOWN]
+        known = ", ".join(repr(n) for n in shown) if shown else "none"
+        if len(self.registered) > len(shown):
+            known += f" and {len(self.registered) - len(shown)} more"
+        return f"no loader is registered as {self.name!r} in this registry; registered: {known}"
+
+
+#: How many registered names an UnknownLoaderError's message lists.
+_NAMES_SHOWN = 20
 
 
 def check_entry(name: Any, loader: Any) -> None:
@@ -304,7 +325,7 @@ class DataLoaderRegistry:
             The family's ``DataLoader``.
 
         Raises:
-            TypeError: *batch_fn* is not callable; an argument is unhashable
+            TypeError: *batch_fn* is not callable or is ``async def``; an argument is unhashable
             (the message names it); ``dataloader_options`` is not a mapping
             or sets ``batch_load_fn``, ``name`` or ``pass_env``.
         """
@@ -314,6 +335,7 @@ class DataLoaderRegistry:
         loader = self._families.get(key)  # a dict read is atomic: the common path takes no lock
         if loader is not None:
             return loader
+        check_sync(batch_fn, "batch_fn")
         label = family_label(batch_fn, args, kwargs)
         made = DataLoader(BoundBatch(batch_fn, args, kwargs), **family_options(batch_fn))
         with self._lock:
@@ -335,7 +357,17 @@ class DataLoaderRegistry:
         return name
 
     def __getitem__(self, name: str) -> DataLoader[Any, Any]:
-        return self._loaders[name]
+        """The loader registered as *name*.
+
+        Raises:
+            KeyError: no loader is registered as *name*; the message lists
+                the names that are (a ``KeyError`` whose ``str()`` is that
+                message, so a GraphQL error shows it).
+        """
+        try:
+            return self._loaders[name]
+        except KeyError:
+            raise UnknownLoaderError(name, list(self._loaders)) from None
 
     def get(self, name: str, default: Optional[DataLoader[Any, Any]] = None) -> Optional[DataLoader[Any, Any]]:
         return self._loaders.get(name, default)

@@ -1,24 +1,72 @@
-"""Per-request registries: what the Flask and Django integrations share.
+"""Per-request registries: what the Flask, Django and Ariadne integrations share.
 
 Each request gets a registry from a user factory (fresh caches) and closes it
 when the request ends.  Both steps are checked and logged the same way in
 every integration, so they live here, in the core, which imports nothing of
 the integrations.
+
+One calling convention on every helper: a factory that takes one positional
+argument is called with the request (Django's ``HttpRequest``, Flask's
+request, the WSGI environ under Ariadne); one that takes none
+(``DataLoaderRegistry``, ``ScheduledDataLoaderRegistry`` themselves, a
+``functools.partial`` of either) is called with nothing.  The signature is
+read once, when the helper is set up, not on every request.
 """
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, Callable
 
 from ._registry import DataLoaderRegistry
+from ._sync_only import check_sync
 
-__all__ = ["close_quietly", "make_request_registry"]
+__all__ = ["RequestFactory", "close_quietly", "make_request_registry"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
 
+class RequestFactory:
+    """A user's registry factory, called the one way every helper calls it.
+
+    ``RequestFactory(make_registry, "factory")(request)`` returns
+    ``make_registry(request)`` if it takes one positional argument, else
+    ``make_registry()``; either way checked to be a registry.
+
+    Thread-safe: immutable after construction.
+
+    Args:
+        factory: the user's callable.
+        where: the parameter or setting it came from, for error messages.
+
+    Raises:
+        TypeError: *factory* is not callable, or needs more than one argument.
+    """
+
+    __slots__ = ("factory", "takes_request")
+
+    def __init__(self, factory: Callable[..., Any], where: str) -> None:
+        if not callable(factory):
+            raise TypeError(f"{where} must be callable, got {type(factory).__name__}")
+        check_sync(factory, where)
+        self.factory = factory
+        self.takes_request = _takes_request(factory, where)
+
+    def __call__(self, request: Any) -> DataLoaderRegistry:
+        """Return a new registry for *request* (passed only if the factory takes it).
+
+        Raises:
+            TypeError: the factory returned something else than a DataLoaderRegistry.
+        """
+        return make_request_registry(self.factory, request) if self.takes_request else make_request_registry(
+            self.factory)
+
+    def __repr__(self) -> str:
+        return f"RequestFactory({self.factory!r}, takes_request={self.takes_request})"
+
+
 def make_request_registry(factory: Callable[..., Any], *args: Any) -> DataLoaderRegistry:
-    """Return ``factory(*args)``, checked to be a registry.
+    """Return ``factory(*args)``, checked to be a registry (for callers that know the factory's arguments).
 
     Raises:
         TypeError: the factory returned something else than a DataLoaderRegistry.
@@ -29,6 +77,27 @@ def make_request_registry(factory: Callable[..., Any], *args: Any) -> DataLoader
             f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
         )
     return registry
+
+
+def _takes_request(factory: Callable[..., Any], where: str) -> bool:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature to read (some builtins): call it with nothing
+        return False
+    for args in ((None,), ()):
+        try:
+            signature.bind(*args)
+        except TypeError:
+            continue
+        return bool(args)
+    bare = signature.replace(  # the parameters without their annotations
+        parameters=[p.replace(annotation=inspect.Parameter.empty) for p in signature.parameters.values()],
+        return_annotation=inspect.Signature.empty,
+    )
+    raise TypeError(
+        f"{where} must take the request or nothing, e.g. def make_registry(request): ... "
+        f"or DataLoaderRegistry itself; {getattr(factory, '__qualname__', factory)!r} takes {bare}"
+    )
 
 
 def close_quietly(registry: DataLoaderRegistry) -> None:

@@ -325,3 +325,22 @@ def test_GraphQL_checks_its_registry_factory() -> None:
     app = GraphQL(SCHEMA, registry_factory=lambda environ: "not a registry")  # type: ignore[arg-type,return-value]
     with pytest.raises(TypeError, match="must return a DataLoaderRegistry"):
         post(app, {"query": "{ environ }"})
+
+
+# --- the factory convention: the request or nothing ---------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [DataLoaderRegistry, ScheduledDataLoaderRegistry])
+def test_GraphQL_takes_a_registry_class_as_the_factory(cls: type) -> None:
+    status, body = post(GraphQL(SCHEMA, registry_factory=cls), {"query": "{ environ }"})
+    assert (status, body) == (200, {"data": {"environ": True}})
+
+
+def test_GraphQL_calls_a_factory_of_nothing_with_nothing_and_refuses_one_of_two() -> None:
+    registries = Registries()
+    status, body = post(GraphQL(SCHEMA, registry_factory=lambda: registries({})),
+                        {"query": QUERY, "variables": {"n": 2}})
+    assert (status, body) == (200, {"data": {"items": expected(2)}})
+    assert registries.registries[0].closed
+    with pytest.raises(TypeError, match=r"^registry_factory must take the request or nothing"):
+        GraphQL(SCHEMA, registry_factory=lambda environ, data: registries({}))

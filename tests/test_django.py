@@ -293,7 +293,7 @@ def test_dataloader_sync_django_without_django_says_which_extra_to_install():
         "try:\n"
         "    import dataloader_sync.django\n"
         "except ImportError as exc:\n"
-        "    assert 'pip install dataloader_sync[django]' in str(exc), exc\n"
+        "    assert 'pip install \"dataloader_sync[django]\"' in str(exc), exc\n"
         "else:\n"
         "    raise SystemExit('no ImportError')\n"
     )
@@ -422,3 +422,57 @@ def _relay_urls():
     from dataloader_sync.django import GraphQLView
 
     return [path("graphql", GraphQLView.as_view(schema=relay_schema()))]
+
+
+# -- the factory convention: the request or nothing ------------------------------------------------
+@pytest.mark.parametrize("factory", ["dataloader_sync.DataLoaderRegistry",
+                                     "dataloader_sync.ScheduledDataLoaderRegistry"])
+def test_DataLoaderMiddleware_takes_a_registry_class_as_the_factory(factory):
+    from django.test import RequestFactory, override_settings
+
+    from dataloader_sync import DataLoaderRegistry
+    from dataloader_sync.django import DataLoaderMiddleware
+
+    seen: list[Any] = []
+    with override_settings(DATALOADER_SYNC_REGISTRY_FACTORY=factory):
+        middleware = DataLoaderMiddleware(lambda request: seen.append(request.loaders))
+    middleware(RequestFactory().get("/"))
+    (registry,) = seen
+    assert type(registry).__name__ == factory.rsplit(".", 1)[1]
+    assert isinstance(registry, DataLoaderRegistry) and registry.closed
+
+
+def test_GraphQLView_takes_a_registry_class_or_a_factory_of_nothing(data):
+    from django.test import Client, override_settings
+
+    from dataloader_sync import DataLoaderRegistry, ScheduledDataLoaderRegistry
+
+    made: list[DataLoaderRegistry] = []
+
+    def make_registry() -> DataLoaderRegistry:
+        from books.loaders import make_registry as example
+
+        made.append(example(None))
+        return made[-1]
+
+    for factory in (DataLoaderRegistry, ScheduledDataLoaderRegistry, make_registry):
+        with override_settings(MIDDLEWARE=[], ROOT_URLCONF=make_urls(registry_factory=factory)):
+            response = graphql(Client(), "{ authors { name } }")
+        assert response.status_code == 200, response.content
+        assert len(response.json()["data"]["authors"]) == N
+    assert len(made) == 1 and made[0].closed
+
+
+def test_a_registry_factory_of_two_arguments_is_improperly_configured():
+    from django.core.exceptions import ImproperlyConfigured
+    from django.test import override_settings
+
+    from dataloader_sync.django import DataLoaderMiddleware
+
+    def make_registry(request, user):
+        raise AssertionError("never called")
+
+    with override_settings(DATALOADER_SYNC_REGISTRY_FACTORY=make_registry):
+        with pytest.raises(ImproperlyConfigured, match=r"^DATALOADER_SYNC_REGISTRY_FACTORY must take the request "
+                                                       r"or nothing, e\.g\. def make_registry\(request\)"):
+            DataLoaderMiddleware(lambda request: None)

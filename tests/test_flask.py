@@ -456,7 +456,7 @@ def test_dataloader_sync_flask_without_flask_says_which_extra_to_install():
         "try:\n"
         "    import dataloader_sync.flask\n"
         "except ImportError as exc:\n"
-        "    assert 'pip install dataloader_sync[flask]' in str(exc), exc\n"
+        "    assert 'pip install \"dataloader_sync[flask]\"' in str(exc), exc\n"
         "else:\n"
         "    raise SystemExit('no ImportError')\n"
     )
@@ -475,3 +475,55 @@ def test_graphql_view_answers_an_invalid_schema_with_500_and_its_errors(recorder
     assert response.status_code == 500
     assert "__bad" in response.json["errors"][0]["message"]
     assert recorder.registries[0].closed
+
+
+# -- the factory convention: the request or nothing ---------------------------------------
+@pytest.mark.parametrize("cls", [DataLoaderRegistry, ScheduledDataLoaderRegistry])
+def test_DataLoaders_and_graphql_view_take_the_registry_classes_as_factories(cls):
+    app = flask.Flask(__name__)
+    loaders = DataLoaders(app, factory=cls)
+    made: list[DataLoaderRegistry] = []
+
+    @app.get("/")
+    def view():
+        made.append(loaders.get_registry())
+        return "ok"
+
+    assert app.test_client().get("/").status_code == 200
+    assert type(made[0]) is cls and made[0].closed
+
+    bare = flask.Flask(__name__)
+    bare.add_url_rule("/graphql", view_func=graphql_view(SCHEMA, registry_factory=cls))
+    response = bare.test_client().post("/graphql", json={"query": "{ __typename }"})
+    assert response.json == {"data": {"__typename": "Query"}}
+
+
+def test_DataLoaders_and_graphql_view_pass_the_request_to_a_factory_that_takes_it():
+    seen: list[Any] = []
+
+    def make_registry(request) -> DataLoaderRegistry:
+        seen.append(request)
+        return DataLoaderRegistry().register("item", DataLoader(
+            lambda keys: [{"id": k, "owner": request.headers["X-User"]} for k in keys]))
+
+    app = flask.Flask(__name__)
+    DataLoaders(app, factory=make_registry)
+    app.add_url_rule("/graphql", view_func=graphql_view(SCHEMA))
+    app.add_url_rule("/direct", view_func=graphql_view(SCHEMA, registry_factory=make_registry, name="direct"))
+    for path in ("/graphql", "/direct"):
+        response = app.test_client().post(path, json={"query": "{ item(id: 5) { owner } }"}, headers={"X-User": "ann"})
+        assert response.json == {"data": {"item": {"owner": "ann"}}}
+    assert [type(r) for r in seen] == [flask.Request, flask.Request]  # the request, not the proxy
+    with app.app_context():  # an app context without a request: None
+        app.extensions["dataloader_sync"].get_registry()
+    assert seen[-1] is None
+
+
+def test_DataLoaders_and_graphql_view_refuse_a_factory_of_two_arguments():
+    def make_registry(request, user):
+        return DataLoaderRegistry()
+
+    with pytest.raises(TypeError, match=r"^factory must take the request or nothing, e\.g\. def make_registry"):
+        DataLoaders(factory=make_registry)
+    with pytest.raises(TypeError, match=r"^registry_factory must take the request or nothing"):
+        graphql_view(SCHEMA, registry_factory=make_registry)

@@ -824,7 +824,7 @@ def test_without_graphql_core_the_import_error_names_the_extra() -> None:
     code = ("import sys; sys.modules['graphql'] = None\n"
             "try:\n    import dataloader_sync.graphql\nexcept ImportError as exc:\n    print(exc)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install dataloader_sync[graphql]" in out.stdout
+    assert 'pip install "dataloader_sync[graphql]"' in out.stdout
 
 
 def test_loaders_of_a_request_with_a_context_without_weakref_support_are_freed_after_it() -> None:
@@ -1347,3 +1347,42 @@ def test_first_done_finds_the_first_entry_whose_future_is_done() -> None:
     assert first_done(entry(pending) * 3) == -1
     assert first_done(entry(pending) + entry(done) + entry(pending)) == ENTRY
     assert first_done(entry(done)) == 0
+
+
+# -- subscriptions: graphql-core's subscribe serves them, each event batched ---------------------------
+def test_a_subscription_is_served_and_each_event_runs_synchronously_with_its_batches() -> None:
+    import asyncio
+
+    from graphql import subscribe
+
+    from dataloader_sync.graphql import _compat
+
+    if not _compat.IS_EXECUTOR:
+        pytest.skip("graphql-core 3.2's subscribe takes no execution context class (3.3's takes executor_class)")
+    schema = build_schema("type Query { x: Int }  type Subscription { users: [User] }  type User { name: String }")
+
+    async def source(_root: Any, _info: Any) -> Any:  # a coroutine of the stream, as strawberry's resolvers are
+        async def events() -> Any:
+            yield [1, 2]
+            yield [3]
+        return events()
+
+    users = schema.subscription_type.fields["users"]  # type: ignore[union-attr]
+    users.subscribe = source
+    users.resolve = lambda ids, _info: [{"id": i} for i in ids]
+    schema.type_map["User"].fields["name"].resolve = (  # type: ignore[union-attr]
+        lambda user, info: info.context["names"].load(user["id"]))
+    calls: list[list[int]] = []
+    names = DataLoader(lambda ids: calls.append(list(ids)) or [f"user {i}" for i in ids])
+    async def run() -> list[Any]:
+        stream: Any = subscribe(schema, parse("subscription { users { name } }"), context_value={"names": names},
+                                executor_class=DataLoaderExecutionContext)
+        if inspect.isawaitable(stream):
+            stream = await stream
+        assert not hasattr(stream, "errors"), stream.errors
+        return [(result.data, result.errors) async for result in stream]
+
+    results = asyncio.run(asyncio.wait_for(run(), 10))
+    assert results == [({"users": [{"name": "user 1"}, {"name": "user 2"}]}, None),
+                       ({"users": [{"name": "user 3"}]}, None)]
+    assert calls == [[1, 2], [3]]  # one batch per event's level

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import logging
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,7 @@ from dataloader_sync import (  # noqa: E402
     DISPATCH_ALWAYS,
     DISPATCH_NEVER,
     DataLoader,
+    DataLoaderRegistry,
     ScheduledDataLoaderRegistry,
 )
 from dataloader_sync.graphql import DataLoaderExecutionContext  # noqa: E402
@@ -336,6 +338,47 @@ def test_a_resolver_blocking_on_a_load_gets_its_value_and_the_rest_still_batches
     assert recorders["toys"].calls == [[1, 2, 3, 4]]  # one batch for the level, as without the blocking field
     # The cost of blocking: that field's loader dispatches early, once per distinct key here.
     assert recorders["owners"].calls == [[2], [3], [1]]
+
+
+def test_blocking_loads_that_split_a_level_log_one_warning_per_execution_naming_the_loader(caplog) -> None:
+    recorders = {"pets": Recorder(PETS.get), "owners": Recorder(OWNERS.get),
+                 "toys": Recorder(lambda p: [f"toy {p}.{t}" for t in range(2)])}
+    registry = DataLoaderRegistry()
+    for name, rec in recorders.items():
+        registry.register(name, DataLoader(rec))  # unnamed loaders: the registry's names are used
+    context = {**{name: registry[name] for name in recorders}, "loaders": registry}
+    with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+        result = PET_SCHEMA.execute("{ pets { id ownerName toys } }", context_value=context,
+                                    execution_context_class=DataLoaderExecutionContext)
+    assert result.errors is None
+    assert recorders["owners"].calls == [[2], [3], [1]]
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "one batch per key: resolvers blocked on loads with .result() inside this GraphQL execution, and each "
+        "wait sent its loader's batch early: DataLoader 'owners' (3 batches). Return the future from the "
+        "resolver (return loader.load(key), or loader.load(key).then(...)) to keep one batch per loader per level"
+    )
+
+
+def test_returned_futures_and_a_single_blocking_load_log_no_warning(caplog) -> None:
+    class Root(graphene.ObjectType):
+        first = graphene.String()
+        pets = graphene.List(Pet)
+
+        def resolve_first(self, info):  # one wait, one batch: nothing was split
+            return info.context["owners"].load(1).result(timeout=10)["name"]
+
+        def resolve_pets(self, info):
+            return [info.context["pets"].load(p) for p in sorted(PETS)]
+
+    loaders = {"pets": DataLoader(Recorder(PETS.get)), "owners": DataLoader(Recorder(OWNERS.get), name="owners"),
+               "toys": DataLoader(Recorder(lambda p: [f"toy {p}"]))}
+    with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+        result = graphene.Schema(query=Root).execute("{ first pets { toys } }", context_value=loaders,
+                                                     execution_context_class=DataLoaderExecutionContext)
+    assert result.errors is None and result.data["first"] == "owner 1"
+    assert caplog.records == []
 
 
 # -- mutations and caches; awaitables -------------------------------------------------------------------

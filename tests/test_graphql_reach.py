@@ -324,3 +324,22 @@ def test_an_asyncio_future_is_refused_too() -> None:
         loop.close()
     assert result.data == {"a": None}
     assert _errors(result) == [(REFUSED, ("a",))]
+
+
+def test_an_async_generator_returned_for_a_list_field_is_refused_like_other_awaitables() -> None:
+    from dataloader_sync.graphql._awaitables import MESSAGE
+
+    schema = build_schema("type Query { names: [String]  other: String }")
+
+    async def names(_info: Any) -> Any:  # graphql-core's default resolver calls a root value's callables
+        yield "ann"
+
+    root = {"names": names, "other": lambda _info: "still here"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = run(schema, "{ names other }", root_value=root)
+        gc.collect()
+    assert result.data == {"names": None, "other": "still here"}
+    assert [(error.message, error.path) for error in result.errors or ()] == [(MESSAGE, ["names"])]
+    assert "async generators" in MESSAGE
+    assert not [w for w in caught if "never awaited" in str(w.message)]

@@ -558,3 +558,44 @@ def test_DataLoaderRegistry_loader_for_loaders_get_the_registry_instrumentation(
     registry.dispatch_all()
     assert names == [(registry.loader_for(load_pages, 10).name, ["p"])]
     assert names[0][0].endswith("load_pages(10)")
+
+
+def test_DataLoaderRegistry_getitem_of_an_unknown_name_lists_the_registered_names():
+    registry = DataLoaderRegistry()
+    with pytest.raises(KeyError) as caught:
+        registry["authors"]
+    assert str(caught.value) == "no loader is registered as 'authors' in this registry; registered: none"
+    registry.register("author", DataLoader(lambda keys: keys)).register("book", DataLoader(lambda keys: keys))
+    with pytest.raises(KeyError) as caught:
+        registry["authors"]
+    assert str(caught.value) == (
+        "no loader is registered as 'authors' in this registry; registered: 'author', 'book'"
+    )
+    assert caught.value.args == ("authors",)  # a KeyError like any other for code that catches it
+
+
+def test_a_misspelt_loader_name_in_a_resolver_shows_the_registered_names_in_the_graphql_error():
+    graphene = pytest.importorskip("graphene")
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    class Query(graphene.ObjectType):
+        name = graphene.String()
+
+        def resolve_name(root, info):
+            return info.context["loaders"]["authors"].load(1)
+
+    registry = DataLoaderRegistry().register("author", DataLoader(lambda keys: [str(k) for k in keys]))
+    result = graphene.Schema(query=Query).execute("{ name }", context_value={"loaders": registry},
+                                                  execution_context_class=DataLoaderExecutionContext)
+    assert [error.message for error in result.errors] == [
+        "no loader is registered as 'authors' in this registry; registered: 'author'"
+    ]
+
+
+def test_an_unknown_name_in_a_large_registry_lists_twenty_names_and_counts_the_rest():
+    registry = DataLoaderRegistry()
+    for i in range(25):
+        registry.register(f"loader{i:02}", DataLoader(lambda keys: keys))
+    with pytest.raises(KeyError) as caught:
+        registry["nope"]
+    assert str(caught.value).endswith("'loader18', 'loader19' and 5 more")

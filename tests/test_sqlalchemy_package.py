@@ -46,4 +46,4 @@ def test_sqlalchemy_package_without_sqlalchemy_says_what_to_install():
         "except ImportError as error:\n"
         "    print(error)\n"
     )
-    assert "pip install 'dataloader_sync[sqlalchemy]'" in out
+    assert 'pip install "dataloader_sync[sqlalchemy]"' in out

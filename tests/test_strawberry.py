@@ -11,6 +11,7 @@ SQLite through the ORM.
 from __future__ import annotations
 
 import threading
+from collections.abc import AsyncGenerator
 from typing import Any, Optional
 
 import pytest
@@ -280,3 +281,49 @@ def test_strawberry_django_view_with_the_middlewares_registry_one_sql_query_per_
         one = client.post("/strawberry", {"query": query},
                           content_type="application/json").json()
         assert one == {"data": {"author": {"name": "author 1", "books": [{"author": {"name": "author 1"}}] * 3}}}
+
+
+@strawberry.type
+class SubscribedUser:
+    id: int
+
+    @strawberry.field
+    def name(self, info: strawberry.Info) -> str:
+        return info.context["names"].load(self.id)
+
+
+@strawberry.type
+class Subscription:
+    @strawberry.subscription
+    async def users(self, count: int) -> AsyncGenerator[list[SubscribedUser], None]:
+        for n in range(1, count + 1):
+            yield [SubscribedUser(id=n * 10 + i) for i in range(n)]
+
+
+@strawberry.type
+class HelloQuery:
+    hello: str = "hi"
+
+
+def test_a_strawberry_schema_with_the_execution_context_serves_subscriptions() -> None:
+    import asyncio
+
+    from dataloader_sync.graphql import _compat
+
+    if not _compat.IS_EXECUTOR:
+        pytest.skip("strawberry on graphql-core 3.2 runs subscriptions without the class it is given")
+
+    calls: list[list[int]] = []
+    names = DataLoader(lambda ids: calls.append(list(ids)) or [f"user {i}" for i in ids])
+    schema = strawberry.Schema(query=HelloQuery, subscription=Subscription,
+                               execution_context_class=DataLoaderExecutionContext)
+
+    async def run() -> list[Any]:
+        stream = await schema.subscribe("subscription { users(count: 2) { name } }", context_value={"names": names})
+        assert hasattr(stream, "__aiter__"), stream
+        return [(result.data, result.errors) async for result in stream]
+
+    results = asyncio.run(asyncio.wait_for(run(), 10))
+    assert results == [({"users": [{"name": "user 10"}]}, None),
+                       ({"users": [{"name": "user 20"}, {"name": "user 21"}]}, None)]
+    assert calls == [[10], [20, 21]]

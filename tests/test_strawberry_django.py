@@ -287,3 +287,45 @@ def test_a_strawberry_django_field_may_return_a_then_chain(data):
     loaded, sql = run(schema, data, "{ books { title authorName } }")
     assert loaded["books"][0] == {"title": "book 0.0", "authorName": "AUTHOR 0"}
     assert len(sql) == 2
+
+
+def test_strawberry_django_s_own_connection_given_a_loader_future_fails_as_the_docs_say(data):
+    """docs/strawberry-django.rst quotes what a client sees when the stock connection gets a future."""
+    import pathlib
+
+    import strawberry
+    import strawberry_django
+    from orm_library.models import Author, Book
+    from strawberry import relay
+    from strawberry_django.relay import DjangoListConnection
+
+    from dataloader_sync.django import related_loader
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    @strawberry_django.type(Book)
+    class StockBookType(relay.Node):
+        title: strawberry.auto
+
+    @strawberry_django.type(Author)
+    class StockAuthorType(relay.Node):
+        name: strawberry.auto
+
+        @strawberry_django.connection(DjangoListConnection[StockBookType])
+        def books(self, info: strawberry.Info) -> Iterable[StockBookType]:
+            return related_loader(info.context.loaders, Author.books).load(self)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[StockAuthorType]:
+            return Author.objects.using(info.context.alias).order_by("id")[:1]
+
+    schema = strawberry.Schema(query=Query, execution_context_class=DataLoaderExecutionContext)
+    result = schema.execute_sync("{ authors { books { edges { node { title } } } } }", context_value=Context(data))
+    (error,) = result.errors
+    cause = error.original_error.__context__  # strawberry raises its own error while handling this one
+    assert isinstance(cause, TypeError)
+    page = " ".join((pathlib.Path(__file__).resolve().parent.parent / "docs" / "strawberry-django.rst")
+                    .read_text(encoding="utf-8").split())
+    assert f"``{cause}``" in page, str(cause)
+    assert error.message in ("", "An unknown error occurred.")  # what the client gets: nothing useful

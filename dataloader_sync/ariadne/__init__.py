@@ -6,7 +6,7 @@ executing with ``DataLoaderExecutionContext``, with the request's registry in
 ``ariadne.graphql_sync`` needs nothing of this module: pass it
 ``execution_context_class=DataLoaderExecutionContext``.
 
-Needs Ariadne (``pip install dataloader_sync[ariadne]``).
+Needs Ariadne (``pip install "dataloader_sync[ariadne]"``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ try:
     import ariadne as _ariadne  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.ariadne needs Ariadne: pip install dataloader_sync[ariadne]"
+        "dataloader_sync.ariadne needs Ariadne: pip install \"dataloader_sync[ariadne]\""
     ) from exc
 
 from ._wsgi import GraphQL as GraphQL

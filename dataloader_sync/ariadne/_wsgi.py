@@ -29,15 +29,15 @@ from typing import Any, Callable
 from ariadne.wsgi import GraphQL as _AriadneGraphQL
 
 from .._registry import DataLoaderRegistry
-from .._request_registry import close_quietly, make_request_registry
+from .._request_registry import RequestFactory, close_quietly
 
 __all__ = ["ENVIRON_KEY", "GraphQL"]
 
 #: The WSGI environ key holding the request's registry while it is served.
 ENVIRON_KEY = "dataloader_sync.loaders"
 
-#: What the app calls once per GraphQL request: ``factory(environ)``.
-RegistryFactory = Callable[[dict[str, Any]], DataLoaderRegistry]
+#: What the app calls once per GraphQL request: ``factory(environ)`` or ``factory()``.
+RegistryFactory = Callable[..., DataLoaderRegistry]
 
 
 class GraphQL(_AriadneGraphQL):
@@ -59,21 +59,22 @@ class GraphQL(_AriadneGraphQL):
 
     Args:
         schema: the executable schema (``make_executable_schema``).
-        registry_factory: ``registry_factory(environ)`` returns a new
-            ``DataLoaderRegistry`` (typically a
-            ``ScheduledDataLoaderRegistry``) with fresh loaders; the WSGI
-            environ is passed so that loaders may depend on the request.
+        registry_factory: returns a new ``DataLoaderRegistry`` (typically a
+            ``ScheduledDataLoaderRegistry``) with fresh loaders; called with
+            the request (the WSGI environ) if it takes one argument, so that
+            loaders may depend on it, else with nothing
+            (``DataLoaderRegistry`` itself will do).
         **options: ``ariadne.wsgi.GraphQL``'s keyword arguments.
 
     Raises:
-        TypeError: *registry_factory* is not callable (at construction); the
+        TypeError: *registry_factory* is not callable or takes more than
+            one argument (at construction); the
             factory returned something else than a registry, or the context
             cannot hold it (when a request is served).
     """
 
     def __init__(self, schema: Any, *, registry_factory: RegistryFactory, **options: Any) -> None:
-        if not callable(registry_factory):
-            raise TypeError("registry_factory must be callable")
+        self._make = RequestFactory(registry_factory, "registry_factory")
         if options.get("execution_context_class") is None:
             from ..graphql import DataLoaderExecutionContext
 
@@ -101,7 +102,7 @@ class GraphQL(_AriadneGraphQL):
         context: Any = super().get_context_for_request(environ, data)
         registry = environ.get(ENVIRON_KEY)
         if registry is None:
-            registry = make_request_registry(self.registry_factory, environ)
+            registry = self._make(environ)
             environ[ENVIRON_KEY] = registry
         if not callable(self.context_value) and isinstance(context, Mapping):
             # A static dict serves every request: each gets its own copy.

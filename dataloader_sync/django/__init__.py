@@ -19,18 +19,22 @@
   execution, the batches of later levels included; ``GraphQLView`` executes
   with it.
 
-Needs Django (``pip install dataloader_sync[django]``); graphene-django is
-imported only when ``GraphQLView`` is used.
+Needs Django (``pip install "dataloader_sync[django]"``); graphene-django is
+imported only when ``GraphQLView``, the connection fields or
+``DjangoDebugExecutionContext`` are used (``pip install
+"dataloader_sync[graphene-django]"``).
 """
 from __future__ import annotations
 
 from typing import Any
 
+from .._optional import missing_dependency
+
 try:
     import django as _django  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.django needs Django: pip install dataloader_sync[django]"
+        "dataloader_sync.django needs Django: pip install \"dataloader_sync[django]\""
     ) from exc
 
 from ._middleware import DataLoaderMiddleware as DataLoaderMiddleware
@@ -62,6 +66,17 @@ _LAZY_NAMES = [
 
 
 def __getattr__(name: str) -> Any:
+    if name not in _LAZY_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        return _import_lazy(name)
+    except ImportError as exc:
+        if exc.name is None or exc.name.startswith("dataloader_sync"):
+            raise  # not a missing dependency
+        raise missing_dependency(f"dataloader_sync.django.{name}", exc, "graphene-django") from exc
+
+
+def _import_lazy(name: str) -> Any:
     if name == "GraphQLView":
         from ._view import graphql_view_class
 
@@ -74,11 +89,9 @@ def __getattr__(name: str) -> Any:
         from ._graphene_fields import filter_connection_field_class
 
         return filter_connection_field_class()
-    if name == "DjangoDebugExecutionContext":
-        from ._debug import DjangoDebugExecutionContext
+    from ._debug import DjangoDebugExecutionContext
 
-        return DjangoDebugExecutionContext
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return DjangoDebugExecutionContext
 
 
 def __dir__() -> list[str]:

@@ -39,6 +39,7 @@ from graphene_django.fields import DjangoConnectionField as _StockConnectionFiel
 from graphene_django.utils import maybe_queryset
 from graphql_relay import cursor_to_offset, get_offset_with_default
 
+from .._optional import missing_dependency
 from ._connection_scope import requesting
 from ._pages import PageRequest, selects
 
@@ -148,9 +149,10 @@ def filter_connection_field_class() -> type:
         ImportError: django-filter is not installed.
     """
     try:
+        import django_filters  # noqa: F401 -- without it graphene_django.filter defines nothing
         from graphene_django.filter import DjangoFilterConnectionField as Stock
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("DjangoFilterConnectionField needs django-filter: pip install django-filter") from exc
+        raise missing_dependency("dataloader_sync.django.DjangoFilterConnectionField", exc, "graphene-django") from exc
 
     class DjangoFilterConnectionField(_LoaderPages, Stock):  # type: ignore[misc]
         """graphene-django's ``DjangoFilterConnectionField``; its resolver may return a related loader's future.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
-from .._request_registry import close_quietly, make_request_registry
+from .._request_registry import close_quietly
 from ._registry_factory import get_registry_factory
 
 __all__ = ["DataLoaderMiddleware"]
@@ -31,7 +31,8 @@ class DataLoaderMiddleware:
 
     Add ``"dataloader_sync.django.DataLoaderMiddleware"`` to ``MIDDLEWARE`` and
     set ``DATALOADER_SYNC_REGISTRY_FACTORY = "myapp.loaders.make_registry"``,
-    a function ``make_registry(request) -> DataLoaderRegistry``.  With
+    a function ``make_registry(request) -> DataLoaderRegistry`` (or one
+    taking nothing: ``"dataloader_sync.DataLoaderRegistry"`` will do).  With
     graphene-django, whose ``GraphQLView`` passes the request as context,
     resolvers reach the registry as ``info.context.loaders``.
 
@@ -59,7 +60,7 @@ class DataLoaderMiddleware:
         Raises:
             TypeError: the factory did not return a DataLoaderRegistry.
         """
-        registry = make_request_registry(self.factory, request)
+        registry = self.factory(request)
         request.loaders = registry
         try:
             response = self.get_response(request)

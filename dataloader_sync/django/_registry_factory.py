@@ -1,18 +1,21 @@
 """The per-request registry factory named in Django settings.
 
 ``DATALOADER_SYNC_REGISTRY_FACTORY`` names (dotted path) or is a callable
-``factory(request) -> DataLoaderRegistry``.  The request is passed so loaders
-can depend on it (``request.user`` for permission-filtered queries).
+returning a new ``DataLoaderRegistry``: ``factory(request)`` if it takes one
+argument, so loaders can depend on the request (``request.user`` for
+permission-filtered queries), else ``factory()`` —
+``"dataloader_sync.DataLoaderRegistry"`` will do.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Union
+from typing import Callable, Union
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from .._registry import DataLoaderRegistry
+from .._request_registry import RequestFactory
 
 __all__ = ["SETTING", "get_registry_factory", "resolve_factory"]
 
@@ -20,7 +23,7 @@ __all__ = ["SETTING", "get_registry_factory", "resolve_factory"]
 #: The Django setting naming the registry factory.
 SETTING = "DATALOADER_SYNC_REGISTRY_FACTORY"
 
-RegistryFactory = Callable[[Any], DataLoaderRegistry]
+RegistryFactory = Callable[..., DataLoaderRegistry]
 
 
 def resolve_factory(value: Union[str, RegistryFactory, None], where: str = SETTING) -> RegistryFactory:
@@ -31,11 +34,12 @@ def resolve_factory(value: Union[str, RegistryFactory, None], where: str = SETTI
         where: what *value* came from, for error messages.
 
     Returns:
-        the callable.
+        ``factory(request)``: the user's factory called with the request or
+        with nothing, as it takes (see ``RequestFactory``).
 
     Raises:
-        ImproperlyConfigured: *value* is missing, cannot be imported, or is
-        not callable.
+        ImproperlyConfigured: *value* is missing, cannot be imported, is
+        not callable or takes more than one argument.
     """
     if value is None:
         raise ImproperlyConfigured(
@@ -49,7 +53,10 @@ def resolve_factory(value: Union[str, RegistryFactory, None], where: str = SETTI
             raise ImproperlyConfigured(f"{where}: cannot import {value!r}: {exc}") from exc
     if not callable(value):
         raise ImproperlyConfigured(f"{where} must name a callable, got {type(value).__name__}")
-    return value
+    try:
+        return RequestFactory(value, where)
+    except TypeError as exc:
+        raise ImproperlyConfigured(str(exc)) from None
 
 
 def get_registry_factory() -> RegistryFactory:

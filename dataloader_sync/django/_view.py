@@ -18,8 +18,9 @@ from __future__ import annotations
 import functools
 from typing import Any, Optional, Union
 
+from .._optional import missing_dependency
 from .._registry import DataLoaderRegistry
-from .._request_registry import close_quietly, make_request_registry
+from .._request_registry import close_quietly
 from ._registry_factory import RegistryFactory, get_registry_factory, resolve_factory
 
 __all__ = ["DataLoaderGraphQLViewMixin", "graphql_view_class"]
@@ -40,9 +41,11 @@ class DataLoaderGraphQLViewMixin:
     attributes are read only.
 
     Attributes:
-        registry_factory: ``factory(request) -> DataLoaderRegistry`` or its
-            dotted path, used when the request has no ``loaders`` registry
-            (no ``DataLoaderMiddleware``).  None: the
+        registry_factory: a callable returning a new ``DataLoaderRegistry``
+            (called with the request if it takes one argument, else with
+            nothing: ``DataLoaderRegistry`` itself will do) or its dotted
+            path, used when the request has no ``loaders`` registry (no
+            ``DataLoaderMiddleware``).  None: the
             ``DATALOADER_SYNC_REGISTRY_FACTORY`` setting.  Its kind is
             checked when a subclass is made or ``as_view()`` is called (a
             dotted path is imported on the first request, when Django's
@@ -96,7 +99,7 @@ class DataLoaderGraphQLViewMixin:
         """
         if isinstance(getattr(request, "loaders", None), DataLoaderRegistry):
             return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
-        registry = make_request_registry(self.get_registry_factory(), request)
+        registry = self.get_registry_factory()(request)
         request.loaders = registry
         try:
             return super().dispatch(request, *args, **kwargs)  # type: ignore[misc]
@@ -115,9 +118,7 @@ def graphql_view_class() -> type:
     try:
         from graphene_django.views import GraphQLView as Base
     except ImportError as exc:
-        raise ImportError(
-            "dataloader_sync.django.GraphQLView needs graphene-django: pip install graphene-django"
-        ) from exc
+        raise missing_dependency("dataloader_sync.django.GraphQLView", exc, "graphene-django") from exc
 
     class GraphQLView(DataLoaderGraphQLViewMixin, Base):  # type: ignore[misc]
         """graphene-django's ``GraphQLView`` running with dataloaders (see the mixin).

@@ -2,7 +2,7 @@
 
 ``DataLoaders(app, factory=make_registry)`` gives each request its own
 registry (fresh caches), ``graphql_view(schema)`` serves GraphQL with it in
-``info.context.loaders``.  Needs Flask (``pip install dataloader_sync[flask]``);
+``info.context.loaders``.  Needs Flask (``pip install "dataloader_sync[flask]"``);
 ``graphql_view`` also needs graphql-core (``dataloader_sync[graphql]``).
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ try:
     import flask as _flask  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.flask needs Flask: pip install dataloader_sync[flask]"
+        "dataloader_sync.flask needs Flask: pip install \"dataloader_sync[flask]\""
     ) from exc
 
 from ._extension import DataLoaders as DataLoaders

@@ -20,12 +20,12 @@ Guarantees:
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import flask
 
 from .._registry import DataLoaderRegistry
-from .._request_registry import close_quietly, make_request_registry
+from .._request_registry import RequestFactory, close_quietly
 
 __all__ = ["DataLoaders"]
 
@@ -52,24 +52,26 @@ class DataLoaders:
 
     Args:
         app: the Flask app to set up now (or call ``init_app`` later).
-        factory: called with no arguments once per request that needs
-            loaders; returns a new ``DataLoaderRegistry`` (typically a
-            ``ScheduledDataLoaderRegistry``) with fresh loaders.  The
-            request is ``flask.request`` if the loaders need it.
+        factory: called once per request that needs loaders, with the
+            request (``flask.request``; None in an app context without a
+            request) if it takes one argument, else with nothing; returns a
+            new ``DataLoaderRegistry`` (typically a
+            ``ScheduledDataLoaderRegistry``) with fresh loaders.
+            ``DataLoaderRegistry`` itself will do.
 
     Raises:
-        TypeError: *factory* is not callable, or *app* not a ``flask.Flask``.
+        TypeError: *factory* is not callable or takes more than one
+            argument, or *app* is not a ``flask.Flask``.
     """
 
-    def __init__(self, app: Optional[flask.Flask] = None, *, factory: Callable[[], DataLoaderRegistry]) -> None:
-        if not callable(factory):
-            raise TypeError("factory must be callable")
+    def __init__(self, app: Optional[flask.Flask] = None, *, factory: Callable[..., DataLoaderRegistry]) -> None:
+        self._make = RequestFactory(factory, "factory")
         self._factory = factory
         if app is not None:
             self.init_app(app)
 
     @property
-    def factory(self) -> Callable[[], DataLoaderRegistry]:
+    def factory(self) -> Callable[..., DataLoaderRegistry]:
         """The registry factory given to the constructor."""
         return self._factory
 
@@ -117,7 +119,7 @@ class DataLoaders:
         registry = registries.get(self)
         if registry is not None:
             return registry
-        made = make_request_registry(self._factory)
+        made = self._make(current_request() if self._make.takes_request else None)
         registry = registries.setdefault(self, made)  # atomic: one winner if threads race
         if registry is not made:
             close_quietly(made)
@@ -133,3 +135,11 @@ class DataLoaders:
 
     def __repr__(self) -> str:
         return f"<DataLoaders factory={getattr(self._factory, '__qualname__', self._factory)!r}>"
+
+
+def current_request() -> Any:
+    """The request being served (the object, not the context-local proxy), or None outside one."""
+    if not flask.has_request_context():
+        return None
+    # werkzeug's documented accessor: resolvers may run on other threads.
+    return flask.request._get_current_object()  # type: ignore[attr-defined]

@@ -24,9 +24,10 @@ from typing import Any, Callable, Optional
 
 import flask
 
+from .._optional import missing_dependency
 from .._registry import DataLoaderRegistry
-from .._request_registry import close_quietly, make_request_registry
-from ._extension import EXTENSION_KEY, DataLoaders
+from .._request_registry import RequestFactory, close_quietly
+from ._extension import EXTENSION_KEY, DataLoaders, current_request
 
 __all__ = ["GraphQLContext", "graphql_view"]
 
@@ -107,7 +108,7 @@ def graphql_view(
     schema: Any,
     *,
     loaders: Optional[DataLoaders] = None,
-    registry_factory: Optional[Callable[[], DataLoaderRegistry]] = None,
+    registry_factory: Optional[Callable[..., DataLoaderRegistry]] = None,
     context_factory: Optional[Callable[[DataLoaderRegistry], Any]] = None,
     root_value: Any = None,
     middleware: Any = None,
@@ -125,7 +126,9 @@ def graphql_view(
         schema: a graphene ``Schema`` or a graphql-core ``GraphQLSchema``.
         loaders: the ``DataLoaders`` extension to take the registry from.
         registry_factory: instead of an extension, a callable making a fresh
-            registry for each request.
+            registry for each request: called with the request if it takes
+            one argument, else with nothing (``DataLoaderRegistry`` itself
+            will do).
         context_factory: ``context_factory(registry)`` returns the
             ``context_value``; it should carry the registry as ``loaders``
             (attribute or key) so the execution dispatches through it.
@@ -144,18 +147,19 @@ def graphql_view(
         ImportError: graphql-core is not installed.
     """
     graphql_schema = _checked_schema(schema, loaders, registry_factory, context_factory, name)
+    make = None if registry_factory is None else RequestFactory(registry_factory, "registry_factory")
 
     def view() -> flask.Response:
         # The request itself, not the context-local proxy, goes in the context
-        # (resolvers may run on other threads); werkzeug's documented accessor.
-        request = flask.request._get_current_object()  # type: ignore[attr-defined]
-        registry = _request_registry(loaders, registry_factory)
+        # (resolvers may run on other threads).
+        request = current_request()
+        registry = _request_registry(loaders, make, request)
         try:
             return _run(graphql_schema, request, registry, context_factory, root_value, middleware)
         except _HttpError as error:
             return _json_response({"errors": [{"message": str(error)}]}, error.status, error.headers)
         finally:
-            if registry_factory is not None:  # made for this execution: closed with it
+            if make is not None:  # made for this execution: closed with it
                 close_quietly(registry)
 
     view.__name__ = view.__qualname__ = name
@@ -164,14 +168,17 @@ def graphql_view(
 
 
 def _checked_schema(schema: Any, loaders: Optional[DataLoaders],
-                    registry_factory: Optional[Callable[[], DataLoaderRegistry]],
+                    registry_factory: Optional[Callable[..., DataLoaderRegistry]],
                     context_factory: Optional[Callable[[DataLoaderRegistry], Any]], name: str) -> Any:
     """Check ``graphql_view``'s arguments; return the graphql-core schema (a graphene one's ``graphql_schema``).
 
     Raises:
         ImportError, ValueError, TypeError: as ``graphql_view``.
     """
-    from graphql import GraphQLSchema
+    try:
+        from graphql import GraphQLSchema
+    except ImportError as exc:
+        raise missing_dependency("dataloader_sync.flask.graphql_view", exc, "graphql") from exc
 
     if loaders is not None and registry_factory is not None:
         raise ValueError("give loaders or registry_factory, not both")
@@ -191,15 +198,15 @@ def _checked_schema(schema: Any, loaders: Optional[DataLoaders],
     return graphql_schema
 
 
-def _request_registry(loaders: Optional[DataLoaders],
-                      registry_factory: Optional[Callable[[], DataLoaderRegistry]]) -> DataLoaderRegistry:
+def _request_registry(loaders: Optional[DataLoaders], make: Optional[RequestFactory],
+                      request: Any) -> DataLoaderRegistry:
     """The registry of this request: a fresh one from *registry_factory*, or the extension's.
 
     Raises:
         RuntimeError: neither is given and the app has no ``DataLoaders`` extension.
     """
-    if registry_factory is not None:
-        return make_request_registry(registry_factory)
+    if make is not None:
+        return make(request)
     extension = loaders if loaders is not None else flask.current_app.extensions.get(EXTENSION_KEY)
     if extension is None:
         raise RuntimeError(

@@ -8,7 +8,7 @@ graphql-core's async execution (``graphql()``, ``execute_async``, strawberry's
 ``await schema.execute``) needs no class of ours: loader futures are awaitable
 (docs/asgi.rst).
 
-Requires graphql-core: ``pip install dataloader_sync[graphql]``.
+Requires graphql-core: ``pip install "dataloader_sync[graphql]"``.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ try:
     import graphql as _graphql  # noqa: F401
 except ImportError as exc:
     raise ImportError(
-        "dataloader_sync.graphql needs graphql-core: pip install dataloader_sync[graphql]"
+        "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
     ) from exc
 
 from ._execution import DataLoaderExecutionContext as DataLoaderExecutionContext

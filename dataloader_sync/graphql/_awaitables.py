@@ -3,7 +3,7 @@
 ``DataLoaderExecutionContext`` runs on the request thread without an event
 loop, so an awaitable (the coroutine of an ``async def`` resolver,
 ``is_type_of`` or ``resolve_type``, an ``asyncio.Future``) can never complete
-there.  Every value graphql-core completes passes through the execution's
+there, nor can an async generator be iterated.  Every value graphql-core completes passes through the execution's
 ``complete_value``, which asks :func:`is_plain` of it (one dict look-up by
 type) and, for a type not known to be plain, calls :func:`refuse_awaitable`:
 it closes a coroutine and raises :class:`AwaitableNotSupportedError`
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
-from types import CoroutineType, GeneratorType
+from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Optional
 
 from .._asyncio_bridge import start_driving, stop_driving
@@ -56,7 +56,8 @@ __all__ = [
 
 MESSAGE = (
     "DataLoaderExecutionContext executes synchronously: resolvers, is_type_of and resolve_type"
-    " must return values or concurrent.futures.Future, not awaitables (async def, asyncio)."
+    " must return values or concurrent.futures.Future, not awaitables or async generators"
+    " (async def, asyncio)."
 )
 
 _CO_ITERABLE_COROUTINE = inspect.CO_ITERABLE_COROUTINE
@@ -91,7 +92,9 @@ def _classify(cls: type) -> Any:
         return False
     if cls is GeneratorType:
         return _GENERATOR
-    return cls is CoroutineType or hasattr(cls, "__await__")
+    # An async generator (an ``async def`` with ``yield``, returned for a list
+    # field) is no awaitable, but no iterable either: only a loop consumes it.
+    return cls is CoroutineType or cls is AsyncGeneratorType or hasattr(cls, "__await__")
 
 
 def _discard(value: Any) -> None:

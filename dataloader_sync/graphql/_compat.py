@@ -36,7 +36,7 @@ try:
     import graphql.execution as _execution
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        "dataloader_sync.graphql needs graphql-core: pip install dataloader_sync[graphql]"
+        "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
     ) from exc
 
 import graphql as _graphql

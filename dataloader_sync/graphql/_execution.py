@@ -99,6 +99,7 @@ from concurrent.futures._base import PENDING as _PENDING
 from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Optional
 
+from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
 
 from .._dispatch_scope import reset_scope, set_scope
@@ -203,8 +204,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         super().__init__(*args, **kwargs)
         # Awaitables fail their field with one clear message, checked once per
         # value in complete_value (see _awaitables); whatever predicate the
-        # caller passed is replaced.
-        self.is_awaitable = NEVER_AWAITABLE
+        # caller passed is replaced.  A subscription keeps it until its root
+        # selection set runs (_execute_root): graphql-core's subscribe awaits
+        # the source stream's resolver with it (an async generator, or
+        # strawberry's coroutine of one), then runs each event synchronously.
+        if getattr(self.operation, "operation", None) is not OperationType.SUBSCRIPTION:
+            self.is_awaitable = NEVER_AWAITABLE
         self.type_resolver = refusing_type_resolver(self.type_resolver)  # type: ignore[has-type]
         if operation_extensions is not _compat.NOT_GIVEN:
             _compat.adopt_strawberry(self, operation_extensions)
@@ -412,6 +417,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
     def _execute_root(self, execute_root: Any, args: tuple[Any, ...]) -> Any:
         if self._run is not None:
             return execute_root(self, *args)
+        if self.is_awaitable is not NEVER_AWAITABLE:  # a subscription's event (see __init__): synchronous
+            self._refuse_awaitables()
         run = self._run = Run(self.context_value, self)
         token = set_scope(run.scope)
         try:
@@ -426,6 +433,12 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             run.ended()  # loads it left queued are the ticks' again
             reset_scope(token)
             self._run = None
+
+    def _refuse_awaitables(self) -> None:
+        self.is_awaitable = NEVER_AWAITABLE
+        tail = self._info_tail
+        if tail is not None:
+            self._info_tail = (*tail[:-1], NEVER_AWAITABLE)
 
     def execute_fields_serially(self, parent_type: Any, source_value: Any, path: Any, fields: Any,
                                 *rest: Any) -> Any:

@@ -309,6 +309,9 @@ class Run:
         _, told = scope.take()
         self.to_dispatch.update(told)
         self.wake_ticks()
+        early = scope.early_dispatches()
+        if early:
+            warn_of_early_dispatches(early, self.registry)
 
     def wake_ticks(self) -> None:
         """Wake the tickers that slept while this execution dispatched its loaders itself.
@@ -343,3 +346,28 @@ class Run:
                " (an executor, or a future nobody completes)")
         count = len(self.watched) + len(self.unwatched) // ENTRY
         return f"no progress for {stall_timeout} s with {count} field(s) still waiting; {why}"
+
+
+def warn_of_early_dispatches(early: dict[Any, int], registry: Optional[DataLoaderRegistry]) -> None:
+    """Log one WARNING naming the loaders that resolvers' ``result()`` split into several batches.
+
+    A single early batch of a loader (a root resolver blocking once) costs
+    nothing and is not reported; two or more are the N+1 pattern coming back
+    through ``.result()``.
+    """
+    split = {loader: count for loader, count in early.items() if count > 1}
+    if not split:
+        return
+    names = {loader: name for name, loader in registry.items()} if registry is not None else {}
+
+    def label(loader: Any) -> str:
+        name = loader.name or names.get(loader)
+        return f"DataLoader {name!r}" if name else repr(loader)
+
+    described = ", ".join(f"{label(loader)} ({count} batches)" for loader, count in split.items())
+    _LOGGER.warning(
+        "one batch per key: resolvers blocked on loads with .result() inside this GraphQL execution, and each "
+        "wait sent its loader's batch early: %s. Return the future from the resolver "
+        "(return loader.load(key), or loader.load(key).then(...)) to keep one batch per loader per level",
+        described,
+    )

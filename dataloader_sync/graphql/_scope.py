@@ -48,16 +48,19 @@ class Scope:
     request thread calls ``take``.
     """
 
-    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting", "dispatches_itself")
+    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting", "_early", "dispatches_itself")
 
     def __init__(self) -> None:
-        # _lock guards _ready, _loaders and _waiting.
+        # _lock guards _ready, _loaders, _waiting and _early.
         self._lock = threading.Lock()
         # _changed: _ready or _loaders became non-empty while the request thread waits.
         self._changed = threading.Condition(self._lock)
         self._ready: list[Any] = []  # placeholders whose future is done, in completion order
         self._loaders: dict[Any, None] = {}  # loaders with newly queued keys (an ordered set)
         self._waiting = False  # the request thread is in take(), waiting
+        # Loaders that waits (a resolver's result()) dispatched early, and how
+        # many times: the execution warns of them when it ends (early_dispatches).
+        self._early: dict[Any, int] = {}
         # True while the request thread runs the execution (not while it waits,
         # not once it ended): it dispatches the loaders it was told of itself,
         # at the end of the level, so a registry's tick leaves them to it (see
@@ -77,6 +80,17 @@ class Scope:
             self._loaders[loader] = None
             if self._waiting:
                 self._changed.notify()
+
+    def dispatched_by_a_wait(self, loader: Any) -> None:
+        """A resolver blocked on a load of *loader* and so dispatched it before the level ended."""
+        with self._lock:
+            self._early[loader] = self._early.get(loader, 0) + 1
+
+    def early_dispatches(self) -> dict[Any, int]:
+        """Hand out (and forget) the loaders waits dispatched early, with how many times."""
+        with self._lock:
+            early, self._early = self._early, {}
+        return early
 
     def ready(self, pending: Any, _future: Any = None) -> None:
         """*pending*'s future is done: queue it for the request thread.

@@ -7,7 +7,7 @@
 dispatch happened.  ``OpenTelemetryMetrics(meter_provider=None)`` records
 batch sizes and durations and value-cache lookups; ``instrument_executor()``
 reports a ScheduledExecutor's queued tasks, pool threads and queue wait.
-Needs opentelemetry-api (``pip install dataloader_sync[otel]``); exporting
+Needs opentelemetry-api (``pip install "dataloader_sync[otel]"``); exporting
 spans and metrics needs an SDK, as always.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ try:
     import opentelemetry.trace as _trace  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.otel needs opentelemetry-api: pip install dataloader_sync[otel]"
+        "dataloader_sync.otel needs opentelemetry-api: pip install \"dataloader_sync[otel]\""
     ) from exc
 
 from ._executor_metrics import ExecutorInstrumentation as ExecutorInstrumentation

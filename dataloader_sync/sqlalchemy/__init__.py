@@ -13,7 +13,7 @@ Importing this package installs an ``after_begin`` listener on
 ``sqlalchemy.orm.Session`` that records which thread began a session's
 transaction (see the guide, "Sessions and threads").
 
-Needs SQLAlchemy 2.0 (``pip install 'dataloader_sync[sqlalchemy]'``).
+Needs SQLAlchemy 2.0 (``pip install "dataloader_sync[sqlalchemy]"``).
 """
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ try:
     import sqlalchemy as _sqlalchemy
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.sqlalchemy needs SQLAlchemy 2.0: pip install 'dataloader_sync[sqlalchemy]'"
+        "dataloader_sync.sqlalchemy needs SQLAlchemy 2.0: pip install \"dataloader_sync[sqlalchemy]\""
     ) from exc
 
 if int(_sqlalchemy.__version__.split(".")[0]) < 2:  # pragma: no cover - depends on the environment
     raise ImportError(
         f"dataloader_sync.sqlalchemy needs SQLAlchemy 2.0 or later (found {_sqlalchemy.__version__}): "
-        "pip install 'dataloader_sync[sqlalchemy]'"
+        "pip install \"dataloader_sync[sqlalchemy]\""
     )
 
 from ._loaders import model_loader as model_loader

@@ -6,7 +6,7 @@
   ``related_loader(info.context.loaders, Author.books).load(self)``, and the
   field's filters, order and page are applied inside the batch.
 
-Needs strawberry-graphql-django (``pip install strawberry-graphql-django``),
+Needs strawberry-graphql-django (``pip install "dataloader_sync[strawberry-django]"``),
 which needs graphql-core 3.3.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ try:
     import strawberry_django as _strawberry_django  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "dataloader_sync.strawberry_django needs strawberry-django: pip install strawberry-graphql-django"
+        "dataloader_sync.strawberry_django needs strawberry-django: pip install \"dataloader_sync[strawberry-django]\""
     ) from exc
 
 from ._connection import DataLoaderConnectionExtension as DataLoaderConnectionExtension

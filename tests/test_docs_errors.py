@@ -1,0 +1,90 @@
+"""docs/errors.rst quotes the real messages of the common mistakes.
+
+Each mistake is made here for real and its message must appear, word for
+word, on the page (the tests of each module assert the same texts).
+"""
+from __future__ import annotations
+
+import logging
+import pathlib
+import re
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from dataloader_sync import DataLoader, DataLoaderRegistry
+from dataloader_sync._request_registry import RequestFactory
+
+PAGE = " ".join((pathlib.Path(__file__).resolve().parent.parent / "docs" / "errors.rst")
+                .read_text(encoding="utf-8").split())
+
+
+def quoted(message: str) -> bool:
+    return " ".join(message.split()) in PAGE
+
+
+async def load_users(ids: list[int]) -> list[int]:
+    return ids
+
+
+def test_the_async_batch_function_messages_are_quoted() -> None:
+    with pytest.raises(TypeError) as caught:
+        DataLoader(load_users)
+    assert quoted(str(caught.value))
+    loader = DataLoader(lambda ids: load_users(ids), name="users")
+    future = loader.load(1)
+    loader.dispatch()
+    assert quoted(str(future.exception(timeout=5)))
+
+
+def test_the_missing_dependency_messages_are_quoted() -> None:
+    for missing, code in (("graphene_django", "from dataloader_sync.django import DjangoFilterConnectionField"),
+                          ("graphql", "from dataloader_sync.flask import graphql_view; graphql_view(None)")):
+        source = (f"import os, sys; sys.modules[{missing!r}] = None\n"
+                  "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'django_settings')\n"
+                  f"try:\n    {code}\nexcept ImportError as exc:\n    print(exc)\n")
+        out = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=60,
+                             cwd=pathlib.Path(__file__).parent, check=True)
+        assert quoted(out.stdout.strip()), out.stdout
+
+
+def test_the_unknown_loader_and_factory_messages_are_quoted() -> None:
+    registry = DataLoaderRegistry().register("author", DataLoader(lambda k: k))
+    registry.register("book", DataLoader(lambda k: k))
+    with pytest.raises(KeyError) as caught:
+        registry["authors"]
+    assert quoted(str(caught.value))
+
+    def make_registry(request: Any, user: Any) -> DataLoaderRegistry:
+        raise AssertionError("never called")
+
+    with pytest.raises(TypeError) as refused:
+        RequestFactory(make_registry, "factory")
+    assert quoted(re.sub(r"'test_[^']*make_registry'", "'make_registry'", str(refused.value)))
+
+
+def test_the_blocking_warning_and_the_awaitable_message_are_quoted(caplog: Any) -> None:
+    from dataloader_sync.graphql._awaitables import MESSAGE
+    from dataloader_sync.graphql._run import warn_of_early_dispatches
+
+    owners = DataLoader(lambda keys: keys, name="owners")
+    with caplog.at_level(logging.WARNING, logger="dataloader_sync"):
+        warn_of_early_dispatches({owners: 3}, None)
+    (record,) = caplog.records
+    assert quoted(record.getMessage())
+    assert quoted(MESSAGE)
+
+
+def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_quoted() -> None:
+    from graphql import build_schema, graphql_sync
+
+    from dataloader_sync._future import NOT_OUR_EXECUTION
+
+    schema = build_schema("type Query { items: [Item!]! } type Item { id: Int! }")
+    loader = DataLoader(lambda keys: [{"id": k} for k in keys])
+    schema.query_type.fields["items"].resolve = lambda root, info: loader.load(1)
+    result = graphql_sync(schema, "{ items { id } }")
+    assert result.errors and quoted(result.errors[0].message)
+    assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
