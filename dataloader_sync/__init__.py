@@ -9,6 +9,7 @@ from __future__ import annotations
 #: The distribution's version (setup.cfg reads it from here: one source).
 __version__ = "0.1.0"
 
+from ._auto import no_auto_relations as no_auto_relations
 from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
 from ._batch import BatchLoadError as BatchLoadError
 from ._batch import DispatchResult as DispatchResult
@@ -87,6 +88,7 @@ __all__ = [
     "gather",
     "get_default_scheduled_executor",
     "live_breakers",
+    "no_auto_relations",
     "refreshed_every",
     "tune_gc",
 ]

@@ -18,7 +18,9 @@ A batch function may shape its family through three optional attributes
   arguments, when their equality is not the right one (``dataloader_sync.django``
   keys a queryset by its SQL, its parameters and its database alias).
 - ``dataloader_name(*args, **kwargs) -> str``: the readable part of the
-  loader's name (the default renders the arguments with ``repr``).
+  loader's name (the default renders the arguments with ``repr``); with
+  ``dataloader_name_is_label = True`` beside it, the whole name (auto
+  relations name their loaders ``Author.books``).
 
 Guarantees:
 - Arguments are part of the key with their type: ``1``, ``1.0`` and
@@ -89,6 +91,8 @@ def family_label(batch_fn: Callable[..., Any], args: tuple[Any, ...], kwargs: di
     hook = getattr(batch_fn, "dataloader_name", None)
     if hook is not None:
         inner = str(hook(*args, **kwargs))
+        if getattr(batch_fn, "dataloader_name_is_label", False) is True:
+            return inner
     else:
         inner = ", ".join([_short_repr(a) for a in args] + [f"{k}={_short_repr(v)}" for k, v in kwargs.items()])
     return f"{_qualname(batch_fn)}({inner})"

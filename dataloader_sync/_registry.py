@@ -310,7 +310,8 @@ class DataLoaderRegistry:
         family: ``dataloader_key(*args, **kwargs)`` returns the hashable
         family key when the arguments' own equality is not the right one,
         and ``dataloader_name(*args, **kwargs)`` the text between the
-        parentheses of the name.
+        parentheses of the name (the whole name, with
+        ``dataloader_name_is_label = True`` beside it).
 
         Thread-safe: two threads asking for one family at once get one
         loader.  The hooks run outside the registry's lock.

@@ -13,7 +13,8 @@ DEBUG = False
 ALLOWED_HOSTS = ["testserver"]
 # graphene_django (for GraphiQL's template) where it is installed: the
 # strawberry tests also run where it is not (graphql-core 3.3).
-INSTALLED_APPS = [*(["graphene_django"] if importlib.util.find_spec("graphene_django") else []), "books",
+INSTALLED_APPS = ["django.contrib.contenttypes",  # orm_library's notes: generic relations
+                  *(["graphene_django"] if importlib.util.find_spec("graphene_django") else []), "books",
                   "orm_library"]
 MIDDLEWARE = ["dataloader_sync.django.DataLoaderMiddleware"]
 DATALOADER_SYNC_REGISTRY_FACTORY = "books.loaders.make_registry"

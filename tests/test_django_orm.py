@@ -371,14 +371,19 @@ def test_related_loader_many_to_many_queryset_filtering_across_the_relation_itse
         run(orm_db, [(related(models.Tag.books, queryset=also_01.annotate(n=Count("reviews"))), tags[0])])
 
 
-def test_related_loader_parents_that_deferred_their_key_cost_one_more_statement_not_one_each(orm_db, library,
-                                                                                              models):
+def test_related_loader_parents_that_deferred_their_key_cost_no_statement_of_their_own(orm_db, library, models):
     library(orm_db, authors=3, books=2)
     books = list(using(orm_db, models.Book.objects).only("title").order_by("pk"))  # author_id deferred
     values, sql = run(orm_db, [(related(models.Book.author), b) for b in books])
     assert [a.name for a in values] == ["author 0", "author 0", "author 1", "author 1", "author 2", "author 2"]
-    assert len(sql) == 2  # the deferred author_id of every book, then the authors
-    assert all(b.author_id == a.pk for b, a in zip(books, values))  # loaded, as Django loads a deferred column
+    assert len(sql) == 1  # the authors matched through the reverse join by the books' primary keys
+    assert all(b.author_id == a.pk for b, a in zip(books, values))  # stored, as Django loads a deferred column
+    # a queryset that joins a table of its own: the deferred keys first, then the authors
+    books = list(using(orm_db, models.Book.objects).only("title").order_by("pk"))
+    published = models.Author.objects.filter(publisher__name__startswith="publisher")
+    values, sql = run(orm_db, [(related(models.Book.author, queryset=published), b) for b in books])
+    assert [a and a.name for a in values] == ["author 0", "author 0", "author 1", "author 1", None, None]
+    assert len(sql) == 2
     authors = list(using(orm_db, models.Author.objects).only("name").order_by("pk"))  # the pk is never deferred
     values, sql = run(orm_db, [(related(models.Author.books), a) for a in authors])
     assert [len(v) for v in values] == [2, 2, 2] and len(sql) == 1

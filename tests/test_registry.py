@@ -474,6 +474,20 @@ def test_DataLoaderRegistry_loader_for_rejects_bad_loader_options(options, messa
     assert str(info.value) == message
 
 
+def test_DataLoaderRegistry_loader_for_name_hook_may_give_the_whole_name():
+    def load(keys, relation):
+        return list(keys)
+
+    load.dataloader_name = lambda relation: relation
+    load.dataloader_name_is_label = True
+    registry = DataLoaderRegistry()
+    assert registry.loader_for(load, "Author.books").name == "Author.books"
+    assert registry.loader_for(load, "Book.tags").name == "Book.tags"
+    load.dataloader_name_is_label = "yes"  # only True makes the hook's text the whole name
+    assert registry.loader_for(load, "Tag.books").name.endswith(".load(Tag.books)")
+    assert sorted(registry.keys())[:2] == ["Author.books", "Book.tags"]
+
+
 def test_DataLoaderRegistry_loader_for_uses_the_family_key_and_name_hooks():
     class Query:
         """Equal by the text it holds, but deliberately unhashable."""

@@ -24,11 +24,17 @@ Guarantees:
   (``instance._state.db``) unless the queryset names one (``.using()``).
 - Two equal querysets (same model, SQL, parameters and ``.using()`` alias)
   are one family argument: they share one loader per registry.
+- Parents that deferred their key column (``only()``) cost no statement of
+  their own for a forward foreign key or one-to-one with a reverse accessor:
+  the rows are matched to the parents' primary keys through the reverse
+  join; otherwise the deferred keys of the batch are read first, one
+  statement for all of them.
 - Off a request's thread (a tick, ``executor=``), the batch leaves no
   connection open behind it (see ``_connections``).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Hashable, Sequence
 from typing import Any, Optional, Union
@@ -43,7 +49,7 @@ from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._connections import batch_connection
 from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label, using_alias
-from ._relations import Relation, relation
+from ._relations import Relation, generic_filter, relation
 
 __all__ = ["load_model", "load_related", "model_loader", "related_loader", "unlinked"]
 
@@ -86,7 +92,8 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
 
     Args:
         instances: the parents, e.g. books for ``Book.author``, authors for
-            ``Author.books``; their key attribute must be loaded (not deferred).
+            ``Author.books``; a deferred key attribute is read as the module
+            notes say.
         field: a relation descriptor of the parents' model: ``Book.author``
             (forward foreign key), ``AuthorProfile.author`` (forward
             one-to-one), ``Author.books`` (reverse foreign key),
@@ -107,8 +114,12 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
         to-one relation.
     """
     rel = _checked(field, queryset, first)
+    if rel.reverse_path is not None and _by_parent_key(rel, instances, queryset):
+        return _load_by_parent_key(rel, instances, queryset)
     _load_deferred_keys(instances, rel.parent_attname)
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    if rel.generic is not None:  # the parents' keys as the object id column holds them
+        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
     found: dict[Any, Any] = {}
     if not _empty(queryset):
         for db, keys in keys_by_database(rel, queryset, instances, parents).items():
@@ -133,6 +144,37 @@ def keys_by_database(rel: Relation, queryset: Optional[QuerySet[Any]], instances
                 or router.db_for_read(rel.related_model, instance=instance)
             by_db.setdefault(db, []).append(key)
     return by_db
+
+
+def _by_parent_key(rel: Relation, instances: Sequence[Model], queryset: Optional[QuerySet[Any]]) -> bool:
+    """Whether a to-one batch is better matched by the parents' primary keys: some parent deferred its
+    foreign key column, and the queryset joins no table its filters could share with the reverse join."""
+    if all(rel.parent_attname in instance.__dict__ for instance in instances):
+        return False
+    if queryset is None:
+        return True
+    return len(queryset.query.alias_map) <= 1 and not queryset.query.annotations
+
+
+def _load_by_parent_key(rel: Relation, instances: Sequence[Model], queryset: Optional[QuerySet[Any]]) -> list[Any]:
+    """The related row of each parent, matched through the reverse join by the parent's primary key
+    (``Author`` rows annotated with ``books__id``): one statement, where reading the deferred foreign
+    keys first would cost one more.  The foreign key of each parent whose row was found is stored as
+    Django stores a loaded deferred column."""
+    pk, path = rel.parent_pk, rel.reverse_path
+    assert path is not None  # _by_parent_key's caller checked it
+    by_parent = dataclasses.replace(rel, parent_attname=pk.attname, path=path, key_field=pk)
+    parents = [getattr(instance, pk.attname) for instance in instances]
+    found: dict[Any, Any] = {}
+    if not _empty(queryset):
+        for db, keys in keys_by_database(by_parent, queryset, instances, parents).items():
+            found.update(_fetch(by_parent, queryset, None, db, list(dict.fromkeys(keys))))
+    values = [found.get(key) if key is not None else None for key in parents]
+    target = rel.key_field.attname
+    for instance, value in zip(instances, values):
+        if value is not None and rel.parent_attname not in instance.__dict__:
+            instance.__dict__[rel.parent_attname] = getattr(value, target)
+    return values
 
 
 def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
@@ -160,6 +202,8 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
            keys: list[Any]) -> dict[Any, Any]:
     """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
     base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db)
+    if rel.generic is not None:
+        base = base.filter(**generic_filter(rel, db))
     ordering = ordering_of(base)
     base = base.annotate(**{_PARENT: F(rel.path)})
     if first is not None:

@@ -33,7 +33,7 @@ from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
 from ._orm import keys_by_database, unlinked
 from ._querysets import key_chunks
-from ._relations import relation
+from ._relations import generic_filter, relation
 
 __all__ = ["Page", "PageRequest", "count_related", "load_page", "related_model", "selects"]
 
@@ -97,12 +97,16 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
     if not rel.many:
         raise TypeError(f"field must be a to-many relation descriptor, got {rel.label}")
     parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    if rel.generic is not None:
+        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
     by_db = keys_by_database(rel, queryset, instances, parents)
     counts: dict[Any, int] = {}
     for db, keys in by_db.items():
         # a queryset joining the relation's own through table is counted by
         # primary key, apart from the parent link, as load_related selects it
         base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db).order_by()
+        if rel.generic is not None:
+            base = base.filter(**generic_filter(rel, db))
         base = base.annotate(**{_PARENT: models.F(rel.path)})
         with batch_connection(db):
             for chunk in key_chunks(base, _PARENT, rel.key_field, list(dict.fromkeys(keys))):

@@ -18,6 +18,8 @@ reverse one-to-one           ``AuthorProfile``   ``author.id``               ``a
 many-to-many (``Book.tags``)   ``Tag``           ``book.id``                 ``books__id`` (the through table's column)
 many-to-many, reverse        ``Book``            ``tag.id``                  ``tags__id``
 (``Tag.books``)
+generic relation             ``Note``            ``book.id``                 ``object_id`` (and the
+(``Book.notes``)                                                             book's content type)
 ===========================  ==================  ==========================  ==========================
 
 Django trims the last join of a path that ends on the key a foreign key
@@ -26,8 +28,8 @@ points to, so ``books__id`` reads the through table's ``book_id`` and
 
 Guarantees:
 - ``relation(descriptor)`` raises ``TypeError`` for anything else than the
-  five descriptor kinds above (a generic relation, a plain field, a
-  ``Field`` object), naming what was given.
+  descriptor kinds above (a ``GenericForeignKey``, which ``_generic``
+  loads, a plain field, a ``Field`` object), naming what was given.
 - A ``Relation`` is immutable, and the same object for the same descriptor
   (a small cache, filled without a lock: two threads may both build it, and
   either copy is right).
@@ -35,6 +37,7 @@ Guarantees:
 from __future__ import annotations
 
 import dataclasses
+import sys
 from typing import Any, Optional
 
 from django.db.models import Manager
@@ -45,7 +48,7 @@ from django.db.models.fields.related_descriptors import (
     ReverseOneToOneDescriptor,
 )
 
-__all__ = ["Relation", "relation"]
+__all__ = ["Relation", "generic_filter", "relation"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +70,15 @@ class Relation:
             Django), False for its ``_default_manager``.
         through_table: a many-to-many relation's through table (its join
             links rows to parents), else None.
+        reverse_path: for a forward foreign key or one-to-one with a reverse
+            accessor, the related model's path to the parent's primary key
+            (``books__id`` for ``Book.author``): the rows can be matched by
+            the parents' keys when their foreign key column was deferred.
+        parent_pk: the parent model's primary key field, beside *reverse_path*.
+        generic: for a ``GenericRelation`` (``Book.notes``), the field: the
+            related rows are also filtered on its content type
+            (``generic_filter``), and the parents' keys are converted to the
+            object id field's type.
     """
 
     label: str
@@ -77,6 +89,9 @@ class Relation:
     many: bool
     base_manager: bool
     through_table: Optional[str] = None
+    reverse_path: Optional[str] = None
+    parent_pk: Any = None
+    generic: Any = None
 
     def manager(self) -> Manager[Any]:
         model = self.related_model
@@ -101,9 +116,33 @@ def relation(descriptor: Any) -> Relation:
     return made
 
 
+def generic_filter(rel: Relation, db: str) -> dict[str, Any]:
+    """The content type filter of a ``GenericRelation``'s rows on database *db* (its ``ContentType``
+    is read from Django's per-database cache)."""
+    from django.contrib.contenttypes.models import ContentType
+
+    field = rel.generic
+    content_type = ContentType.objects.db_manager(db).get_for_model(field.model,
+                                                                    for_concrete_model=field.for_concrete_model)
+    return {f"{field.content_type_field_name}__pk": content_type.pk}
+
+
+def _generic_descriptor() -> Any:
+    """``ReverseGenericManyToOneDescriptor``, or None where contenttypes cannot be imported."""
+    module = sys.modules.get("django.contrib.contenttypes.fields")
+    return getattr(module, "ReverseGenericManyToOneDescriptor", None)
+
+
 def _read(d: Any) -> Relation:
-    # ManyToManyDescriptor is a ReverseManyToOneDescriptor, and a forward
-    # one-to-one a ForwardManyToOneDescriptor: test the special cases first.
+    # ManyToManyDescriptor and the generic relations' descriptor are
+    # ReverseManyToOneDescriptors, and a forward one-to-one a
+    # ForwardManyToOneDescriptor: test the special cases first.
+    generic = _generic_descriptor()
+    if generic is not None and isinstance(d, generic):  # Book.notes: notes whose target is the book
+        field = d.field
+        object_id = field.remote_field.model._meta.get_field(field.object_id_field_name)
+        return Relation(f"{field.model.__name__}.{field.name}", field.remote_field.model,
+                        field.model._meta.pk.attname, object_id.attname, object_id, True, False, generic=field)
     if isinstance(d, ManyToManyDescriptor):
         field, rel = d.field, d.rel
         through = rel.through._meta
@@ -127,6 +166,11 @@ def _read(d: Any) -> Relation:
                         field.target_field.attname, field.attname, field, False, True)
     if isinstance(d, ForwardManyToOneDescriptor):  # Book.author, AuthorProfile.author
         field = d.field
+        pk = field.model._meta.pk
+        remote = field.remote_field
+        hidden = remote.hidden if hasattr(remote, "hidden") else remote.is_hidden()  # Django 5.1 renamed it
+        reverse = None if hidden else f"{field.related_query_name()}__{pk.name}"
         return Relation(f"{field.model.__name__}.{field.name}", field.related_model, field.attname,
-                        field.target_field.attname, field.target_field, False, True)
+                        field.target_field.attname, field.target_field, False, True, None, reverse,
+                        pk if reverse else None)
     raise TypeError(f"field must be a relation descriptor of a model, such as Author.books (got {type(d).__name__})")

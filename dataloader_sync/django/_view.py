@@ -8,6 +8,11 @@ Guarantees:
   ``DataLoaderExecutionContext`` that completes graphene-django's ``_debug``
   field last, see ``_debug``) unless the view is given another
   ``execution_context_class``.
+- With the ``DATALOADER_SYNC_AUTO_RELATIONS`` setting True, the default is
+  ``AutoRelationsExecutionContext`` (which is also a
+  ``DjangoDebugExecutionContext``): default-resolved relation fields are
+  batched with no resolver written.  The setting is read when the view is
+  made (for each request).
 - Resolvers find the request's registry as ``info.context.loaders``: the one
   ``DataLoaderMiddleware`` made, or, without the middleware, one the view
   makes for the request and closes when ``dispatch`` returns (the response of
@@ -23,7 +28,8 @@ from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ._registry_factory import RegistryFactory, get_registry_factory, resolve_factory
 
-__all__ = ["DataLoaderGraphQLViewMixin", "graphql_view_class"]
+__all__ = ["DataLoaderGraphQLViewMixin", "auto_relations_setting", "default_execution_context_class",
+           "graphql_view_class"]
 
 
 def _check_factory_kind(value: Any, where: str) -> None:
@@ -75,9 +81,7 @@ class DataLoaderGraphQLViewMixin:
         if "registry_factory" in kwargs:
             self.registry_factory = kwargs.pop("registry_factory")
         if kwargs.get("execution_context_class") is None and self.execution_context_class is None:
-            from ._debug import DjangoDebugExecutionContext
-
-            kwargs["execution_context_class"] = DjangoDebugExecutionContext
+            kwargs["execution_context_class"] = default_execution_context_class()
         super().__init__(*args, **kwargs)
 
     def get_registry_factory(self) -> RegistryFactory:
@@ -106,6 +110,34 @@ class DataLoaderGraphQLViewMixin:
         finally:
             del request.loaders
             close_quietly(registry)
+
+
+def auto_relations_setting() -> bool:
+    """The ``DATALOADER_SYNC_AUTO_RELATIONS`` setting (default False).
+
+    Raises:
+        ImproperlyConfigured: the setting is not a bool.
+    """
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    value = getattr(settings, "DATALOADER_SYNC_AUTO_RELATIONS", False)
+    if not isinstance(value, bool):
+        raise ImproperlyConfigured(
+            f"DATALOADER_SYNC_AUTO_RELATIONS must be True or False, got {value!r}")
+    return value
+
+
+def default_execution_context_class() -> type:
+    """``AutoRelationsExecutionContext`` when the setting turns auto relations on, else
+    ``DjangoDebugExecutionContext``."""
+    if auto_relations_setting():
+        from ..graphql._auto_relations import AutoRelationsExecutionContext
+
+        return AutoRelationsExecutionContext
+    from ._debug import DjangoDebugExecutionContext
+
+    return DjangoDebugExecutionContext
 
 
 @functools.cache

@@ -113,6 +113,7 @@ def graphql_view(
     root_value: Any = None,
     middleware: Any = None,
     name: str = "graphql",
+    execution_context_class: Any = None,
 ) -> Callable[[], flask.Response]:
     """Make a Flask view function that executes GraphQL requests with dataloaders.
 
@@ -136,6 +137,11 @@ def graphql_view(
         root_value: the root value of every execution.
         middleware: graphql-core/graphene middleware.
         name: the view's endpoint name.
+        execution_context_class: a ``DataLoaderExecutionContext`` subclass
+            to execute with, such as
+            ``dataloader_sync.graphql.AutoRelationsExecutionContext`` (relation
+            fields batched with no resolver written); default
+            ``DataLoaderExecutionContext``.
 
     Returns:
         the view function (with ``methods = ["GET", "POST"]``).
@@ -143,11 +149,20 @@ def graphql_view(
     Raises:
         ValueError: both *loaders* and *registry_factory* were given.
         TypeError: *schema* is not a schema, *loaders* not a ``DataLoaders``,
-            a factory not callable, or *name* not a str.
+            a factory not callable, *name* not a str, or
+            *execution_context_class* not a ``DataLoaderExecutionContext`` subclass.
         ImportError: graphql-core is not installed.
     """
     graphql_schema = _checked_schema(schema, loaders, registry_factory, context_factory, name)
     make = None if registry_factory is None else RequestFactory(registry_factory, "registry_factory")
+    from ..graphql import DataLoaderExecutionContext  # graphql-core is there: _checked_schema imported it
+
+    if execution_context_class is None:
+        execution_context_class = DataLoaderExecutionContext
+    elif not (isinstance(execution_context_class, type)
+              and issubclass(execution_context_class, DataLoaderExecutionContext)):
+        raise TypeError("execution_context_class must be a DataLoaderExecutionContext subclass "
+                        "(dataloader_sync.graphql.AutoRelationsExecutionContext, for one)")
 
     def view() -> flask.Response:
         # The request itself, not the context-local proxy, goes in the context
@@ -155,7 +170,8 @@ def graphql_view(
         request = current_request()
         registry = _request_registry(loaders, make, request)
         try:
-            return _run(graphql_schema, request, registry, context_factory, root_value, middleware)
+            return _run(graphql_schema, request, registry, context_factory, root_value, middleware,
+                        execution_context_class)
         except _HttpError as error:
             return _json_response({"errors": [{"message": str(error)}]}, error.status, error.headers)
         finally:
@@ -218,7 +234,7 @@ def _request_registry(loaders: Optional[DataLoaders], make: Optional[RequestFact
 
 def _run(graphql_schema: Any, request: flask.Request, registry: DataLoaderRegistry,
          context_factory: Optional[Callable[[DataLoaderRegistry], Any]], root_value: Any,
-         middleware: Any) -> flask.Response:
+         middleware: Any, execution_context_class: Any) -> flask.Response:
     """Execute the GraphQL request *request* with *registry*; its JSON response.
 
     Raises:
@@ -226,8 +242,6 @@ def _run(graphql_schema: Any, request: flask.Request, registry: DataLoaderRegist
         RuntimeError: the execution returned an awaitable (an async resolver).
     """
     from graphql import GraphQLError, OperationType, execute, get_operation_ast, parse, validate, validate_schema
-
-    from ..graphql import DataLoaderExecutionContext
 
     query, variables, operation_name = _graphql_params(request)
     schema_errors = validate_schema(graphql_schema)
@@ -253,7 +267,7 @@ def _run(graphql_schema: Any, request: flask.Request, registry: DataLoaderRegist
         variable_values=variables,
         operation_name=operation_name,
         middleware=middleware,
-        execution_context_class=DataLoaderExecutionContext,
+        execution_context_class=execution_context_class,
     )
     if inspect.isawaitable(result):
         getattr(result, "close", lambda: None)()

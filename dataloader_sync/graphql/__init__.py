@@ -8,6 +8,11 @@ graphql-core's async execution (``graphql()``, ``execute_async``, strawberry's
 ``await schema.execute``) needs no class of ours: loader futures are awaitable
 (docs/asgi.rst).
 
+``AutoRelationsExecutionContext`` (imported on first use) is that class, also
+resolving every default-resolved relation field of a Django model instance
+or SQLAlchemy mapped instance through the relation's loader: batching with
+no resolver written.
+
 Requires graphql-core: ``pip install "dataloader_sync[graphql]"``.
 """
 from __future__ import annotations
@@ -19,7 +24,19 @@ except ImportError as exc:
         "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
     ) from exc
 
+from typing import Any
+
 from ._execution import DataLoaderExecutionContext as DataLoaderExecutionContext
 from ._scope import ExecutionStalledError as ExecutionStalledError
 
-__all__ = ["DataLoaderExecutionContext", "ExecutionStalledError"]
+__all__ = ["AutoRelationsExecutionContext", "DataLoaderExecutionContext", "ExecutionStalledError"]
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use: where graphene-django is installed it extends
+    # dataloader_sync.django's DjangoDebugExecutionContext.
+    if name == "AutoRelationsExecutionContext":
+        from ._auto_relations import AutoRelationsExecutionContext
+
+        return AutoRelationsExecutionContext
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

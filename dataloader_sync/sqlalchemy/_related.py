@@ -50,7 +50,7 @@ __all__ = ["criteria_for", "load_related", "open_batch_session", "run_keyed"]
 
 def load_related(
     instances: Sequence[Any], attribute: Any, session: SessionArgument = None, *,
-    where: Clauses = None, order_by: Clauses = None, first: Optional[int] = None,
+    where: Clauses = None, order_by: Clauses = None, first: Optional[int] = None, options: Sequence[Any] = (),
 ) -> list[Any]:
     """Batch-load a relationship attribute of *instances* (a batch function for ``loader_for``).
 
@@ -72,6 +72,8 @@ def load_related(
             ``order_by`` (the related primary key still breaks ties).
         first: to-many only: each parent's first N in that order, in the
             same single statement (``row_number() OVER (PARTITION BY ...)``).
+        options: SQLAlchemy loader options for the related rows' statement
+            (``joinedload(Book.author)``: each book's author joined into it).
 
     Returns:
         one value per instance, in order: the related instance or ``None``
@@ -89,6 +91,7 @@ def load_related(
     relation = relation_of(attribute)
     check_session(session)
     batch = _RelatedBatch(relation, criteria_for(relation, where, order_by, first), session, len(instances))
+    batch.options = tuple(options)
     for index, instance in enumerate(instances):
         batch.add(index, instance)
     batch.place_unloaded()
@@ -104,7 +107,7 @@ class _RelatedBatch:
     """
 
     __slots__ = ("relation", "criteria", "plain", "argument", "factory", "given", "results", "pending",
-                 "session", "checked", "unloaded")
+                 "session", "checked", "unloaded", "options")
 
     def __init__(self, relation: Relation, criteria: Criteria, session: SessionArgument, size: int) -> None:
         self.relation = relation
@@ -118,6 +121,7 @@ class _RelatedBatch:
         self.session: Optional[Session] = self.given  # the batch's session, once known
         self.checked: Optional[Session] = None  # the session whose thread was checked
         self.unloaded: list[tuple[int, InstanceState[Any]]] = []  # key columns deferred or expired: one statement
+        self.options: tuple[Any, ...] = ()  # loader options of the related rows' statement
 
     def add(self, index: int, instance: Any) -> None:
         """Give *instance* (at *index*) its value, or its error, or queue its key.
@@ -196,10 +200,14 @@ class _RelatedBatch:
 
     def query(self) -> None:
         """Load the related rows of the pending keys (one statement, or as few as the driver allows)."""
-        relation, criteria = self.relation, self.criteria
+        relation, criteria, options = self.relation, self.criteria, self.options
+
+        def statement(clause: Any) -> Any:
+            made = relation.statement(clause, criteria)
+            return made.options(*options) if options else made
+
         with open_batch_session(self.argument, self.session) as query_session:
-            rows = run_keyed(query_session, lambda clause: relation.statement(clause, criteria), relation.target,
-                             relation.match_columns, list(self.pending))
+            rows = run_keyed(query_session, statement, relation.target, relation.match_columns, list(self.pending))
             values: dict[tuple[Any, ...], Any] = {}
             for value, match in rows:
                 if relation.to_many:

@@ -6,6 +6,10 @@
   ``related_loader(info.context.loaders, Author.books).load(self)``, and the
   field's filters, order and page are applied inside the batch.
 
+- ``AutoRelationsExtension``: a schema extension that resolves the relation
+  fields strawberry-django resolves by itself through the relation's loader
+  (``Author.books``): batching with no resolver written.
+
 Needs strawberry-graphql-django (``pip install "dataloader_sync[strawberry-django]"``),
 which needs graphql-core 3.3.
 """
@@ -18,7 +22,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "dataloader_sync.strawberry_django needs strawberry-django: pip install \"dataloader_sync[strawberry-django]\""
     ) from exc
 
+from ._auto import AutoRelationsExtension as AutoRelationsExtension
 from ._connection import DataLoaderConnectionExtension as DataLoaderConnectionExtension
 from ._connection import connection as connection
 
-__all__ = ["DataLoaderConnectionExtension", "connection"]
+__all__ = ["AutoRelationsExtension", "DataLoaderConnectionExtension", "connection"]

@@ -18,6 +18,9 @@ descriptor                kind                               value of a load
 ``Tag.books``             many-to-many (reverse)             a list of ``Book``
 ``AuthorProfile.author``  forward one-to-one                 an ``Author``
 ``Author.profile``        reverse one-to-one                 an ``AuthorProfile`` or ``None``
+``Note.target``           generic foreign key                an ``Author``, a ``Book`` or ``None``
+``Author.notes`` /        generic relation                   a list of ``Note``
+``Book.notes``
 ========================  =================================  ==============================
 
 No model has a ``Meta.ordering`` except ``Tag`` (by ``name``), so tests see

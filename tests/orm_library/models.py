@@ -2,6 +2,8 @@
 
 See the package docstring for the relations and what a loader of each gives.
 """
+from django.contrib.contenttypes.fields import GenericForeignKey, GenericRelation
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 
 
@@ -16,6 +18,7 @@ class Author(models.Model):
     name = models.CharField(max_length=200)
     publisher = models.ForeignKey(Publisher, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="authors")
+    notes = GenericRelation("Note")
 
     def __str__(self) -> str:
         return self.name
@@ -44,6 +47,7 @@ class Book(models.Model):
     year = models.PositiveIntegerField(default=2000)
     author = models.ForeignKey(Author, on_delete=models.CASCADE, related_name="books")
     tags = models.ManyToManyField(Tag, blank=True, related_name="books")
+    notes = GenericRelation("Note")
 
     def __str__(self) -> str:
         return self.title
@@ -56,3 +60,15 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.rating}/5 for {self.book_id}"
+
+
+class Note(models.Model):
+    """A note on any row: an author or a book (a generic foreign key and its generic relations)."""
+
+    content_type = models.ForeignKey(ContentType, on_delete=models.CASCADE)
+    object_id = models.PositiveBigIntegerField()
+    target = GenericForeignKey("content_type", "object_id")
+    text = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return self.text

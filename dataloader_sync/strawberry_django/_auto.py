@@ -1,0 +1,228 @@
+"""AutoRelationsExtension: strawberry-django relation fields batched with no resolver written.
+
+A strawberry-django field with no resolver of its own (``books:
+list[BookType]`` on a ``strawberry_django.type``), on a parent that is a
+Django model instance whose attribute of that name is a relation, resolves
+through that relation's loader (``Author.books``, as
+``dataloader_sync.django``'s auto relations): one statement per relation per
+level.  The field's queryset rules apply inside the batch — the target
+type's ``get_queryset``, permissions, filters and ordering, and
+``DjangoOptimizerExtension``'s ``only()``/prefetches for the rows' own
+fields — through the field's own ``get_queryset``, called once per field
+and arguments per execution.
+
+A connection field on a relation pages in the batch as
+``dataloader_sync.strawberry_django.connection`` does: its filters, order,
+page and ``totalCount`` applied inside the batch.  What is left to
+strawberry-django: a field with a resolver, a field wrapped in
+``dataloader_sync.no_auto_relations``, paginated fields, a connection field
+with a connection extension of its own, and a relation already on the instance (prefetched by the optimizer,
+``select_related``): read with no statement, as without the extension.
+
+The to-one relations the child selection reads (strawberry-django fields
+with no resolver, whose types have no ``get_queryset`` of their own) are
+joined into the batch's statement (``select_related``).
+
+Guarantees:
+- The registry is the context's (``info.context.loaders``,
+  ``info.context["loaders"]``); with none, the extension makes one per
+  execution and closes it when the execution ends.
+- Which fields qualify is decided once per schema field (cached on the
+  extension class, without a lock: two threads may both decide, alike).
+- The execution must wait for loader futures: the schema executes with
+  ``dataloader_sync.graphql.DataLoaderExecutionContext`` (synchronous
+  ``execute_sync``).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
+
+from django.db.models import Model
+from strawberry.extensions import SchemaExtension
+
+from .._auto import MARK
+from .._registry import DataLoaderRegistry
+from .._request_registry import close_quietly
+from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
+from ..graphql._auto_relations import join_paths
+
+__all__ = ["AutoRelationsExtension"]
+
+#: strawberry's key, in a graphql-core field's extensions, of its StrawberryField.
+_DEFINITION = "strawberry-definition"
+
+
+def _relation_field(graphql_field: Any) -> Optional[Any]:
+    """The strawberry-django field behind *graphql_field* when auto relations take it, else None."""
+    from strawberry_django.fields.field import StrawberryDjangoField
+
+    field = (graphql_field.extensions or {}).get(_DEFINITION)
+    if not isinstance(field, StrawberryDjangoField) or not _default_resolution(field):
+        return None
+    if not field.is_relation or field.is_paginated or getattr(field, MARK, False):
+        return None
+    if field.is_connection and _pages_of(field) is None:
+        return None
+    return field
+
+
+def _joinable_attname(ctx: Any, field_def: Any, name: str) -> Optional[str]:
+    """The relation a child field reads, when joining it into its parent's batch gives what the field would
+    give: a to-one strawberry-django field with no resolver, whose type has no ``get_queryset`` of its own."""
+    field = _relation_field(field_def)
+    if field is None or field.is_connection or field.is_list:
+        return None
+    django_type = getattr(field, "django_type", None)
+    if django_type is not None and callable(getattr(django_type, "get_queryset", None)):
+        return None
+    return field.django_name or field.python_name  # type: ignore[no-any-return]
+
+
+def _default_resolution(field: Any) -> bool:
+    """Whether *field* has no resolver of its own: none, or the one strawberry-django's connection
+    extension gives a connection field that has none (``default_resolver``, which reads the relation)."""
+    resolver = field.base_resolver
+    if resolver is None:
+        return True
+    wrapped = getattr(resolver, "wrapped_func", None)
+    return (getattr(wrapped, "__name__", None) == "default_resolver"
+            and getattr(wrapped, "__module__", None) == "strawberry_django.fields.field")
+
+
+def _pages_of(field: Any) -> Any:
+    """A ``DataLoaderConnectionExtension`` standing for *field*'s connection extension (strawberry-django's
+    own, or ours), or None when the field has another."""
+    from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
+
+    from ._connection import DataLoaderConnectionExtension
+
+    found = [e for e in field.extensions if isinstance(e, StrawberryDjangoConnectionExtension)]
+    if len(found) != 1 or type(found[0]) not in (StrawberryDjangoConnectionExtension, DataLoaderConnectionExtension):
+        return None
+    pages = object.__new__(DataLoaderConnectionExtension)
+    pages.__dict__.update(found[0].__dict__)  # applied to the field already: its connection type, max_results
+    pages._django_field = field
+    return pages
+
+
+class AutoRelationsExtension(SchemaExtension):
+    """strawberry-django's relation fields, batched through their relation's loader (see the module notes).
+
+    ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension],
+    execution_context_class=DataLoaderExecutionContext)``, with or without
+    ``DjangoOptimizerExtension``.  strawberry makes one instance per
+    execution; not shared between threads.
+    """
+
+    #: id(graphql-core field) -> (that field, its strawberry-django field or None)
+    _fields: dict[int, tuple[Any, Any]] = {}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._own: Optional[DataLoaderRegistry] = None
+        self._querysets: dict[Any, Any] = {}
+        self._pages: dict[int, Any] = {}  # id(connection field) -> its page extension
+        self.auto_memo: dict[Any, Any] = {}  # per execution: the joins of each selection (join_paths)
+
+    def on_execute(self) -> Iterator[None]:
+        """The execution; then the registry the extension made for it, if any, is closed."""
+        try:
+            yield None
+        finally:
+            own, self._own = self._own, None
+            self._querysets.clear()
+            self.auto_memo.clear()
+            if own is not None:
+                close_quietly(own)
+
+    def _registry(self, context: Any) -> DataLoaderRegistry:
+        from ..graphql._scope import registry_of
+
+        registry = registry_of(context)
+        if registry is None:
+            registry = self._own
+            if registry is None:
+                registry = self._own = DataLoaderRegistry()
+        return registry
+
+    def resolve(self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
+        """The field's value: its relation's loader future, or what strawberry-django gives."""
+        if not isinstance(root, Model):
+            return _next(root, info, *args, **kwargs)
+        graphql_field = info.parent_type.fields[info.field_name]
+        known = self._fields.get(id(graphql_field))
+        if known is None or known[0] is not graphql_field:
+            known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field))
+        field = known[1]
+        if field is None:
+            return _next(root, info, *args, **kwargs)
+        auto = relation_of(root.__class__, field.django_name or field.python_name)
+        if not isinstance(auto, AutoRelation) or auto.on_instance(root):
+            return _next(root, info, *args, **kwargs)
+        if field.is_connection:
+            return self._connection(field, auto, root, info, kwargs)
+        queryset = self._queryset(field, auto, info, kwargs)
+        if queryset is None:  # a page of a list: strawberry-django slices it
+            return _next(root, info, *args, **kwargs)
+        joined = join_paths(self, info, auto.rel.related_model, join_hop, "__", MAX_JOIN_DEPTH,
+                            attname=_joinable_attname)
+        return auto_related_loader(self._registry(info.context), auto.descriptor, queryset, joined).load(root)
+
+    def _connection(self, field: Any, auto: AutoRelation, root: Any, info: Any, kwargs: dict[str, Any]) -> Any:
+        """A connection field's page, from the page family of our connection extension: the field's
+        filters, order and page (and ``totalCount``) applied in the batch."""
+        pages = self._pages.get(id(field))
+        if pages is None:
+            pages = self._pages[id(field)] = _pages_of(field)
+        strawberry_info, arguments = _strawberry_call(field, info, kwargs)
+        registry = self._registry(info.context)
+
+        def load(source: Any, _info: Any, **_arguments: Any) -> Any:
+            return auto_related_loader(registry, auto.descriptor).load(source)
+
+        return pages.resolve(load, root, strawberry_info, **arguments)
+
+    def _queryset(self, field: Any, auto: AutoRelation, info: Any, kwargs: dict[str, Any]) -> Any:
+        """The field's ``get_queryset`` on the related model's rows: once per field and arguments."""
+        key = (id(field), repr(sorted(kwargs.items())))
+        try:
+            return self._querysets[key]
+        except KeyError:
+            pass
+        base = auto.rel.related_model._default_manager.all()
+        queryset = _field_queryset(field, base, info, kwargs)
+        if queryset.query.is_sliced:
+            if auto.rel.many:
+                queryset = None
+            else:  # strawberry-django limits a to-one field's queryset to read one row: the batch reads one each
+                queryset = queryset._chain()
+                queryset.query.clear_limits()
+        self._querysets[key] = queryset
+        return queryset
+
+
+def _strawberry_call(field: Any, info: Any, kwargs: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """strawberry's ``Info`` and the field's arguments converted by strawberry (filter and order objects),
+    as strawberry-django's own resolution gets them."""
+    from strawberry import Info
+
+    strawberry_info = Info(_raw_info=info, _field=field)
+    if kwargs:
+        from strawberry.schema.schema_converter import get_arguments
+
+        schema = info.schema._strawberry_schema
+        _, kwargs = get_arguments(field=field, source=None, info=strawberry_info, kwargs=kwargs,
+                                  config=schema.config, scalar_registry=schema.schema_converter.scalar_registry)
+        resolver = field.base_resolver
+        if resolver is not None:  # the connection's default resolver's own parameters are not arguments
+            for parameter in (resolver.info_parameter, resolver.root_parameter, resolver.parent_parameter):
+                if parameter is not None:
+                    kwargs.pop(parameter.name, None)
+    return strawberry_info, kwargs
+
+
+def _field_queryset(field: Any, base: Any, info: Any, kwargs: dict[str, Any]) -> Any:
+    """``field.get_queryset(base, info, **arguments)`` as strawberry-django's own resolution calls it."""
+    strawberry_info, arguments = _strawberry_call(field, info, kwargs)
+    return field.get_queryset(base, strawberry_info, **arguments)

@@ -1,0 +1,41 @@
+"""tools/bench_auto.py runs end to end on tiny settings: every variant gives the same data on every shape, and
+auto relations cost what they promise in SQL statements (no speed asserted)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("django")
+if importlib.util.find_spec("graphene_django") is None:  # importing it needs configured settings
+    pytest.skip("graphene_django is not installed", allow_module_level=True)
+
+TOOLS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools")
+
+
+def bench(tmp_path, authors):
+    out = tmp_path / f"bench-{authors}.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.path.dirname(TOOLS), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, os.path.join(TOOLS, "bench_auto.py"), "--authors", str(authors),
+                           "--books", "2", "--reviews", "2", "--requests", "1", "--rounds", "1", "--warmup", "0",
+                           "--variants", "n-plus-one", "auto", "hand-written", "--json", str(out)],
+                          capture_output=True, text=True, timeout=200, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return {(row["shape"], row["variant"]): row["sql_per_request"] for row in json.loads(out.read_text())["rows"]}
+
+
+@pytest.mark.timeout(300)
+def test_bench_auto_tiny_runs_give_the_statement_counts_it_promises(tmp_path):
+    for authors in (4, 12):
+        sql = bench(tmp_path, authors)
+        # authors, publishers, books, tags, reviews: whatever the number of authors
+        assert sql[("plain", "auto")] == sql[("plain", "hand-written")] == 5
+        assert sql[("joined", "auto")] == 2  # the books' authors and their publishers joined into the books
+        assert sql[("reverse-m2m", "auto")] == 4
+        # the user's own resolver runs once per author; the tags below it are one batch
+        assert sql[("custom", "auto")] == 1 + authors + 1
+        assert all(sql[(shape, "n-plus-one")] > sql[(shape, "auto")] for shape in ("plain", "joined", "reverse-m2m"))

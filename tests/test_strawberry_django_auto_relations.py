@@ -1,0 +1,209 @@
+"""dataloader_sync.strawberry_django.AutoRelationsExtension: strawberry-django types with no relation resolver,
+one statement per relation per level, the same response as without the extension, with DjangoOptimizerExtension
+on and off, on SQLite and PostgreSQL.  strawberry-django needs graphql-core 3.3: these tests run in
+``.ci/strawberry-django`` and skip in the main environment.
+
+No ``from __future__ import annotations``: the types are made inside a function and strawberry resolves their
+annotations from the real objects.
+"""
+from typing import Optional
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
+
+from orm_fixtures import library, orm_db  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("django_example_project")
+
+
+def make_schema(auto: bool, optimizer: bool, opt_out: bool = False):
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+
+    from dataloader_sync import no_auto_relations
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.filter_type(models.Book, lookups=True)
+    class BookFilter:
+        title: strawberry.auto
+        year: strawberry.auto
+
+    @strawberry_django.order_type(models.Book)
+    class BookOrder:
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Tag)
+    class TagType:
+        name: strawberry.auto
+
+    @strawberry_django.type(models.Publisher)
+    class PublisherType:
+        name: strawberry.auto
+
+    @strawberry_django.type(models.Review)
+    class ReviewType:
+        rating: strawberry.auto
+
+        @classmethod
+        def get_queryset(cls, queryset, info, **kwargs):
+            return queryset.filter(rating__gt=1)
+
+    @strawberry_django.type(models.AuthorProfile)
+    class ProfileType:
+        bio: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class AuthorName:
+        name: strawberry.auto
+        publisher: Optional[PublisherType]
+
+    @strawberry_django.type(models.Book)
+    class BookType:
+        title: strawberry.auto
+        year: strawberry.auto
+        author: AuthorName
+        tags: list[TagType] = (no_auto_relations(strawberry_django.field()) if opt_out
+                               else strawberry_django.field())
+        reviews: list[ReviewType]
+
+    @strawberry_django.type(models.Author)
+    class AuthorType:
+        name: strawberry.auto
+        publisher: Optional[PublisherType]
+        profile: Optional[ProfileType]
+        books: list[BookType] = strawberry_django.field(filters=BookFilter, ordering=BookOrder)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[AuthorType]:
+            return models.Author.objects.using(info.context.alias).order_by("id")
+
+        @strawberry_django.field
+        def author_list(self, info: strawberry.Info) -> list[AuthorType]:  # a list: nothing to optimize
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
+    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=DataLoaderExecutionContext)
+
+
+class Context:
+    def __init__(self, alias: str) -> None:
+        from dataloader_sync import DataLoaderRegistry
+
+        self.loaders = DataLoaderRegistry()
+        self.alias = alias
+
+
+def run(schema, alias, query):
+    import json
+
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    context = Context(alias)
+    with CaptureQueriesContext(connections[alias]) as queries:
+        result = schema.execute_sync(query, context_value=context)
+    context.loaders.close()
+    return json.dumps({"data": result.data, "errors": [str(e) for e in result.errors or ()]}), len(queries), \
+        context.loaders
+
+
+QUERY = """{ authors { name publisher { name } profile { bio } books { title tags { name } reviews { rating } } } }"""
+FILTERED = """{ authors { name books(filters: {year: {gte: 2001}}, ordering: [{title: DESC}]) {
+    title tags { name } } } }"""
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
+@pytest.mark.parametrize("query", [QUERY, FILTERED], ids=["plain", "filtered and ordered"])
+def test_relation_fields_without_resolvers_are_batched(orm_db, library, optimizer, query):
+    library(orm_db, authors=6, books=3, reviews=2)
+    auto, statements, registry = run(make_schema(True, optimizer), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    if not optimizer:  # one statement per relation per level
+        assert statements == (6 if query is QUERY else 3) < plain_statements
+        assert "Author.books" in "".join(registry.keys())
+    else:  # the optimizer prefetches them all: used as they are
+        assert statements == plain_statements
+
+
+def test_under_a_resolver_the_optimizer_cannot_see_into_relations_are_batched(orm_db, library):
+    library(orm_db, authors=6, books=3, reviews=2)
+    query = "{ authorList { books { title tags { name } reviews { rating } } } }"
+    auto, statements, _ = run(make_schema(True, True), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, True), orm_db, query)
+    assert auto == plain
+    # the root resolver returns a list (no queryset to optimize): books, tags, reviews in one statement each
+    assert statements == 4 < plain_statements
+
+
+def test_to_one_hops_the_selection_reads_are_joined_into_the_batch(orm_db, library):
+    library(orm_db, authors=6, books=2)
+    query = "{ authorList { books { title author { name publisher { name } } } } }"
+    auto, statements, registry = run(make_schema(True, False), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, False), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == 2 < plain_statements  # the authors; the books with their author and its publisher
+    [name] = registry.keys()  # strawberry-django orders an unordered list by pk: the queryset says so
+    assert name.startswith("Author.books, queryset=Book ORDER BY") and name.endswith(
+        ", select_related=(author, author__publisher)")
+
+
+def test_no_auto_relations_leaves_a_field_to_strawberry_django(orm_db, library):
+    library(orm_db, authors=3, books=2)
+    query = "{ authors { books { title tags { name } } } }"
+    auto, statements, _ = run(make_schema(True, False, opt_out=True), orm_db, query)
+    plain, _, _ = run(make_schema(False, False), orm_db, query)
+    assert auto == plain
+    assert statements == 2 + 6  # authors, books, then each book's tags
+
+
+def make_connection_schema(auto: bool, optimizer: bool):
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+    from strawberry import relay
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+    from strawberry_django.relay import DjangoListConnection
+
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.filter_type(models.Book, lookups=True)
+    class PagedBookFilter:
+        year: strawberry.auto
+
+    @strawberry_django.type(models.Book)
+    class PagedBook(relay.Node):
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class PagedAuthor(relay.Node):
+        name: strawberry.auto
+        books: DjangoListConnection[PagedBook] = strawberry_django.connection(filters=PagedBookFilter)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[PagedAuthor]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
+    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=DataLoaderExecutionContext)
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
+def test_connection_fields_on_relations_page_in_the_batch(orm_db, library, optimizer):
+    library(orm_db, authors=6, books=4)
+    query = """{ authors { name books(first: 2, filters: {year: {gte: 2001}}) { totalCount
+        pageInfo { hasNextPage } edges { node { title } } } } }"""
+    auto, statements, registry = run(make_connection_schema(True, optimizer), orm_db, query)
+    plain, plain_statements, _ = run(make_connection_schema(False, optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == 3 < plain_statements  # the authors; the pages; their counts
