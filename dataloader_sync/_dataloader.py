@@ -284,8 +284,10 @@ class DataLoader(Generic[K, V]):
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # hits, misses but the queue's, local hits
-        # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
+        # The load counters, the loader's own (_count_locked, load(), _take_queue): hits, misses but the
+        # current queue's, local hits.
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0
+        # Kept by _listeners (see LoaderState): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
         self._told: Any = None

@@ -46,7 +46,7 @@ __all__ = ["announce", "heard_locked", "left_to_execution", "registered", "repor
            "watched_by"]
 
 # The _told of a queue that holds keys loaded outside any scope beside a
-# scope's (see retell_locked): never left to an execution, so ticks dispatch it.
+# scope's (see heard_locked): never left to an execution, so ticks dispatch it.
 MIXED: Any = object()
 
 

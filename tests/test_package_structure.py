@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Optional
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dataloader_sync"
 DESIGN = ROOT / "docs" / "design.rst"
@@ -62,9 +64,23 @@ def imports_of(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return {m for m in found if m in known}
 
 
-def import_graph() -> dict[str, set[str]]:
+#: Import arrows known to close a cycle, each with why: left out of the graph the cycle tests read, so they
+#: check everything else; ``test_no_import_arrow_is_known_to_close_a_cycle`` fails while one is listed.
+KNOWN_CYCLE_ARROWS = {
+    ("dataloader_sync.graphql._auto_relations", "dataloader_sync.django._debug"):
+        "auto_base() takes graphene-django's debug context as the base class where graphene-django is "
+        "installed: the one arrow from graphql/ to django/ (django/ imports graphql/ everywhere)",
+}
+
+
+def import_graph(with_known: bool = False) -> dict[str, set[str]]:
+    """The package's modules and what each imports; without *with_known*, minus ``KNOWN_CYCLE_ARROWS``."""
     known = modules()
-    return {name: imports_of(name, path, known) for name, path in known.items()}
+    graph = {name: imports_of(name, path, known) for name, path in known.items()}
+    if not with_known:
+        for importer, imported in KNOWN_CYCLE_ARROWS:
+            graph.get(importer, set()).discard(imported)
+    return graph
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -235,6 +251,20 @@ def test_no_import_cycle_between_modules() -> None:
 
 def test_no_import_cycle_between_folders() -> None:
     assert cycles(folder_graph(import_graph())) == []
+
+
+@pytest.mark.xfail(strict=True, reason="graphql/_auto_relations.py imports django/_debug.py (KNOWN_CYCLE_ARROWS)")
+def test_no_import_arrow_is_known_to_close_a_cycle() -> None:
+    graph = import_graph(with_known=True)
+    assert [arrow for arrow in KNOWN_CYCLE_ARROWS if arrow[1] in graph.get(arrow[0], ())] == []
+
+
+def test_every_known_arrow_still_closes_a_cycle() -> None:
+    graph = import_graph(with_known=True)
+    folders = cycles(folder_graph(graph))
+    for importer, imported in KNOWN_CYCLE_ARROWS:
+        if imported in graph.get(importer, ()):
+            assert any(folder_of(importer) in c and folder_of(imported) in c for c in folders), (importer, imported)
 
 
 def test_the_core_imports_no_integration() -> None:
