@@ -72,7 +72,7 @@ def setup_django(path: str) -> None:
 
     sys.path.insert(0, os.path.join(ROOT, "tests"))
     settings.configure(
-        INSTALLED_APPS=["orm_library"],
+        INSTALLED_APPS=["django.contrib.contenttypes", "orm_library"],  # orm_library has generic relations
         DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": path}},
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
         USE_TZ=True,
