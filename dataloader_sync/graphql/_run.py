@@ -35,7 +35,6 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
-from collections.abc import Iterator
 from typing import Any, NamedTuple, Optional
 
 from .._registry import DataLoaderRegistry, holds, wake_tickers
@@ -161,8 +160,8 @@ class Waiting(NamedTuple):
     Exactly one of ``frame`` and ``pending`` is None.  A field of an object
     has its ``frame`` (the object), ``nodes`` and ``return_type``; any other
     placeholder is its ``pending``, the other three None.  ``Run.entries``
-    reads a list back as ``Waiting``s; the loop's hot paths unpack the slots
-    in this order themselves.
+    reads a list back as ``Waiting``s; the loop unpacks the slots in this
+    order itself.
     """
 
     future: cf.Future[Any]
@@ -236,21 +235,17 @@ class Run:
             pending.future.add_done_callback(functools.partial(ready, pending))
 
     @staticmethod
-    def entries(slots: list[Any]) -> Iterator[Waiting]:
-        """The ``Waiting`` entries of *slots* (an ``unwatched`` list), in order."""
+    def entries(slots: list[Any]) -> list[Waiting]:
+        """The ``Waiting`` entries of *slots* (an ``unwatched`` list), in order: for a reader (a test, a
+        debugger); the loop unpacks the slots itself, making no object per entry."""
         it = iter(slots)
-        return map(Waiting, it, it, it, it, it)
+        return list(map(Waiting, it, it, it, it, it))
 
     def pendings(self, slots: list[Any]) -> list[Pending]:
         """The ``Pending`` of each entry of *slots* (an ``unwatched`` list), in order."""
-        out = []
-        for entry in self.entries(slots):
-            if entry.frame is not None:
-                out.append(self.pending_of(entry.future, entry.frame, entry.nodes, entry.return_type))
-            else:
-                assert entry.pending is not None, "a Waiting has a frame or a pending"
-                out.append(entry.pending)
-        return out
+        it = iter(slots)
+        return [pending if frame is None else self.pending_of(future, frame, nodes, return_type)
+                for future, frame, nodes, return_type, pending in zip(it, it, it, it, it)]  # a Waiting's slots
 
     def pending_of(self, future: cf.Future[Any], frame: Frame, nodes: Any, return_type: Any) -> Pending:
         """The ``Pending`` of a field entry: its resolve info and path built again (graphql-core's way).
