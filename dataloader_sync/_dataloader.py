@@ -31,7 +31,8 @@ Guarantees:
 
 Duplicated for speed (said once here): ``load()`` is the path of every GraphQL field that
 loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the common case of
-``_enqueue_locked`` (one more key for a queue its scope heard of: stamp, append), and ``load()``
+``_enqueue_locked`` (one more key for a queue that holds keys: stamp, append, then
+``_listeners.heard_locked`` only when the load's scope is not the one told), and ``load()``
 itself is its steps for a plain loader (its own dict, keys their own cache keys, batching, no local
 tier) and no key context, with ``loader_future`` and that common case inline, falling back to
 ``load_any`` otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
@@ -390,13 +391,16 @@ class DataLoader(Generic[K, V]):
             self._cache[key] = fut
             queue = self._queue
             scope = current_scope()  # only a load that queues needs it
-            if queue is not None and queue.keys and self._told is scope and queue.contexts is None:
-                # _enqueue_locked's common case, inline: one more key for a queue its scope heard of
+            if queue is not None and queue.keys and queue.contexts is None:
+                # _enqueue_locked's common case, inline: one more key for a queue that holds keys
                 fut._ticket = self._ticket
                 queue.keys.append(key)  # (no cache_keys column: no cache_key_fn)
                 queue.futures.append(fut)
-                return fut
-            hearing = self._enqueue_locked(KeyQueue.one(key, key, None, fut, False), scope)
+                if self._told is scope:  # its scope heard of it
+                    return fut
+                hearing = heard_locked(self, scope, False)
+            else:
+                hearing = self._enqueue_locked(KeyQueue.one(key, key, None, fut, False), scope)
         finally:
             lock.release()
         if hearing is not None:  # once per queue and scope
@@ -509,7 +513,7 @@ class DataLoader(Generic[K, V]):
         """Queue the loads of *new* (made by the caller, their futures cached), under ``_lock``.
 
         The one way a key enters the queue (``load()`` and ``_load_any.load_any`` inline its
-        common case: one more key for a queue its scope heard of): the queue and its ticket
+        common case: one more key for a queue that holds keys): the queue and its ticket
         are made on the first load since a dispatch, each future is stamped with the ticket
         (``_demand``), and ``_listeners.heard_locked`` says who is to hear of it, told by the
         caller once the lock is released (``_listeners.announce``).  A queued load is

@@ -22,7 +22,7 @@ from typing import Any, Optional
 from ._batch import KeyQueue
 from ._dispatch_scope import current_scope
 from ._future import Future
-from ._listeners import announce
+from ._listeners import announce, heard_locked
 from ._load_local import load_one
 from ._loader_state import Hearing, LoaderState
 from ._new_futures import loader_future
@@ -69,13 +69,15 @@ def load_any(loader: LoaderState, key: Any, key_context: Any) -> Future[Any]:
         if loader._batch:
             queue = loader._queue
             scope = current_scope()  # only a load that queues needs it
-            if queue is not None and queue.keys and loader._told is scope:
-                fut._ticket = loader._ticket  # the loader's _enqueue_locked's common case, inline
+            if queue is not None and queue.keys:  # the loader's _enqueue_locked's common case, inline
+                fut._ticket = loader._ticket
                 if queue.cache_keys is None and key_context is None and queue.contexts is None:
                     queue.keys.append(key)  # the common case of KeyQueue.add, inlined
                     queue.futures.append(fut)
                 else:
                     queue.add(key, ck, key_context, fut)
+                if loader._told is not scope:
+                    hearing = heard_locked(loader, scope, False)
             else:
                 one = KeyQueue.one(key, ck, key_context, fut, loader._cache_key_fn is not None)
                 hearing = loader._enqueue_locked(one, scope)
