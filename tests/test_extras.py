@@ -34,7 +34,8 @@ pytestmark = pytest.mark.timeout(900)
 CASES = [
     ("graphene", ["docs/graphql.rst"], []),
     ("flask,graphene", ["docs/flask.rst", "README.rst"], []),
-    ("flask-sqlalchemy,graphene", ["docs/sqlalchemy.rst"], ["Flask, SQLAlchemy and graphene"]),
+    ("flask-sqlalchemy,graphene", ["docs/sqlalchemy.rst"], []),
+    ("flask-sqlalchemy,graphene-sqlalchemy", [], ["Flask, SQLAlchemy and graphene"]),
     # django.rst's first example is a project's files: the getting-started app is that project, whole
     ("graphene-django", [], ["Django and graphene-django"]),
     ("strawberry,flask-sqlalchemy", [], ["strawberry"]),
@@ -119,3 +120,6 @@ def test_the_strawberry_django_extra_brings_strawberry_django_on_graphql_core_3_
     out = subprocess.run([python, "-c", STRAWBERRY_DJANGO_CHECK], capture_output=True, text=True,
                          env=clean_env(), cwd=tmp_path, timeout=120, check=False)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-4000:]
+    app_dir = tmp_path / "app"
+    app_dir.mkdir()
+    run_app("strawberry-django", app_dir, python, clean_env())

@@ -14,6 +14,11 @@
   graphene-django's fields whose resolvers may also return a
   ``related_loader`` future: the field's filters, order and page are applied
   inside the batch.
+- ``FETCH_LEVEL`` (Django >= 6.1, imported on first use): a fetch mode
+  (``Author.objects.fetch_mode(FETCH_LEVEL)``) whose peers are the instances
+  of the same level of the running GraphQL execution; ``FETCH_PEERS``
+  outside one.  On an older Django, importing it raises ``ImportError``
+  naming the version it needs.
 - ``DjangoDebugExecutionContext`` (imported on first use, with graphql-core)
   makes graphene-django's ``_debug`` field list every SQL statement of the
   execution, the batches of later levels included; ``GraphQLView`` executes
@@ -31,7 +36,7 @@ from typing import Any
 from .._optional import missing_dependency
 
 try:
-    import django as _django  # noqa: F401
+    import django as _django
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "dataloader_sync.django needs Django: pip install \"dataloader_sync[django]\""
@@ -66,6 +71,8 @@ _LAZY_NAMES = [
 
 
 def __getattr__(name: str) -> Any:
+    if name == "FETCH_LEVEL":
+        return _import_fetch_level()
     if name not in _LAZY_NAMES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
@@ -94,5 +101,26 @@ def _import_lazy(name: str) -> Any:
     return DjangoDebugExecutionContext
 
 
+def _import_fetch_level() -> Any:
+    """``FETCH_LEVEL``, or the ``ImportError`` that names the Django it needs."""
+    try:
+        from ._fetch_level import FETCH_LEVEL
+    except ImportError as exc:
+        if exc.name != "django.db.models.fetch_modes":
+            raise
+        raise ImportError(
+            f"dataloader_sync.django.FETCH_LEVEL needs Django >= 6.1 (fetch modes); Django "
+            f"{_django.get_version()} is installed: pip install \"django>=6.1\" (on Python >= 3.12)",
+            name=__name__) from None
+    return FETCH_LEVEL
+
+
+def _fetch_modes_available() -> bool:
+    """Whether this Django has fetch modes (6.1 and later): ``FETCH_LEVEL`` can be used."""
+    import importlib.util
+
+    return importlib.util.find_spec("django.db.models.fetch_modes") is not None
+
+
 def __dir__() -> list[str]:
-    return sorted([*__all__, *_LAZY_NAMES])
+    return sorted([*__all__, *_LAZY_NAMES, *(["FETCH_LEVEL"] if _fetch_modes_available() else [])])

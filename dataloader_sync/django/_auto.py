@@ -64,8 +64,8 @@ from ._generic import is_generic_foreign_key, load_generic
 from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
-__all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "load_auto_related",
-           "relation_of"]
+__all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
+           "load_auto_related", "relation_of"]
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -79,9 +79,53 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
         joined: ``select_related`` paths from the related model: the to-one
             relations the child selection reads, joined into the same statement.
     """
+    queryset = level_queryset(field, queryset)
     if joined:
         queryset = (relation(field).manager().all() if queryset is None else queryset).select_related(*joined)
     return load_related(instances, field, queryset, first)
+
+
+def _level_mode() -> Any:
+    """``FETCH_LEVEL`` where Django has fetch modes (6.1 and later), else None."""
+    global _LEVEL_MODE
+    if _LEVEL_MODE is _UNKNOWN:
+        try:
+            from ._fetch_level import FETCH_LEVEL
+        except ImportError:  # Django < 6.1: no fetch modes
+            _LEVEL_MODE = None
+        else:
+            _LEVEL_MODE = FETCH_LEVEL
+    return _LEVEL_MODE
+
+
+_UNKNOWN: Any = object()
+_LEVEL_MODE: Any = _UNKNOWN
+# id(descriptor) -> (descriptor, its related manager's queryset with FETCH_LEVEL): one per relation, so
+# the batch reads the queryset's family key once (_querysets._KEYS) instead of compiling it per batch
+_LEVEL_BASES: dict[int, tuple[Any, QuerySet[Any]]] = {}
+
+
+def level_queryset(field: Any, queryset: Optional[QuerySet[Any]]) -> Optional[QuerySet[Any]]:
+    """The queryset a batch of *field* runs, with ``FETCH_LEVEL`` (Django >= 6.1): the instances auto
+    relations load read what they lack once per level (``_fetch_level``).  A queryset whose fetch mode
+    someone chose (``get_queryset``'s ``FETCH_RAISE``, ``FETCH_PEERS``) keeps it; *queryset* as it is
+    on an older Django."""
+    mode = _level_mode()
+    if mode is None:
+        return queryset
+    if queryset is None:
+        known = _LEVEL_BASES.get(id(field))
+        if known is not None and known[0] is field:
+            return known[1]
+        base = relation(field).manager().all().fetch_mode(mode)
+        _LEVEL_BASES[id(field)] = (field, base)
+        return base
+    # QuerySet._fetch_mode: Django keeps the mode there and offers no reader for it
+    from django.db.models import FETCH_ONE
+
+    if queryset._fetch_mode is FETCH_ONE:
+        return queryset.fetch_mode(mode)
+    return queryset
 
 
 def _auto_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None,
@@ -262,8 +306,11 @@ def relation_of(cls: type, name: str) -> Optional[Union[AutoRelation, GenericAut
             rel = None
         if rel is not None:
             found = AutoRelation(descriptor, rel)
-        elif "django.contrib.contenttypes.fields" in sys.modules and is_generic_foreign_key(descriptor):
-            found = GenericAutoRelation(descriptor)
+        elif "django.contrib.contenttypes.fields" in sys.modules:
+            # Django < 6.1 puts the GenericForeignKey itself on the class, 6.1 a descriptor of it
+            field = getattr(descriptor, "field", descriptor)
+            if is_generic_foreign_key(field):
+                found = GenericAutoRelation(field)
     _RELATIONS[key] = found
     return found
 

@@ -103,6 +103,7 @@ from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
 
 from .._dispatch_scope import reset_scope, set_scope
+from .._execution_levels import reset_levels, set_levels
 from .._time import seconds, wait_timeout
 from . import _compat
 from ._awaitables import (
@@ -114,6 +115,7 @@ from ._awaitables import (
     refuse_awaitable,
     refusing_type_resolver,
 )
+from ._levels import Levels
 from ._loop import LEAF_TYPES, drain, serialize_leaf
 from ._promises import PromiseType, settle
 from ._run import (
@@ -176,6 +178,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
 
     _frame: Optional[Frame] = None  # the object being completed
     _run: Optional[Run] = None  # set while the root selection set executes
+    _levels: Optional[Levels] = None  # its levels (FETCH_LEVEL's peers), set with _run
     _direct = False  # graphql-core's complete_value may be called directly (set per instance)
     _own_leaf = False  # graphql-core's complete_leaf_value may be inlined (set per instance)
     _plans: Optional[dict[int, Any]] = None  # id(fields) -> (fields, parent type, plan), see execute_fields
@@ -341,6 +344,14 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if drivable(result):  # strawberry-django's wrapper of a loader future (see _awaitables)
                 return self.complete_value(return_type, field_nodes, info, path, drive(result), *rest)
             refuse_awaitable(result)
+        if cls is list and self._levels is not None and len(result) > 1:
+            # a resolver's list: its items are one level (_levels) until each is completed
+            lists = self._levels.lists
+            lists.append((self._frame, result))
+            try:
+                return _base_complete_value(self, return_type, field_nodes, info, path, result, *rest)
+            finally:
+                lists.pop()
         return _base_complete_value(self, return_type, field_nodes, info, path, result, *rest)
 
     def ensure_valid_runtime_type(self, runtime_type_name: Any, return_type: Any, field_nodes: Any,
@@ -420,7 +431,9 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
         if self.is_awaitable is not NEVER_AWAITABLE:  # a subscription's event (see __init__): synchronous
             self._refuse_awaitables()
         run = self._run = Run(self.context_value, self)
+        levels = self._levels = Levels(self, run)
         token = set_scope(run.scope)
+        levels_token = set_levels(levels)
         try:
             data = execute_root(self, *args)
             if run.unwatched or run.watched:
@@ -431,8 +444,10 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             return data
         finally:
             run.ended()  # loads it left queued are the ticks' again
+            reset_levels(levels_token)
             reset_scope(token)
             self._run = None
+            self._levels = None
 
     def _refuse_awaitables(self) -> None:
         self.is_awaitable = NEVER_AWAITABLE

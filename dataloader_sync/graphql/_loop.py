@@ -120,9 +120,13 @@ def drain(ctx: Execution, run: Run) -> None:
             run.to_dispatch.update(loaders)
         if ready:
             watched = run.watched
-            for pending in ready:
-                del watched[pending]
-                resume(ctx, run, pending, None)
+            run.resuming = ready
+            try:
+                for pending in ready:
+                    del watched[pending]
+                    resume(ctx, run, pending, None)
+            finally:
+                run.resuming = []
         elif resume_done(ctx, run):
             pass
         elif run.to_dispatch:
@@ -154,10 +158,12 @@ def resume_done(ctx: Execution, run: Run) -> bool:
     # The spare list (see Run.spare) is the new one: placeholders created while resuming join it too.
     still = run.unwatched = run.spare
     assert not still and still is not unwatched, "Run.spare is empty and is not unwatched"
+    run.walking = unwatched
     try:
         still += unwatched[:start]
         return _resume_done(ctx, run, unwatched, still, start)
     finally:
+        run.walking = []
         unwatched.clear()
         run.spare = unwatched
 

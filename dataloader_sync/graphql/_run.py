@@ -185,7 +185,7 @@ class Run:
     """
 
     __slots__ = ("scope", "unwatched", "spare", "watched", "to_dispatch", "parents", "nulled", "root", "root_error",
-                 "registry", "seen", "request", "ctx", "as_is")
+                 "registry", "seen", "request", "ctx", "as_is", "walking", "resuming")
 
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
@@ -212,6 +212,10 @@ class Run:
         self.request = request_of(context_value, self)  # "the same request", for _reuse
         # return type -> the class of the values its completion writes as they are (_loop._as_is_of), or False
         self.as_is: dict[Any, Any] = {}
+        # What the loop is completing, for _levels (the objects a level holds): the entries of the
+        # ``unwatched`` list ``resume_done`` walks, and the placeholders the scope reported ready.
+        self.walking: list[Any] = []
+        self.resuming: list[Pending] = []
 
     def slot(self, path: Any) -> Any:
         """``(container, key)`` of the value at *path*, or None when it is gone."""

@@ -23,6 +23,11 @@ class Author(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def display_name(self) -> str:
+        """A computed field that reads a column (deferred by ``only()``, for FETCH_LEVEL's tests)."""
+        return self.name.title()
+
 
 class AuthorProfile(models.Model):
     author = models.OneToOneField(Author, on_delete=models.CASCADE, related_name="profile")
