@@ -30,11 +30,13 @@ class KeyQueue:
     loader and its batch call read ``keys``, ``futures``, ``cache_keys``,
     ``contexts`` and ``instr_context`` directly (``cached_under()`` and
     ``context_list()`` fill in an absent column).  Rows are written only by
-    ``add``/``extend``/``drop``/``slice``/``take``, with one exception:
-    ``DataLoader.load`` appends to ``keys`` and ``futures`` itself when
-    ``cache_keys`` and ``contexts`` are None, which is exactly what ``add``
-    does then (a method call there is a measurable share of every queued
-    load).  ``instr_context`` is the batch call's to set and take.
+    ``one``/``add``/``extend``/``drop``/``slice``/``take``, with two exceptions:
+    ``DataLoader.load`` and ``_load_any.load_any`` append to ``keys`` and
+    ``futures`` themselves when ``cache_keys`` and ``contexts`` are None,
+    which is exactly what ``add`` does then (a method call there is a
+    measurable share of every queued load), and ``_load_many`` makes a queue
+    of new keys from its two columns (``KeyQueue(False)``, then ``keys`` and
+    ``futures`` set).  ``instr_context`` is the batch call's to set and take.
     """
 
     __slots__ = ("keys", "futures", "cache_keys", "contexts", "instr_context", "leases")
@@ -49,6 +51,13 @@ class KeyQueue:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    @classmethod
+    def one(cls, key: Any, ck: Hashable, key_context: Any, fut: Future[Any], with_cache_keys: bool) -> KeyQueue:
+        """A queue of one load (a loader's ``_enqueue_locked`` takes queues; ``batch=False`` sends one)."""
+        queue = cls(with_cache_keys)
+        queue.add(key, ck, key_context, fut)
+        return queue
 
     def add(self, key: Any, ck: Hashable, key_context: Any, fut: Future[Any]) -> None:
         self.keys.append(key)

@@ -30,6 +30,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Hashable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import (
     Any,
     Callable,
@@ -43,16 +44,32 @@ from ._batch import (
     DispatchSink,
     KeyQueue,
 )
-from ._executor import ScheduledExecutor
 from ._future import Future, settle, settle_many
 from ._hooks import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
 
-__all__ = ["BatchCall", "loader_label"]
+__all__ = ["BatchCall", "BatchSettings", "loader_label"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 _LEASE_LOST = Exception("the key's lease was lost: it was invalidated while it loaded")
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    """A loader's options that only its batch call reads (``DataLoader``'s arguments of these names).
+
+    Checked by the loader before it makes one (``_loader_options.check_arguments``); the
+    loader holds it until its first dispatch makes the batch call from it.
+    """
+
+    executor: Optional[cf.Executor] = None
+    pass_env: bool = False
+    context: Any = None
+    context_provider: Optional[Callable[[], Any]] = None
+    max_batch_size: Optional[int] = None
+    cache_exceptions: bool = True
+    value_cache: Optional[ValueCache[Any, Any]] = None
 
 
 class BatchCall:
@@ -80,31 +97,28 @@ class BatchCall:
         *,
         batch_load_fn: Callable[..., Any],
         name: Optional[str],
-        executor: Optional[cf.Executor],
         instrumentation: Optional[InstrumentationHooks],
-        pass_env: bool,
-        context: Any,
-        context_provider: Optional[Callable[[], Any]],
-        max_batch_size: Optional[int],
+        settings: BatchSettings,
         cache_enabled: bool,
         cache: MutableMapping[Hashable, Future[Any]],
-        cache_exceptions: bool,
-        value_cache: Optional[ValueCache[Any, Any]],
     ) -> None:
         self._loader = loader
         self._lock = lock
         self._batch_load_fn = batch_load_fn
         self._name = name
-        self._executor = executor
+        executor = self._executor = settings.executor
+        # An executor that runs each task in a copy of the submitter's contextvars context says so
+        # (ScheduledExecutor.copies_context): the batch call then submits the batch function itself.
+        self._copies_context = getattr(executor, "copies_context", False) is True
         self._instrumentation = instrumentation
-        self._pass_env = pass_env
-        self._context = context
-        self._context_provider = context_provider
-        self._max_batch_size = max_batch_size
+        self._pass_env = settings.pass_env
+        self._context = settings.context
+        self._context_provider = settings.context_provider
+        self._max_batch_size = settings.max_batch_size
         self._cache_enabled = cache_enabled
         self._cache = cache
-        self._cache_exceptions = cache_exceptions
-        self._value_cache = value_cache
+        self._cache_exceptions = settings.cache_exceptions
+        value_cache = self._value_cache = settings.value_cache
         self._leasing = _value_cache.leasing_of(value_cache)  # misses are leased, written by compare and set
         self._cache_errors_logged: tuple[str, ...] = ()  # "read"/"write"/"delete" already logged (no set per loader)
         self._load_error_count = 0
@@ -127,13 +141,6 @@ class BatchCall:
 
     def send(self, queue: KeyQueue, sink: Optional[DispatchSink] = None) -> None:
         """Settle every key of *queue* (a queue the loader took): the value cache, then the batch calls."""
-        self._send(queue, sink)
-
-    def slices(self, n_keys: int) -> int:
-        """How many batch calls *n_keys* keys make (``max_batch_size``)."""
-        return self._slices(n_keys)
-
-    def _send(self, queue: KeyQueue, sink: Optional[DispatchSink] = None) -> None:
         if self._value_cache is not None:
             # The value-cache step, between taking the queue and the batch
             # calls: hits settle here, only the misses go on (and, with single
@@ -155,7 +162,8 @@ class BatchCall:
                     self.abandon(queue.slice(i + size, len(queue)), exc, sink)
                     raise
 
-    def _slices(self, n_keys: int) -> int:
+    def slices(self, n_keys: int) -> int:
+        """How many batch calls *n_keys* keys make (``max_batch_size``)."""
         size = self._max_batch_size or n_keys or 1
         return -(-n_keys // size)
 
@@ -182,7 +190,7 @@ class BatchCall:
             own, waiting = list(misses), list[tuple[int, Any]]()
         else:
             own, waiting = flights.join(queue.cached_under(), queue.futures, misses)
-        n_own = self._slices(len(own))
+        n_own = self.slices(len(own))
         if sink is not None and (len(own) != len(queue) or waiting):
             # The slices the dispatch's future waits for: ours, plus one held
             # back for the waiting keys until their flights are decided.
@@ -231,7 +239,7 @@ class BatchCall:
                 sink.add_slices(-1)  # the held-back slice: every waiting key landed
             return
         if sink is not None:
-            sink.add_slices(self._slices(len(fallback)) - 1)
+            sink.add_slices(self.slices(len(fallback)) - 1)
         if leasing:
             self._lease(queue, fallback, sink)
         self._send_slices(queue.take(fallback), None if sink is None else sink.part(fallback))
@@ -305,7 +313,7 @@ class BatchCall:
                 values[i] = found[i]
         if escaped is not None:
             if sink is not None:
-                sink.expect(self._slices(len(misses)))
+                sink.expect(self.slices(len(misses)))
             self.abandon(queue.take(misses), escaped, None if sink is None else sink.part(misses))
             raise escaped
         return Misses(misses)
@@ -343,7 +351,7 @@ class BatchCall:
         batch function, here or on the executor."""
         instrumentation = self._instrumentation
         executor = self._executor
-        if instrumentation is None and isinstance(executor, ScheduledExecutor):
+        if instrumentation is None and self._copies_context and executor is not None:
             return executor.submit(self._batch_load_fn, *args)  # it runs tasks in a copy of this context
         context = contextvars.copy_context()
         if instrumentation is not None:
@@ -351,7 +359,7 @@ class BatchCall:
                 _hooks.begin_batch, instrumentation, self._loader(), keys, env)
         if executor is None:
             return context.run(self._batch_load_fn, *args)
-        if isinstance(executor, ScheduledExecutor):
+        if self._copies_context:
             # Submitted from inside our context, which it copies: the task is
             # the batch function itself, so its slow-task log names it.
             return context.run(executor.submit, self._batch_load_fn, *args)

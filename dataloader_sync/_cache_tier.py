@@ -12,11 +12,11 @@ Standard library only.
 """
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from typing import Any, Callable, Optional, Protocol
 
+from . import _fork
 from ._breaker import Breaker
 from ._single_flight import SingleFlight
 from ._time import seconds
@@ -131,9 +131,7 @@ class _DefaultBreakers:
     def __init__(self) -> None:
         self._lock = threading.Lock()  # guards the writers of _table (see above)
         self._table: dict[int, tuple[weakref.ref[Any], Breaker]] = {}
-        if hasattr(os, "register_at_fork"):  # a lock held by another thread at fork stays held in the child
-            ref = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
+        _fork.renew_lock_in_child(self)  # a lock held by another thread at fork stays held in the child
 
     def _forget(self, key: int, ref: weakref.ref[Any]) -> None:
         entry = self._table.get(key)
@@ -177,9 +175,3 @@ def flights_of(value_cache: Any) -> Optional[SingleFlight]:
     """The single-flight table of *value_cache* (its ``flights`` attribute), or None."""
     flights = getattr(value_cache, "flights", None)
     return flights if isinstance(flights, SingleFlight) else None
-
-
-def _reset_lock(ref: weakref.ref[_DefaultBreakers]) -> None:
-    table = ref()
-    if table is not None:
-        table._lock = threading.Lock()

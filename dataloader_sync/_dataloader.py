@@ -4,7 +4,8 @@ What a dispatch does with the queue it took (the value-cache step, the batch cal
 results to keys, settling and failing them) is the work of the loader's ``BatchCall``
 (``_batch_call``), which the loader holds: it owns the batch function, its options and its
 counters, and shares the loader's lock and cache.  Its friends, each one concept over the fields
-the loader declares in ``__init__`` (each names them in a Protocol): ``_listeners`` (the
+the loader declares in ``__init__``, read it through the one Protocol ``_loader_state.LoaderState``
+declares (the load counters are the loader's own: ``_count_locked``): ``_listeners`` (the
 registries, ticks and dispatch scopes that hear of queued keys: the loader's one seam with them),
 ``_load_many``, ``_load_any``, ``_load_local`` (hits of a value cache's local tier at load time),
 ``_loader_cache`` (prime, a cancelled load's eviction) and ``_loader_fork``.
@@ -30,12 +31,14 @@ Guarantees:
 
 Duplicated for speed (said once here): ``load()`` is the path of every GraphQL field that
 loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the common case of
-``KeyQueue.add``, and ``load()`` itself is its steps for a plain loader (its own dict, keys their
-own cache keys, batching, no local tier) and no key context, with ``loader_future`` inline, falling
-back to it otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
+``_enqueue_locked`` (one more key for a queue that holds keys: stamp, append, then
+``_listeners.heard_locked`` only when the load's scope is not the one told), and ``load()``
+itself is its steps for a plain loader (its own dict, keys their own cache keys, batching, no local
+tier) and no key context, with ``loader_future`` and that common case inline, falling back to
+``load_any`` otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
 each copy in step with its original; what the copies save is measured by ``tools/bench.py
---micro`` (figures in docs/performance.rst).  Once per queue, not per load:
-``_listeners.retell_locked`` and ``announce``, plain calls.
+--micro`` (figures in docs/performance.rst).  Once per queue and scope, not per load:
+``_enqueue_locked`` and ``_listeners.announce``, plain calls.
 """
 from __future__ import annotations
 
@@ -65,15 +68,16 @@ from ._batch import (
     DispatchSink,
     KeyQueue,
 )
-from ._batch_call import BatchCall, loader_label
+from ._batch_call import BatchCall, BatchSettings, loader_label
 from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._family import BoundBatch
 from ._future import Future
 from ._hooks import InstrumentationHooks, check_instrumentation
-from ._listeners import announce, retell_locked
+from ._listeners import announce, heard_locked
 from ._load_any import load_any, unhashable
 from ._loader_options import LoaderOptions, check_arguments
+from ._loader_state import Hearing
 from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
 from ._sync_only import ASYNC_FLAGS, SYNC_CODE_TYPES, check_sync
@@ -100,9 +104,7 @@ V = TypeVar("V")
 _K = TypeVar("_K")  # a mapped loader's types, scoped to its __init__ overloads
 _V = TypeVar("_V")
 
-# The batch call's options of a loader made with every option at its default:
-# executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache.
-_DEFAULT_OPTIONS: tuple[Any, ...] = (None, False, None, None, None, True, None)
+_DEFAULT_SETTINGS = BatchSettings()  # the batch call's options of a loader made with every option at its default
 
 
 class DataLoader(Generic[K, V]):
@@ -238,8 +240,8 @@ class DataLoader(Generic[K, V]):
                 # a sync def, lambda or bound method (_sync_only), or a family's batch (loader_for checked it)
                 and ((type(batch_load_fn) in SYNC_CODE_TYPES and not batch_load_fn.__code__.co_flags & ASYNC_FLAGS)
                      or type(batch_load_fn) is BoundBatch)):
-            options = _DEFAULT_OPTIONS if value_cache is None else (  # every option at its default but
-                *_DEFAULT_OPTIONS[:6], check_value_cache(value_cache))  # value_cache: nothing else to check
+            settings = _DEFAULT_SETTINGS if value_cache is None else (  # every option at its default but
+                BatchSettings(value_cache=check_value_cache(value_cache)))  # value_cache: nothing else to check
         else:
             check_arguments(batch_load_fn, name=name, flags={"batch": batch, "cache": cache,
                              "cache_exceptions": cache_exceptions, "pass_env": pass_env},
@@ -247,7 +249,8 @@ class DataLoader(Generic[K, V]):
                              context_provider=context_provider, executor=executor, cache_map=cache_map,
                              value_cache=value_cache)
             check_sync(batch_load_fn, "batch_load_fn")  # methods, partials, objects: ask inspect (_sync_only)
-            options = (executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache)
+            settings = BatchSettings(executor, pass_env, context, context_provider, max_batch_size, cache_exceptions,
+                                     value_cache)
         first_reading = time.monotonic() if clock is time.monotonic else check_clock("clock", clock)
         # Its own instrumentation, and the one in use (its own, or a registry's: _listeners.registered).
         self._own_instrumentation: Optional[InstrumentationHooks] = check_instrumentation(instrumentation)
@@ -276,14 +279,16 @@ class DataLoader(Generic[K, V]):
         self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
         _fork.watch(self._ref)  # repaired in a forked child (see _loader_fork)
         # What a dispatch does with the queue it took, held, not inherited: the batch call (_batch_call),
-        # made by the first dispatch from the options below (batch=False: now, each load calls at once).
+        # made by the first dispatch from the settings below (batch=False: now, each load calls at once).
         self._call: Optional[BatchCall] = None
-        self._options = options
+        self._settings = settings
         if not batch:
             self._call = self._batch_call
         self._last_dispatch = first_reading
-        self._cache_hit_count = self._miss_count = self._local_hit_count = 0  # hits, misses but the queue's, local hits
-        # Kept by _listeners (see its Listened): the registries holding this loader, told when a load
+        # The load counters, the loader's own (_count_locked, load(), _take_queue): hits, misses but the
+        # current queue's, local hits.
+        self._cache_hit_count = self._miss_count = self._local_hit_count = 0
+        # Kept by _listeners (see LoaderState): the registries holding this loader, told when a load
         # makes the queue non-empty, and the dispatch scope told of the current queue (reset by a swap).
         self._registries: tuple[Any, ...] = ()
         self._told: Any = None
@@ -293,17 +298,13 @@ class DataLoader(Generic[K, V]):
         """The loader's batch call, made on first use (see ``__init__``)."""
         call = self._call
         if call is None:
-            executor, pass_env, context, context_provider, max_batch_size, cache_exceptions, value_cache = (
-                self._options)
             with self._lock:
                 call = self._call
                 if call is None:
                     call = self._call = BatchCall(
                         self._ref, self._lock, batch_load_fn=self._batch_load_fn, name=self._name,
-                        executor=executor, instrumentation=self._instrumentation, pass_env=pass_env,
-                        context=context, context_provider=context_provider, max_batch_size=max_batch_size,
-                        cache_enabled=self._cache_enabled, cache=self._cache, cache_exceptions=cache_exceptions,
-                        value_cache=value_cache)
+                        instrumentation=self._instrumentation, settings=self._settings,
+                        cache_enabled=self._cache_enabled, cache=self._cache)
         return call
 
     # -- introspection -----------------------------------------------------------
@@ -344,7 +345,7 @@ class DataLoader(Generic[K, V]):
         if queue is not None and self._queue is None:  # the repair dropped it: its loads stay counted
             self._miss_count += len(queue)
 
-    def _label(self) -> str:  # _loader_fork's seam (its _ForkedLoader protocol), served by the batch call
+    def _label(self) -> str:  # how errors name this loader (as its batch call's do)
         return loader_label(self._name)
 
     def _cache_failed(self, kind: str, exc: Exception) -> None:
@@ -370,8 +371,9 @@ class DataLoader(Generic[K, V]):
         """
         if not self._plain or key_context is not None:
             return load_any(self, key, key_context)
-        # The path of almost every load: _load's steps for a plain loader (its own dict, a key its own
-        # cache key, batching) and no key context, with KeyQueue.add inlined (see the module notes).
+        # The path of almost every load: load_any's steps for a plain loader (its own dict, a key its own
+        # cache key, batching, no local tier) and no key context, with loader_future and the common case
+        # of _enqueue_locked inlined (see the module notes).
         lock: Any = self._lock  # (Any: the futures' _lock, typed as a Lock, is this RLock)
         lock.acquire()  # not ``with``: it costs about twice as much (see _future)
         try:
@@ -380,7 +382,7 @@ class DataLoader(Generic[K, V]):
             except TypeError:  # a dict's get raises it only for an unhashable key
                 raise unhashable(key) from None
             if fut is not None:
-                self._cache_hit_count += 1
+                self._cache_hit_count += 1  # (_count_locked's, inline)
                 return fut
             fut = LoaderFuture()  # loader_future(lock), its stores inline
             fut._lock, fut._state = lock, PENDING
@@ -388,25 +390,21 @@ class DataLoader(Generic[K, V]):
             fut._shared = lock
             self._cache[key] = fut
             queue = self._queue
-            if queue is None:  # the first load since the last dispatch
-                queue = self._new_queue_locked()
-                first = True
-            else:
-                first = not queue.keys
-            fut._ticket = self._ticket
-            if queue.contexts is None:  # (no cache_keys column: no cache_key_fn)
-                queue.keys.append(key)
-                queue.futures.append(fut)
-            else:
-                queue.add(key, key, None, fut)
-            tell = mixed = False
             scope = current_scope()  # only a load that queues needs it
-            if self._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
-                tell, mixed = retell_locked(self, scope, first)
+            if queue is not None and queue.keys and queue.contexts is None:
+                # _enqueue_locked's common case, inline: one more key for a queue that holds keys
+                fut._ticket = self._ticket
+                queue.keys.append(key)  # (no cache_keys column: no cache_key_fn)
+                queue.futures.append(fut)
+                if self._told is scope:  # its scope heard of it
+                    return fut
+                hearing = heard_locked(self, scope, False)
+            else:
+                hearing = self._enqueue_locked(KeyQueue.one(key, key, None, fut, False), scope)
         finally:
             lock.release()
-        if first or mixed or tell:  # once per queue and scope
-            announce(self, scope, first or mixed, tell)
+        if hearing is not None:  # once per queue and scope
+            announce(self, hearing)
         return fut
 
     @overload
@@ -511,11 +509,37 @@ class DataLoader(Generic[K, V]):
         _loader_cache.forget_cancelled(self, fut, ticket)
 
     # -- dispatching ---------------------------------------------------------
-    def _new_queue_locked(self) -> KeyQueue:
-        """A new current queue and its ticket (under ``_lock``, when ``_queue`` is None)."""
-        queue = self._queue = KeyQueue(self._cache_key_fn is not None)
-        self._ticket = Ticket(self._ref)
-        return queue
+    def _enqueue_locked(self, new: KeyQueue, scope: Any) -> Optional[Hearing]:
+        """Queue the loads of *new* (made by the caller, their futures cached), under ``_lock``.
+
+        The one way a key enters the queue (``load()`` and ``_load_any.load_any`` inline its
+        common case: one more key for a queue that holds keys): the queue and its ticket
+        are made on the first load since a dispatch, each future is stamped with the ticket
+        (``_demand``), and ``_listeners.heard_locked`` says who is to hear of it, told by the
+        caller once the lock is released (``_listeners.announce``).  A queued load is
+        counted with its queue, when a dispatch takes it (``_take_queue``).
+        """
+        queue = self._queue
+        if queue is None:  # the first load since the last dispatch
+            queue = self._queue = KeyQueue(self._cache_key_fn is not None)
+            self._ticket = Ticket(self._ref)
+        first = not queue.keys
+        ticket = self._ticket
+        for fut in new.futures:
+            fut._ticket = ticket
+        queue.extend(new)
+        return heard_locked(self, scope, first)
+
+    def _count_locked(self, hits: int = 0, misses: int = 0, local_hits: int = 0) -> None:
+        """Count loads answered at once, under ``_lock``: *hits* from the cache, *misses* loaded without
+        a queue (``batch=False``), *local_hits* by the value cache's local tier (a miss of the cache too).
+
+        The loader's three load counters are changed here and in its own methods only (``load()``
+        counts its hit inline); a queued load is counted when a dispatch takes its queue.
+        """
+        self._cache_hit_count += hits
+        self._miss_count += misses + local_hits
+        self._local_hit_count += local_hits
 
     def _take_queue(self, ticket: Optional[Ticket] = None) -> Optional[KeyQueue]:
         """Swap the queue out (None when empty); a dispatch, even an empty one, resets the dispatch time.

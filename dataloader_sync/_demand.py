@@ -202,9 +202,9 @@ unwatch = _unwatch
 class Blocker:
     """A thread blocked on a future: woken when it completes or a chain it follows moves.
 
-    It sits in the future's waiter list (``_w``), so it speaks the protocol
+    It sits in the future's waiter list (``_waiter_list``), so it speaks the protocol
     of ``concurrent.futures``' waiters (``add_result``, ``add_exception``,
-    ``add_cancelled``), and in the ``_demand`` list of each chain future.
+    ``add_cancelled``), and in the ``_drivers`` list of each chain future.
     Thread-safe; ``_cond`` guards ``_woken``.
     """
 

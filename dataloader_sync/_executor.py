@@ -79,6 +79,10 @@ class ScheduledExecutor(cf.Executor):
         TypeError, ValueError: a bad argument.
     """
 
+    #: ``submit`` runs each task in a copy of the submitting thread's ``contextvars`` context: a
+    #: ``DataLoader``'s batch call submits its batch function as it is, not wrapped in a copy of its own.
+    copies_context = True
+
     def __init__(self, executor: Optional[cf.Executor] = None, *, name: Optional[str] = None,
                  max_workers: Optional[int] = None, slow_task_threshold: Optional[Delay] = None,
                  clock: Clock = time.monotonic) -> None:

@@ -1,8 +1,19 @@
-"""One mechanism for surviving ``os.fork()``: objects that hold threads and locks.
+"""Surviving ``os.fork()``: objects that hold threads and locks (``track``/``watch``), and a lock's renewal.
 
-Its users: the ScheduledExecutor's timer, the ElasticPool, the default
-executor's creation lock, RestartableWorker and PeriodicRefresher (``track``);
-every DataLoader (``watch``: repaired in the child only, see below).
+There are two mechanisms, and this module is the first and offers the second:
+
+- ``track`` and ``watch`` (below): the ScheduledExecutor's timer, the
+  ElasticPool, the default executor's creation lock, RestartableWorker and
+  PeriodicRefresher (``track``: locks taken before the fork, threads
+  forgotten and locks rebuilt in the child); every DataLoader (``watch``:
+  repaired in the child only).
+- Plain ``os.register_at_fork(after_in_child=...)`` hooks, in the child
+  only, for the value-cache tier, whose repair is to renew its locks and
+  forget what the parent's threads owned (flights in the air, a near
+  cache's listener): ``_breaker``, ``_single_flight`` and
+  ``redis._near_cache`` register one per module, over their live objects;
+  ``_cache_tier``'s and ``_value_cache``'s shared tables call
+  ``renew_lock_in_child``, one hook per object.  No user code, no wait.
 
 gunicorn ``--preload``, uWSGI and Celery's prefork pool fork after the
 application has been imported, possibly while our threads hold a lock.  In
@@ -50,7 +61,7 @@ import threading
 import weakref
 from typing import Any, Callable
 
-__all__ = ["soon", "track", "watch"]
+__all__ = ["renew_lock_in_child", "soon", "track", "watch"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
 
@@ -174,3 +185,17 @@ def _after_fork_in_child() -> None:
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                         after_in_child=_after_fork_in_child)
+
+
+def renew_lock_in_child(owner: Any) -> None:
+    """Give *owner* a new ``threading.Lock`` as its ``_lock`` in a forked child (a lock another thread
+    held at the fork stays held there); *owner* is held by weak reference (the second mechanism above)."""
+    if hasattr(os, "register_at_fork"):
+        ref = weakref.ref(owner)
+        os.register_at_fork(after_in_child=lambda: _renew_lock(ref))
+
+
+def _renew_lock(ref: weakref.ref[Any]) -> None:
+    owner = ref()
+    if owner is not None:
+        owner._lock = threading.Lock()

@@ -5,7 +5,7 @@ from outside: registries (``_registry``), their ticks
 (``_scheduled_registry``) and GraphQL executions (through
 ``_registry.wake_tickers``).  They call the functions below, never the
 loader's fields; the fields these functions read and write are declared by
-:class:`Listened` (``DataLoader`` implements it).
+``_loader_state.LoaderState`` (``DataLoader`` implements it).
 
 The sleeping-ticker protocol, end to end:
 
@@ -13,7 +13,7 @@ The sleeping-ticker protocol, end to end:
    registry holding the loader hears its name (``_Queued.add``) and, unless
    the load was made in a scope that dispatches itself (a GraphQL execution
    at work, see ``_dispatch_scope``), wakes its ticker.  The scope hears of
-   the loader too, once per queue (``retell_locked``).
+   the loader too, once per queue (``heard_locked``).
 2. A ticker-mode registry's tick asks ``left_to_execution(loader)`` of each
    loader with queued keys: a queue told to such a scope is left to it (one
    batch per level); when every queued key is, the ticker sleeps.
@@ -37,41 +37,21 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
-from ._batch import KeyQueue
-from ._batch_call import BatchCall
 from ._hooks import InstrumentationHooks
+from ._loader_state import Hearing, LoaderState
 
-__all__ = ["Listened", "announce", "left_to_execution", "registered", "report_queued", "retell_locked",
-           "unwatch", "watch", "watched_by"]
+__all__ = ["announce", "heard_locked", "left_to_execution", "registered", "report_queued", "unwatch", "watch",
+           "watched_by"]
 
 # The _told of a queue that holds keys loaded outside any scope beside a
-# scope's (see retell_locked): never left to an execution, so ticks dispatch it.
+# scope's (see heard_locked): never left to an execution, so ticks dispatch it.
 MIXED: Any = object()
 
 
-class Listened(Protocol):
-    """What this module reads and writes of a DataLoader (declared in ``DataLoader.__init__``).
-
-    ``_lock`` guards ``_queue``, ``_told`` and ``_registries`` (the loader's
-    lock); ``_registries`` is replaced whole under it, so it is read without
-    the lock as a snapshot.
-    """
-
-    _lock: Any  # a threading.RLock
-    _queue: Optional[KeyQueue]  # None until a load queues a key
-    _told: Any  # the dispatch scope told of the current queue, MIXED, or None
-    # Flat pairs (weakref to a registry's _Queued, name, ...): one tuple per loader, not one per registration.
-    _registries: tuple[Any, ...]
-    _name: Optional[str]
-    _own_instrumentation: Optional[InstrumentationHooks]
-    _instrumentation: Optional[InstrumentationHooks]
-    _call: Optional[BatchCall]  # None until the first dispatch makes it
-
-
 # -- registries: joining, leaving (called by _registry under the registry's lock) ------------
-def registered(loader: Listened, name: str, instrumentation: Optional[InstrumentationHooks]) -> None:
+def registered(loader: LoaderState, name: str, instrumentation: Optional[InstrumentationHooks]) -> None:
     """A registry took *loader* under *name*: a loader made without a name
     takes that one, and one made without an instrumentation takes the
     registry's (if it has one; the last such registry wins).
@@ -86,7 +66,7 @@ def registered(loader: Listened, name: str, instrumentation: Optional[Instrument
         loader._call.registered(loader._name, loader._instrumentation)
 
 
-def watch(loader: Listened, queued_ref: Any, name: str) -> None:
+def watch(loader: LoaderState, queued_ref: Any, name: str) -> None:
     """Tell the registry's ``_Queued`` (by weak reference) when *loader* queues keys; now if some are.
 
     Called by a registry under its own lock; takes the loader's lock (the
@@ -102,14 +82,14 @@ def watch(loader: Listened, queued_ref: Any, name: str) -> None:
         queued_ref().add(name, False)  # the registry's lock is held: it wakes its ticker itself
 
 
-def unwatch(loader: Listened, queued_ref: Any, name: str) -> None:
+def unwatch(loader: LoaderState, queued_ref: Any, name: str) -> None:
     """The registry of *queued_ref* no longer holds *loader* under *name* (called under the registry's lock)."""
     with loader._lock:
         loader._registries = _flat((ref, held) for ref, held in _pairs(loader._registries)
                                    if not (ref is queued_ref and held == name) and ref() is not None)
 
 
-def watched_by(loader: Listened, queued: Any) -> bool:
+def watched_by(loader: LoaderState, queued: Any) -> bool:
     """True when the registry whose ``_Queued`` is *queued* holds *loader* (no lock: a snapshot)."""
     return any(ref() is queued for ref in loader._registries[::2])
 
@@ -124,9 +104,10 @@ def _flat(pairs: Iterable[tuple[Any, str]]) -> tuple[Any, ...]:
 
 
 # -- loads (called by DataLoader.load/load_many) ------------------------------------------------
-def retell_locked(loader: Listened, scope: Any, first: bool) -> tuple[bool, bool]:
-    """Keys were just queued in *scope*, which ``loader._told`` is not: update ``_told``.
+def heard_locked(loader: LoaderState, scope: Any, first: bool) -> Optional[Hearing]:
+    """Keys were just queued in *scope* (*first*: the queue was empty): who is to hear of it, None for nobody.
 
+    Called by the loader's ``_enqueue_locked``, under the loader's lock.
     ``_told`` is the dispatch scope told about the current queue (reset
     when the queue is taken), so a scope hears of a loader once per
     batch, not once per load; or ``MIXED`` once the queue holds keys
@@ -135,36 +116,36 @@ def retell_locked(loader: Listened, scope: Any, first: bool) -> tuple[bool, bool
     it (one batch per level), but must not leave an outside key waiting
     for that execution (it may be busy in a slow resolver, or waiting
     for that very key).  ``MIXED`` stays until the queue is taken; the
-    scopes that load meanwhile are still told.  Called under the loader's
-    lock, once per queue and scope, not per load.
-
-    Returns:
-        ``(tell, mixed)``: whether *scope* is to be told of this loader,
-        and whether the queue just became a mix of scopes.
+    scopes that load meanwhile are still told.  The registries hear when
+    the queue becomes non-empty or a mix.
     """
     told = loader._told
+    if told is scope:
+        return Hearing(scope, True, False) if first else None
     mixed = False
     if first or (scope is not None and told is not None and told is not MIXED):
         loader._told = scope
     elif told is not MIXED:
         loader._told = MIXED
         mixed = True
-    return scope is not None, mixed
+    if first or mixed or scope is not None:
+        return Hearing(scope, first or mixed, scope is not None)
+    return None
 
 
-def announce(loader: Listened, scope: Any, report: bool, tell: bool) -> None:
-    """After a load made the queue non-empty (or mixed), or queued keys in a new scope.
+def announce(loader: LoaderState, hearing: Hearing) -> None:
+    """Tell who *hearing* names that *loader* queued keys (``_enqueue_locked``'s result).
 
     Called by the loading thread outside the loader's lock; the scope's
     ``loader_queued`` is library code (a GraphQL execution's), it only records.
     """
-    if report and loader._registries:
-        report_queued(loader, scope)
-    if tell:
-        scope.loader_queued(loader)
+    if hearing.registries and loader._registries:
+        report_queued(loader, hearing.scope)
+    if hearing.scope_hears:
+        hearing.scope.loader_queued(loader)
 
 
-def report_queued(loader: Listened, scope: Any) -> None:
+def report_queued(loader: LoaderState, scope: Any) -> None:
     """The queue became non-empty: tell the registries holding *loader* (outside the loader's lock).
 
     A ticker asleep is woken unless the load was made in a scope that
@@ -181,7 +162,7 @@ def report_queued(loader: Listened, scope: Any) -> None:
 
 
 # -- ticks (called by _scheduled_registry, no lock) ------------------------------------------
-def left_to_execution(loader: Listened) -> bool:
+def left_to_execution(loader: LoaderState) -> bool:
     """Its queued keys were told to a scope that dispatches them itself (a GraphQL execution at work).
 
     The one question a ticker-mode registry's tick asks a loader: such a

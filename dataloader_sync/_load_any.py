@@ -4,8 +4,8 @@
 their own cache keys, batching) and no key context, and this one for every
 other: a ``cache_map``, ``cache_key_fn``, ``cache=False``, ``batch=False``,
 a key context, a value cache with a local tier (``_load_local``, asked
-first, outside the lock).  A friend of ``DataLoader`` as ``_load_many`` is: it reads and
-writes the fields ``_load_many.ManyLoaded`` declares, under the loader's lock, and
+first, outside the lock).  A friend of ``DataLoader``: it reads and writes the fields
+``_loader_state.LoaderState`` declares, under the loader's lock, and
 runs no user code under it but the ``cache_map``'s own methods (the one
 exception ``DataLoader`` documents) and the keys' ``__hash__``/``__eq__``.
 
@@ -17,20 +17,20 @@ scope hear of the loader once per queue (``_listeners``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ._batch import KeyQueue
 from ._dispatch_scope import current_scope
 from ._future import Future
-from ._listeners import announce, retell_locked
+from ._listeners import announce, heard_locked
 from ._load_local import load_one
-from ._load_many import ManyLoaded
+from ._loader_state import Hearing, LoaderState
 from ._new_futures import loader_future
 
-__all__ = ["load_any", "unhashable"]
+__all__ = ["check_hashable", "load_any", "unhashable"]
 
 
-def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
+def load_any(loader: LoaderState, key: Any, key_context: Any) -> Future[Any]:
     """``DataLoader.load`` of any loader: a cache_map, cache_key_fn, cache=False, batch=False, a key context.
 
     Raises:
@@ -40,15 +40,11 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
     if loader._cache_enabled:
         ck = key if loader._cache_key_fn is None else loader._cache_key_fn(key)
         if not loader._dict_cache:  # a dict's lookup (below) checks the key itself
-            try:
-                hash(ck)
-            except TypeError:
-                raise unhashable(ck) from None
-        if loader._local is not None:  # the value cache's local tier, asked before the lock (see _load_local)
-            hit = load_one(loader, ck)
-            if hit is not None:
-                return hit
+            check_hashable(ck)
+        if loader._local is not None and (hit := load_one(loader, ck)) is not None:
+            return hit  # the value cache's local tier, asked before the lock (see _load_local)
     cache_error = None
+    hearing: Optional[Hearing] = None
     lock = loader._lock
     lock.acquire()  # not ``with``: it costs about twice as much (see _future)
     try:
@@ -60,9 +56,10 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
                     raise unhashable(ck) from None
                 fut, cache_error = None, ("read", exc)
             if fut is not None:
-                loader._cache_hit_count += 1
+                loader._count_locked(hits=1)
                 return fut
-        loader._miss_count += 0 if loader._batch else 1  # a queued load is counted with its queue (statistics())
+        if not loader._batch:  # a queued load is counted with its queue (statistics())
+            loader._count_locked(misses=1)
         fut = loader_future(lock)
         if loader._cache_enabled:
             try:
@@ -71,32 +68,36 @@ def load_any(loader: ManyLoaded, key: Any, key_context: Any) -> Future[Any]:
                 cache_error = ("write", exc)
         if loader._batch:
             queue = loader._queue
-            if queue is None:  # the first load since the last dispatch
-                queue = loader._new_queue_locked()
-                first = True
-            else:
-                first = not queue.keys
-            fut._ticket = loader._ticket
-            if queue.cache_keys is None and key_context is None and queue.contexts is None:
-                queue.keys.append(key)  # the common case of KeyQueue.add, inlined
-                queue.futures.append(fut)
-            else:
-                queue.add(key, ck, key_context, fut)
-            tell = mixed = False
             scope = current_scope()  # only a load that queues needs it
-            if loader._told is not scope:  # once per queue and scope (see _listeners.retell_locked)
-                tell, mixed = retell_locked(loader, scope, first)
+            if queue is not None and queue.keys:  # the loader's _enqueue_locked's common case, inline
+                fut._ticket = loader._ticket
+                if queue.cache_keys is None and key_context is None and queue.contexts is None:
+                    queue.keys.append(key)  # the common case of KeyQueue.add, inlined
+                    queue.futures.append(fut)
+                else:
+                    queue.add(key, ck, key_context, fut)
+                if loader._told is not scope:
+                    hearing = heard_locked(loader, scope, False)
+            else:
+                one = KeyQueue.one(key, ck, key_context, fut, loader._cache_key_fn is not None)
+                hearing = loader._enqueue_locked(one, scope)
     finally:
         lock.release()
     if cache_error is not None:
         loader._cache_failed(*cache_error)
-    if not loader._batch:
-        one = KeyQueue(loader._cache_key_fn is not None)  # batch=False: one batch call for this load, now
-        one.add(key, ck, key_context, fut)
-        loader._batch_call.send(one)
-    elif first or mixed or tell:  # once per queue and scope
-        announce(loader, scope, first or mixed, tell)
+    if not loader._batch:  # one batch call for this load, now
+        loader._batch_call.send(KeyQueue.one(key, ck, key_context, fut, loader._cache_key_fn is not None))
+    elif hearing is not None:  # once per queue and scope
+        announce(loader, hearing)
     return fut
+
+
+def check_hashable(ck: Any) -> None:
+    """Raise ``unhashable(ck)`` when *ck* cannot be hashed."""
+    try:
+        hash(ck)
+    except TypeError:
+        raise unhashable(ck) from None
 
 
 def unhashable(ck: Any) -> TypeError:

@@ -7,7 +7,7 @@ stored in the loader's cache as a dispatched key's would be (``load(k) is
 load(k)``; ``prime``, ``clear``, ``clear_all`` act on it as on any), with no
 queue slot, no dispatch, no ``get_values`` and no batch call; the misses go
 on as before, queued and looked up at dispatch.  A friend of ``DataLoader``
-as ``_load_many`` is (the fields ``LocalLoaded`` declares).
+(the fields ``_loader_state.LoaderState`` declares).
 
 Guarantees:
 - The local lookup is user code: it runs outside the loader's lock.  What it
@@ -41,41 +41,23 @@ a look at each future; measured by ``tools/bench.py --value-cache``
 """
 from __future__ import annotations
 
-from collections.abc import Hashable, MutableMapping
 from concurrent.futures._base import FINISHED
 from itertools import compress, count
 from operator import attrgetter
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Optional
 
 from . import _hooks, _value_cache
 from ._future import Future
-from ._hooks import InstrumentationHooks
+from ._loader_state import LoaderState
 from ._value_cache import MISSING, AllFinished, identical, look_up_local
 
-__all__ = ["LocalLoaded", "any_hit", "ask", "load_many_hits", "load_many_shared", "load_one", "register_all", "settled",
+__all__ = ["any_hit", "ask", "load_many_hits", "load_many_shared", "load_one", "register_all", "settled",
            "settled_one", "tell"]
 
 _new = object.__new__
 _outcomes = attrgetter("_state", "_exception")
 _SUCCEEDED = {(FINISHED, None)}
 _results = attrgetter("_result")
-
-
-class LocalLoaded(Protocol):
-    """What this module reads and writes of a DataLoader (see ``DataLoader.__init__``); ``_lock`` guards the counts."""
-
-    _lock: Any  # a threading.RLock
-    _cache: MutableMapping[Hashable, Future[Any]]
-    _dict_cache: bool
-    # (the value cache, its get_local_values, its get_local_futures or None), or None: the value cache
-    # offers no local tier (read once, at construction)
-    _local: Optional[tuple[Any, Callable[[list[Any]], list[Any]], Any]]
-    _local_hit_count: int  # loads answered at load time by the value cache's local tier
-    _cache_hit_count: int
-    _miss_count: int
-    _instrumentation: Optional[InstrumentationHooks]
-
-    def _cache_failed(self, kind: str, exc: Exception) -> None: ...
 
 
 class _Settled(Future[Any]):
@@ -125,7 +107,7 @@ def settled_one(lock: Any, value: Any) -> Future[Any]:
     return futures[0]
 
 
-def ask(loader: LocalLoaded, cks: list[Any]) -> Optional[list[Any]]:
+def ask(loader: LoaderState, cks: list[Any]) -> Optional[list[Any]]:
     """The local tier's entry for each of *cks* (a value, or ``MISSING``); None when it was not asked
     (the loader holds every key) or failed.
 
@@ -169,7 +151,7 @@ def any_hit(found: list[Any]) -> bool:
     return not all(identical(found, MISSING))
 
 
-def load_many_shared(loader: LocalLoaded, keys: list[Any]) -> Optional[tuple[list[Any], bool]]:
+def load_many_shared(loader: LoaderState, keys: list[Any]) -> Optional[tuple[list[Any], bool]]:
     """``load_many`` of *keys* on a loader whose own dict holds none of them, through the tier's
     ``get_local_futures``: when every key hit, ``(their values, True)``, the tier's futures
     registered in the loader's dict; else ``(the tier's answer as values, False)`` (``MISSING`` for
@@ -201,14 +183,14 @@ def load_many_shared(loader: LocalLoaded, keys: list[Any]) -> Optional[tuple[lis
     return values, True
 
 
-def tell(loader: LocalLoaded, hits: int) -> None:
+def tell(loader: LoaderState, hits: int) -> None:
     """Tell the loader's instrumentation of *hits* load-time hits (outside every lock)."""
     instrumentation = loader._instrumentation
     if instrumentation is not None and hits:
         _hooks.value_cache_lookup(instrumentation, loader, hits, 0)
 
 
-def load_one(loader: LocalLoaded, ck: Any) -> Optional[Future[Any]]:
+def load_one(loader: LoaderState, ck: Any) -> Optional[Future[Any]]:
     """``load()`` of *ck* answered by the local tier: its future, or None (a miss: load it as before).
 
     Raises:
@@ -232,10 +214,9 @@ def load_one(loader: LocalLoaded, ck: Any) -> Optional[Future[Any]]:
         except Exception as exc:  # a failing cache_map: a miss
             held, cache_error = None, ("read", exc)
         if held is not None:  # registered by another thread meanwhile: its future
-            loader._cache_hit_count += 1
+            loader._count_locked(hits=1)
             return held
-        loader._miss_count += 1
-        loader._local_hit_count += 1
+        loader._count_locked(local_hits=1)
         try:
             loader._cache[ck] = fut
         except Exception as exc:  # uncached, still answered
@@ -248,7 +229,7 @@ def load_one(loader: LocalLoaded, ck: Any) -> Optional[Future[Any]]:
     return fut
 
 
-def load_many_hits(loader: LocalLoaded, keys: list[Any],
+def load_many_hits(loader: LoaderState, keys: list[Any],
                    found: list[Any]) -> Optional[tuple[list[Future[Any]], bool]]:
     """``load_many`` of *keys* on a loader whose own dict held none of them, when they all hit the local
     tier (*found*): their futures, registered, and whether any failed (a value that is an exception
@@ -265,7 +246,7 @@ def load_many_hits(loader: LocalLoaded, keys: list[Any],
     return futures, failed
 
 
-def register_all(loader: LocalLoaded, keys: list[Any], futures: list[Any]) -> bool:
+def register_all(loader: LoaderState, keys: list[Any], futures: list[Any]) -> bool:
     """Register *futures*, the finished futures of *keys*, in the loader's own dict, which must be empty
     (``load_many``'s all-hit paths), count them and tell the instrumentation; False, having registered
     nothing, when the dict is not empty any more or cannot hold a key (the careful path decides).
@@ -282,9 +263,7 @@ def register_all(loader: LocalLoaded, keys: list[Any], futures: list[Any]) -> bo
             cache.clear()
             return False
         distinct = len(cache)  # fewer than keys: a key repeated is a cache hit of its first load
-        loader._miss_count += distinct
-        loader._local_hit_count += distinct
-        loader._cache_hit_count += len(keys) - distinct
+        loader._count_locked(hits=len(keys) - distinct, local_hits=distinct)
     finally:
         lock.release()
     tell(loader, distinct)

@@ -1,7 +1,7 @@
 """``DataLoader.load_many``: many keys registered in one lock acquisition, one future of their values.
 
-A friend of ``DataLoader`` as ``_loader_fork`` is: it reads and writes the
-fields :class:`ManyLoaded` declares (``DataLoader`` implements it), under the
+A friend of ``DataLoader``: it reads and writes the fields
+``_loader_state.LoaderState`` declares (``DataLoader`` implements it), under the
 loader's lock, and runs no user code under it except the loader's
 ``cache_map`` methods (the one exception the loader documents) and, for its
 own dict, the keys' ``__hash__``/``__eq__`` (as ``load()``).
@@ -30,59 +30,29 @@ and written with one ``update``; the outcome of settled keys is read with
 from __future__ import annotations
 
 import concurrent.futures as cf
-from collections.abc import Hashable, Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 from . import _load_local
 from ._batch import KeyQueue
-from ._batch_call import BatchCall
-from ._demand import Ticket
 from ._dispatch_scope import current_scope
 from ._future import Future, settle
-from ._listeners import Listened, announce, retell_locked
-from ._load_local import LocalLoaded
+from ._listeners import announce
+from ._loader_state import Hearing, LoaderState
 from ._new_futures import completed_future, failed_future, loader_future
 from ._value_cache import MISSING
 
-__all__ = ["Many", "ManyLoaded", "call_each", "contexts_for", "load_many"]
+__all__ = ["Many", "call_each", "contexts_for", "load_many"]
 
 _states = attrgetter("_state")
 _exceptions = attrgetter("_exception")
 _results = attrgetter("_result")
 
 
-class ManyLoaded(Listened, LocalLoaded, Protocol):
-    """What ``load_many`` reads and writes of a DataLoader (see ``DataLoader.__init__``), beside ``Listened``'s.
-
-    The loader's ``_lock`` guards everything but the flags.
-    """
-
-    _lock: Any  # a threading.RLock (as Listened's: read here too)
-    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
-    _told: Any
-    _ticket: Optional[Ticket]  # made with _queue
-    _cache: MutableMapping[Hashable, Future[Any]]
-    _cache_enabled: bool
-    _dict_cache: bool
-    _cache_key_fn: Any
-    _batch: bool
-    _cache_hit_count: int  # loads answered from the cache
-    _miss_count: int  # the other loads but the current queue's (DataLoader.statistics adds them)
-
-    def _cache_key(self, key: Any) -> Hashable: ...
-
-    def _new_queue_locked(self) -> KeyQueue: ...
-
-    def _cache_failed(self, kind: str, exc: Exception) -> None: ...
-
-    @property
-    def _batch_call(self) -> BatchCall: ...
-
-
-def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
+def load_many(loader: LoaderState, keys: Iterable[Any], key_contexts: Any,
               return_exceptions: bool) -> Future[list[Any]]:
     """``DataLoader.load_many`` (see its docstring for the arguments and errors)."""
     if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
@@ -120,31 +90,31 @@ def load_many(loader: ManyLoaded, keys: Iterable[Any], key_contexts: Any,
     cks = [loader._cache_key(k) for k in keys] if loader._cache_enabled else [None] * len(keys)
     if loader._local is not None and not asked and keys:
         local_found = _load_local.ask(loader, cks)
-    local_hits = 0
     futures = []
     new = KeyQueue(loader._cache_key_fn is not None)
     cache_errors: list[tuple[str, Exception]] = []
     scope = current_scope()
-    first = tell = mixed = False
+    hearing: Optional[Hearing] = None
     with loader._lock:
         try:
             local_hits = _register_many_locked(loader, keys, cks, contexts, futures, new, cache_errors, local_found)
         finally:
-            loader._miss_count += 0 if loader._batch else len(new)  # queued: counted with their queue (statistics())
-            if loader._batch and new:
-                first, tell, mixed = _queue_locked(loader, new, scope)
+            if not loader._batch:  # queued: counted with their queue (statistics())
+                loader._count_locked(misses=len(new))
+            elif new:
+                hearing = loader._enqueue_locked(new, scope)
     for kind, error in cache_errors:
         loader._cache_failed(kind, error)
     if local_hits:
         _load_local.tell(loader, local_hits)
     if new and not loader._batch:
         call_each(loader, new)
-    elif first or mixed or tell:
-        announce(loader, scope, first or mixed, tell)
+    elif hearing is not None:
+        announce(loader, hearing)
     return gathered(futures, return_exceptions)
 
 
-def call_each(loader: ManyLoaded, new: KeyQueue) -> None:
+def call_each(loader: LoaderState, new: KeyQueue) -> None:
     """``batch=False``: one batch call per key of *new*, now (outside the lock)."""
     call = loader._batch_call
     for i in range(len(new)):
@@ -155,23 +125,7 @@ def call_each(loader: ManyLoaded, new: KeyQueue) -> None:
             raise
 
 
-def _queue_locked(loader: ManyLoaded, new: KeyQueue, scope: Any) -> tuple[bool, bool, bool]:
-    """Append *new* (not empty) to the loader's queue; ``(first, tell, mixed)`` for ``announce``, as in ``load()``."""
-    queue = loader._queue
-    if queue is None:
-        queue = loader._new_queue_locked()
-    first = not queue
-    ticket = loader._ticket
-    for fut in new.futures:
-        fut._ticket = ticket
-    queue.extend(new)
-    tell = mixed = False
-    if loader._told is not scope:  # as in load()
-        tell, mixed = retell_locked(loader, scope, first)
-    return first, tell, mixed
-
-
-def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Future[Any]]]:
+def _register_in_dict(loader: LoaderState, keys: list[Any]) -> Optional[list[Future[Any]]]:
     """The keys, in the loader's own dict (no ``cache_key_fn``, no key contexts, batching): their futures.
 
     One pass in C reads the dict; the misses get new futures, written with
@@ -182,7 +136,7 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
     """
     scope = current_scope()
     lock = loader._lock
-    first = tell = mixed = False
+    hearing: Optional[Hearing] = None
     lock.acquire()
     try:
         cache = loader._cache
@@ -192,50 +146,37 @@ def _register_in_dict(loader: ManyLoaded, keys: list[Any]) -> Optional[list[Futu
             return None
         n_keys = len(keys)
         n_new = found.count(None)
-        if n_new:
-            if n_new == n_keys:
-                new_keys = keys
-            else:
-                missed = list(map(is_, found, repeat(None, n_keys)))
-                new_keys = list(compress(keys, missed))
-            try:
-                if n_new > 1 and len(set(new_keys)) != n_new:
-                    return None
-            except Exception:
-                return None
-            queue = loader._queue
-            if queue is None:
-                queue = loader._new_queue_locked()
-            first = not queue
-            ticket = loader._ticket
-            new_futures = [loader_future(lock) for _ in range(n_new)]
-            for fut in new_futures:
-                fut._ticket = ticket
-            loader._cache_hit_count += n_keys - n_new  # the new ones are counted with the queue
-            if queue.contexts is None and queue.cache_keys is None:
-                queue.keys.extend(new_keys)
-                queue.futures.extend(new_futures)
-            else:
-                for key, fut in zip(new_keys, new_futures):
-                    queue.add(key, key, None, fut)
-            cache.update(zip(new_keys, new_futures))  # queued first: a raising __hash__ leaves keys uncached
-            if n_new == n_keys:
-                found = new_futures
-            else:
-                for i, fut in zip(compress(count(), missed), new_futures):
-                    found[i] = fut
-            if loader._told is not scope:  # as in load()
-                tell, mixed = retell_locked(loader, scope, first)
+        if not n_new:
+            loader._count_locked(hits=n_keys)
+            return found
+        if n_new == n_keys:
+            new_keys = keys
         else:
-            loader._cache_hit_count += n_keys
+            missed = list(map(is_, found, repeat(None, n_keys)))
+            new_keys = list(compress(keys, missed))
+        try:
+            if n_new > 1 and len(set(new_keys)) != n_new:
+                return None
+        except Exception:
+            return None
+        new = KeyQueue(False)
+        new.keys = new_keys
+        new.futures = new_futures = [loader_future(lock) for _ in range(n_new)]
+        loader._count_locked(hits=n_keys - n_new)  # the new ones are counted with the queue
+        hearing = loader._enqueue_locked(new, scope)
+        cache.update(zip(new_keys, new_futures))  # queued first: a raising __hash__ leaves keys uncached
     finally:
         lock.release()
-    if first or mixed or tell:
-        announce(loader, scope, first or mixed, tell)
+        if hearing is not None:  # (also when the update raised: the keys are queued)
+            announce(loader, hearing)
+    if n_new == n_keys:
+        return new_futures
+    for i, fut in zip(compress(count(), missed), new_futures):
+        found[i] = fut
     return found
 
 
-def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], contexts: list[Any],
+def _register_many_locked(loader: LoaderState, keys: list[Any], cks: list[Any], contexts: list[Any],
                           futures: list[Future[Any]], new: KeyQueue,
                           cache_errors: list[tuple[str, Exception]], local_found: Optional[list[Any]]) -> int:
     """The keys, under the loader's lock: each key's future (cached, settled from *local_found*, the
@@ -247,38 +188,39 @@ def _register_many_locked(loader: ManyLoaded, keys: list[Any], cks: list[Any], c
     without being settled or queued.
     """
     cache = loader._cache if loader._cache_enabled else None
-    local_hits = 0
-    for key, ck, kc, value in zip(keys, cks, contexts, repeat(MISSING) if local_found is None else local_found):
-        if cache is not None:
-            try:
-                fut = cache.get(ck)
-            except Exception as exc:  # a failing cache_map: a miss
-                fut = None
-                cache_errors.append(("read", exc))
-            if fut is not None:
-                loader._cache_hit_count += 1
+    local_hits = hits = 0
+    try:
+        for key, ck, kc, value in zip(keys, cks, contexts, repeat(MISSING) if local_found is None else local_found):
+            if cache is not None:
+                try:
+                    fut = cache.get(ck)
+                except Exception as exc:  # a failing cache_map: a miss
+                    fut = None
+                    cache_errors.append(("read", exc))
+                if fut is not None:
+                    hits += 1
+                    futures.append(fut)
+                    continue
+            if value is not MISSING:  # a hit of the local tier: settled, not queued
+                fut = _load_local.settled_one(loader._lock, value)
+                local_hits += 1
                 futures.append(fut)
+                if cache is not None:
+                    try:
+                        cache[ck] = fut
+                    except Exception as exc:  # uncached, still answered
+                        cache_errors.append(("write", exc))
                 continue
-        if value is not MISSING:  # a hit of the local tier: settled, not queued
-            fut = _load_local.settled_one(loader._lock, value)
-            loader._miss_count += 1
-            loader._local_hit_count += 1
-            local_hits += 1
-            futures.append(fut)
+            fut = loader_future(loader._lock)
             if cache is not None:
                 try:
                     cache[ck] = fut
-                except Exception as exc:  # uncached, still answered
+                except Exception as exc:  # uncached, still loaded
                     cache_errors.append(("write", exc))
-            continue
-        fut = loader_future(loader._lock)
-        if cache is not None:
-            try:
-                cache[ck] = fut
-            except Exception as exc:  # uncached, still loaded
-                cache_errors.append(("write", exc))
-        new.add(key, ck, kc, fut)
-        futures.append(fut)
+            new.add(key, ck, kc, fut)
+            futures.append(fut)
+    finally:  # every key registered is counted, whatever raised
+        loader._count_locked(hits=hits, local_hits=local_hits)
     return local_hits
 
 

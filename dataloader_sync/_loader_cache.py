@@ -2,8 +2,8 @@
 
 ``load()`` and the batch call (``_batch_call``) read and fill the cache on
 their own hot paths; what is here runs once per call, not per load.  A
-friend of ``DataLoader`` as ``_loader_fork`` is: it reads and writes the
-fields :class:`Cached` declares (``DataLoader`` implements it).
+friend of ``DataLoader``: it reads and writes the fields
+``_loader_state.LoaderState`` declares (``DataLoader`` implements it).
 
 Guarantees:
 - User code never runs under the loader's lock, but for the ``cache_map``'s
@@ -19,33 +19,17 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from collections.abc import Hashable, MutableMapping
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
-from ._batch import KeyQueue
 from ._demand import Ticket
 from ._future import Future
+from ._loader_state import LoaderState
 from ._new_futures import completed_future, copy_outcome, failed_future
 
-__all__ = ["Cached", "cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
+__all__ = ["cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
 
 
-class Cached(Protocol):
-    """What this module reads of a DataLoader (see ``DataLoader.__init__``); ``_lock`` guards the rest."""
-
-    _lock: Any  # a threading.RLock
-    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
-    _ticket: Optional[Ticket]  # made with _queue
-    _cache: MutableMapping[Hashable, Future[Any]]
-    _cache_enabled: bool
-    _miss_count: int  # the loads counted but the current queue's (see DataLoader.statistics)
-
-    def _cache_key(self, key: Any) -> Hashable: ...
-
-    def _cache_failed(self, kind: str, exc: Exception) -> None: ...
-
-
-def prime(loader: Cached, key: Any, value: Any) -> None:
+def prime(loader: LoaderState, key: Any, value: Any) -> None:
     """``DataLoader.prime`` (see its docstring): cache *value* for *key* unless it is cached already.
 
     Raises:
@@ -81,7 +65,7 @@ def prime(loader: Cached, key: Any, value: Any) -> None:
         pending.add_done_callback(lambda src: copy_outcome(src, fut))
 
 
-def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
+def forget_cancelled(loader: LoaderState, fut: Future[Any], ticket: Ticket) -> None:
     """A load's future was cancelled: take its key out of the queue (if still there) and the cache.
 
     Called by ``Future.cancel`` (through ``DataLoader._forget_cancelled``)
@@ -98,7 +82,7 @@ def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
                 if queued is fut:
                     ck, found = queue.cached_under()[i], True
                     queue.drop(i)
-                    loader._miss_count += 1  # its load stays counted (see DataLoader.statistics)
+                    loader._count_locked(misses=1)  # its load stays counted (see DataLoader.statistics)
                     break
         if not loader._cache_enabled:
             return
@@ -117,7 +101,7 @@ def forget_cancelled(loader: Cached, fut: Future[Any], ticket: Ticket) -> None:
         loader._cache_failed("delete", evict_error)
 
 
-def cached_beyond_queue(loader: Cached) -> bool:
+def cached_beyond_queue(loader: LoaderState) -> bool:
     """True when *loader*'s cache holds entries beyond its queued keys: values of earlier dispatches.
 
     ``graphql._reuse``'s question (does a loader reused by a second request

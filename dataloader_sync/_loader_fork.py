@@ -39,37 +39,17 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from collections.abc import Hashable, MutableMapping
-from typing import Any, Optional, Protocol
+from typing import Any, Optional
 
 from . import _fork
-from ._batch import DispatchSink, KeyQueue
-from ._demand import Ticket
+from ._batch import KeyQueue
 from ._future import Future, settle
+from ._loader_state import LoaderState
 
 __all__ = ["abandon", "repair_in_child"]
 
 
-class _ForkedLoader(Protocol):
-    """What this module reads and writes of a DataLoader (see ``DataLoader.__init__``)."""
-
-    _lock: Any  # a threading.RLock
-    _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
-    _ticket: Optional[Ticket]  # made with _queue
-    _told: Any
-    _cache: MutableMapping[Hashable, Future[Any]]
-    _dict_cache: bool
-    _cache_enabled: bool
-    _cache_key_fn: Any
-
-    def _label(self) -> str: ...
-
-    def _cache_failed(self, kind: str, exc: Exception) -> None: ...
-
-    def _fail_keys(self, batch: KeyQueue, exc: BaseException, sink: Optional[DispatchSink]) -> None: ...
-
-
-def repair_in_child(loader: _ForkedLoader) -> None:
+def repair_in_child(loader: LoaderState) -> None:
     """In a forked child, inside ``os.fork()``: make *loader* usable; fail a torn queue after the fork."""
     lock = loader._lock
     if lock.acquire(False):  # never blocks: a parent thread may own it for ever
@@ -97,7 +77,7 @@ def repair_in_child(loader: _ForkedLoader) -> None:
     _fork.soon(lambda: loader._fail_keys(batch, error, None))
 
 
-def abandon(loader: _ForkedLoader, fut: Future[Any]) -> bool:
+def abandon(loader: LoaderState, fut: Future[Any]) -> bool:
     """On a child's thread blocked on *fut*, a key the parent dispatched: fail it and evict it.
 
     Its ticket was taken (its batch began) in a parent process, and *fut* is

@@ -58,7 +58,6 @@ import abc
 import concurrent.futures as cf
 import enum
 import logging
-import os
 import threading
 import time
 import weakref
@@ -67,6 +66,7 @@ from itertools import compress, count, repeat
 from operator import is_, not_
 from typing import Any, Callable, Generic, Optional, Protocol, TypeVar, Union
 
+from . import _fork
 from ._breaker import Breaker
 from ._cache_tier import DEFAULT_COOL_DOWN as DEFAULT_COOL_DOWN
 from ._cache_tier import breaker_of as breaker_of
@@ -180,9 +180,7 @@ class FailureLog:
         self.interval = interval
         self.clock = clock
         self._lock = threading.Lock()  # guards _states (and the lists in it)
-        if hasattr(os, "register_at_fork"):  # a lock held by another thread at fork stays held in the child
-            ref = weakref.ref(self)
-            os.register_at_fork(after_in_child=lambda: _reset_lock(ref))
+        _fork.renew_lock_in_child(self)  # a lock held by another thread at fork stays held in the child
         # id(cache) -> [ref() -> cache, last warning time or None, failures not yet reported, failing]
         self._states: dict[int, list[Any]] = {}
 
@@ -232,12 +230,6 @@ class FailureLog:
             state[3] = False
             suppressed, state[2] = state[2], 0
         _LOGGER.info("value cache %r works again (%d failures since the last warning)", cache, suppressed)
-
-
-def _reset_lock(ref: weakref.ref[Any]) -> None:
-    log = ref()
-    if log is not None:
-        log._lock = threading.Lock()
 
 
 class _Strong:

@@ -1171,6 +1171,34 @@ def test_DataLoader_executor_with_max_batch_size_runs_each_slice():
         assert sorted(fn.calls) == [[0, 1], [2, 3], [4]]
 
 
+
+class _InlineExecutor(cf.Executor):
+    """Runs each task at once, recording what it was handed (the batch function, or a context's run)."""
+
+    def __init__(self) -> None:
+        self.submitted: list[Any] = []
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> cf.Future[Any]:
+        self.submitted.append(fn)
+        future: cf.Future[Any] = cf.Future()
+        future.set_result(fn(*args, **kwargs))
+        return future
+
+
+class _ContextCopyingExecutor(_InlineExecutor):
+    copies_context = True  # as ScheduledExecutor: submit() runs a task in a copy of the caller's context
+
+
+def test_DataLoader_wraps_the_batch_in_a_context_copy_unless_the_executor_says_it_copies_contexts():
+    for executor, wrapped in ((_InlineExecutor(), True), (_ContextCopyingExecutor(), False)):
+        fn = IdLoader()
+        loader = DataLoader(fn, executor=executor)
+        future = loader.load(1)
+        loader.dispatch()
+        assert future.result(TIMEOUT) == 1
+        assert [submitted is fn for submitted in executor.submitted] == [not wrapped]
+
+
 # -- then chains -----------------------------------------------------------------------
 
 

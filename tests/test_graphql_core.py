@@ -1335,14 +1335,44 @@ def test_a_step_that_finds_no_future_done_leaves_the_waiting_fields_as_they_are(
     assert any(resumed for resumed, _, _ in steps)
 
 
+def test_each_waiting_entry_is_a_field_of_an_object_or_a_pending(monkeypatch: Any) -> None:
+    # Run.unwatched holds a Waiting's slots per placeholder: a field of an object (frame, nodes, return
+    # type, no pending) or any other placeholder (its Pending only); read back with Run.entries.
+    from dataloader_sync.graphql import _loop
+    from dataloader_sync.graphql._run import Frame, Pending, Run
+
+    seen: list[Any] = []
+    real = _loop.resume_done
+
+    def recording(ctx: Any, run: Any) -> bool:
+        seen.extend(Run.entries(run.unwatched))
+        return real(ctx, run)
+
+    monkeypatch.setattr(_loop, "resume_done", recording)
+    nodes, kids, labels = Recorder(lambda k: {"id": k}), Recorder(lambda k: [k * 10 + 1, k * 10 + 2]), Recorder(str)
+    schema = _tree_schema(DataLoader(nodes), DataLoader(kids), DataLoader(labels))
+    result = run(schema, "{ roots(n: 3) { label children { label children { id } } } }")
+    assert result.errors is None
+    fields = [e for e in seen if e.pending is None]
+    others = [e for e in seen if e.pending is not None]
+    assert fields and others  # the roots' fields, and the root field itself
+    assert all(isinstance(e.frame, Frame) and e.nodes and e.return_type is not None for e in fields)
+    assert all(isinstance(e.pending, Pending) and e.frame is None and e.nodes is None and e.return_type is None
+               for e in others)
+
+
 def test_first_done_finds_the_first_entry_whose_future_is_done() -> None:
     from dataloader_sync.graphql._loop import first_done
+    from dataloader_sync.graphql._run import ENTRY
+
+    def entry(future: Any) -> list[Any]:  # a Waiting's slots, the rest of them None
+        return [future] + [None] * (ENTRY - 1)
 
     pending, done = Future(), completed_future(1)
     assert first_done([]) == -1
-    assert first_done([pending, None, None, None] * 3) == -1
-    assert first_done([pending, None, None, None, done, None, None, None, pending, None, None, None]) == 4
-    assert first_done([done, None, None, None]) == 0
+    assert first_done(entry(pending) * 3) == -1
+    assert first_done(entry(pending) + entry(done) + entry(pending)) == ENTRY
+    assert first_done(entry(done)) == 0
 
 
 # -- subscriptions: graphql-core's subscribe serves them, each event batched ---------------------------

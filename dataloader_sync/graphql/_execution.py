@@ -50,8 +50,8 @@ Guarantees:
   dispatched directly.  Keys queued where no scope saw them are swept up
   before the loop waits.
 - A plain value costs one ``isinstance`` per completed value and one
-  ``Frame`` per object; a pending Future of a field of an object costs four list
-  slots and keeps nothing else alive (a ``Pending`` elsewhere), and a
+  ``Frame`` per object; a pending Future of a field of an object costs five list
+  slots (``_run.Waiting``) and keeps nothing else alive (a ``Pending`` elsewhere), and a
   callback only if the loop has to wait for it.
 - On graphql-core 3.2, an object's fields run in ``execute_fields`` itself
   (graphql-core's ``execute_field`` inline, see there): each field's
@@ -61,7 +61,7 @@ Guarantees:
   made as graphql-core's named tuples with ``tuple.__new__``
   (``_compat.FAST_TUPLES``, unless ``build_resolve_info`` is overridden),
   ``is_awaitable`` (always False here) not asked, a plain scalar or enum
-  completed without a detour, a pending Future of a field of an object
+  completed without a detour (``_loop.serialize_leaf``), a pending Future of a field of an object
   recorded at once (``complete_value``'s hot path) and a done one holding a
   value (a cached load) taken as that value; the rest goes to
   ``complete_value``.
@@ -101,7 +101,6 @@ from typing import Any, Optional
 
 from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
-from graphql.pyutils import Undefined as _Undefined
 
 from .._dispatch_scope import reset_scope, set_scope
 from .._execution_levels import reset_levels, set_levels
@@ -117,11 +116,10 @@ from ._awaitables import (
     refusing_type_resolver,
 )
 from ._levels import Levels
-from ._loop import LEAF_TYPES, drain
+from ._loop import LEAF_TYPES, drain, serialize_leaf
 from ._promises import PromiseType, settle
 from ._run import (
     IS_TYPE_OF,
-    PENDING,
     TYPE,
     VALUE,
     Frame,
@@ -250,7 +248,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             results: dict[str, Any] = {}
             type_name = parent_type.name
             complete_value = self.complete_value
-            complete_leaf_value, variable_values = self.complete_leaf_value, self.variable_values
+            variable_values = self.variable_values
             own_leaf, direct = self._own_leaf, self._direct
             run, known_type = self._run, _known_type
             frame = self._frame if run is not None else None
@@ -276,7 +274,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                             state = result._state  # read as _loop.resume_done does: a call less per load than done()
                             if frame is not None and (state is _PENDING or state is _RUNNING):  # not done()
                                 # complete_value's hot path (see there)
-                                run.unwatched += (result, frame, field_nodes, return_type)  # type: ignore[union-attr, operator]
+                                run.unwatched += (result, frame, field_nodes, return_type, None)  # type: ignore[union-attr, operator]  # a Waiting's slots
                                 results[response_name] = result
                                 continue
                             if state is not _FINISHED or result._exception is not None or isinstance(
@@ -290,11 +288,8 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                             continue
                         if (leaf and result is not None and known_type(result.__class__) is False  # is_plain
                                 and not isinstance(result, Exception)):
-                            # complete_leaf_value inline, as in _loop.resume_done (a call less per leaf field)
-                            serialized = return_type.serialize(result) if own_leaf else None
-                            if serialized is None or serialized is _Undefined:
-                                serialized = complete_leaf_value(return_type, result)  # raises its error for a null
-                            results[response_name] = serialized
+                            # complete_value of a leaf minus its type tests, as in _loop.resume_done
+                            results[response_name] = serialize_leaf(self, return_type, result, own_leaf)
                             continue
                     results[response_name] = complete_value(return_type, field_nodes, info, field_path, result)
                 except Exception as raw_error:
@@ -334,13 +329,13 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
             if frame is not None and path is info.path and _compat.REBUILDS_INFO and (
                     rest is frame.rest  # 3.2: () and ()
                     or (_HOT_REST and len(rest) == 1 == len(frame.rest) and rest[0] is frame.rest[0])):
-                # The hot path of every loaded field of an object: four slots
+                # The hot path of every loaded field of an object: five slots
                 # say where the value goes; the future is the placeholder; the
                 # info and path are let go (built again only if needed).
-                run.unwatched += (result, frame, field_nodes, return_type)
+                run.unwatched += (result, frame, field_nodes, return_type, None)  # a Waiting's slots
                 return result
             pending = Pending(VALUE, result, frame, return_type, field_nodes, info, path, rest, None)
-            run.unwatched += (result, PENDING, pending, None)
+            run.unwatched += (result, None, None, None, pending)
             return pending
         cls = result.__class__
         if not is_plain(cls):  # first sight of this type, a Promise, or an awaitable (refused)
@@ -416,7 +411,7 @@ class DataLoaderExecutionContext(_Base):  # type: ignore[misc, valid-type]
                 raise _compat.invalid_return_type_error(return_type, source, field_nodes)
             return self._complete_fields(return_type, field_nodes, info, path, source, rest)
         pending = Pending(kind, future, self._frame, return_type, field_nodes, info, path, rest, source)
-        run.unwatched += (future, PENDING, pending, None)
+        run.unwatched += (future, None, None, None, pending)  # a Waiting's slots
         return pending
 
     # -- the root hook ---------------------------------------------------------------

@@ -38,7 +38,7 @@ import threading
 from concurrent.futures._base import FINISHED
 from typing import Any, Optional
 
-from ._run import ENTRY, PENDING, VALUE, Frame, Pending, Run
+from ._run import ENTRY, VALUE, Frame, Pending, Run
 
 __all__ = ["Levels"]
 
@@ -80,9 +80,9 @@ class Levels:
         run = self.run
         for entries in (run.walking, run.unwatched):
             it = iter(entries)
-            for future, frame, third, _ in zip(it, it, it, it):
-                if frame is PENDING:
-                    _add_pending(held, third, above, depths)
+            for future, frame, _, _, pending in zip(it, it, it, it, it):  # a Waiting's slots (_run)
+                if frame is None:
+                    _add_pending(held, pending, above, depths)
                 elif future._state is FINISHED and future._exception is None and _depth(frame, depths) == above:
                     _add(held, future._result)
         for pending in (*run.resuming, *run.watched):
@@ -90,7 +90,7 @@ class Levels:
         return held
 
 
-assert ENTRY == 4, "Levels._held reads unwatched entries four slots at a time"
+assert ENTRY == 5, "Levels._held reads unwatched entries five slots at a time (a Waiting's)"
 
 
 def _add_pending(held: list[Any], pending: Pending, above: int, depths: dict[int, int]) -> None:

@@ -11,13 +11,17 @@ Guarantees:
   there all along; an error goes through ``fail``: graphql-core's
   ``handle_field_error`` at the placeholder's position and, while the
   position is non-null, at each enclosing one (frames, then the root).
-- One copy of each fast completion of a done placeholder: ``complete_into``
-  (a plain value at a field of an object, written into its results dict:
-  the one path of ``resume_done``, ``resume_pending`` and ``resume``).
-  ``resume_done``, which runs once per loaded field, reads a done future's
-  fields and serializes a leaf inline; graphql-core 3.2's field loop
-  (``_execution.execute_fields``) has the same two copies, for the same
-  reason: a call less per field (the figures are in the commit messages).
+- One copy of each completion step it shares: ``complete_into`` (a plain
+  value at a field of an object, completed into its results dict: the path
+  of ``resume_done`` and ``resume_pending``; ``resume`` completes every
+  other placeholder), and ``serialize_leaf`` (a leaf's value serialized as
+  graphql-core 3.2's ``complete_leaf_value`` does, also the path of
+  ``_execution.execute_fields``).  ``resume_done``, which runs once per
+  loaded field, reads a done future's fields and its waiting entry's slots
+  (``_run.Waiting``) inline, and writes a value its leaf type's serializer
+  would return as it is without a call (``Run.as_is``), as graphql-core
+  3.2's field loop (``_execution.execute_fields``) does with its plan: a
+  call less per field (the figures are in the commit messages).
 - The loop reads the execution context only through ``Execution``, the seam
   it declares; it runs on the request thread only.
 """
@@ -36,10 +40,10 @@ from graphql.type import GraphQLEnumType, GraphQLScalarType
 
 from . import _compat
 from ._awaitables import KNOWN_TYPE
-from ._run import ENTRY, IS_TYPE_OF, PENDING, TYPE, VALUE, Frame, Pending, Run, levels, locate
+from ._run import ENTRY, IS_TYPE_OF, TYPE, VALUE, Frame, Pending, Run, levels, locate
 from ._scope import ExecutionStalledError
 
-__all__ = ["LEAF_TYPES", "Execution", "drain"]
+__all__ = ["LEAF_TYPES", "Execution", "drain", "serialize_leaf"]
 
 _Future = cf.Future
 _base_complete_value = _compat.Base.complete_value
@@ -184,16 +188,16 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
     as_is = run.as_is
     as_is_of = as_is.get
     it = islice(unwatched, start, None)
-    for future, frame, nodes, return_type in zip(it, it, it, it):
+    for future, frame, nodes, return_type, pending in zip(it, it, it, it, it):  # a Waiting's slots
         # CPython's Future fields, read as done() + result() would but without their lock and calls (the
         # stdlib's Future and ours write _state last: FINISHED seen, _result and _exception are written).
         state = future._state
         if state is _PENDING or state is _RUNNING:
-            still += (future, frame, nodes, return_type)
+            still += (future, frame, nodes, return_type, pending)
             continue
         value = future._result if state is FINISHED and future._exception is None else FAILED
-        if frame is PENDING:  # an entry holding a Pending (third slot)
-            resume_pending(ctx, run, nodes, value, direct)
+        if frame is None:  # a placeholder other than a field of an object: its Pending
+            resume_pending(ctx, run, pending, value, direct)
         elif (value is FAILED or not clean or _known_type(value.__class__) is not False
               or isinstance(value, _Future)):  # not is_plain(...)
             resume(ctx, run, pending_of(future, frame, nodes, return_type), None)
@@ -215,12 +219,8 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             if direct and value is not None and isinstance(return_type, LEAF_TYPES) and not isinstance(
                     value, Exception):
                 try:
-                    # graphql-core's complete_value of a nullable scalar or enum, minus its type tests; 3.2's
-                    # complete_leaf_value inline: serialize, the method (which raises its error) only for a null
-                    serialized = return_type.serialize(value) if own_leaf else None
-                    if serialized is None or serialized is _Undefined:
-                        serialized = ctx.complete_leaf_value(return_type, value)
-                    container[key] = serialized
+                    # graphql-core's complete_value of a nullable scalar or enum, minus its type tests
+                    container[key] = serialize_leaf(ctx, return_type, value, own_leaf)
                     continue
                 except Exception as raw_error:
                     container[key] = None
@@ -231,6 +231,16 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
             continue
         clean = not run.nulled and run.root_error is None
     return True
+
+
+def serialize_leaf(ctx: Execution, return_type: Any, value: Any, own_leaf: bool) -> Any:
+    """graphql-core's ``complete_leaf_value`` of *value* (not None) at a scalar or enum *return_type*:
+    3.2's steps when *own_leaf* (the method is not overridden): serialize, and call the method, which
+    raises its error, only when that gives a null; else the method itself."""
+    serialized = return_type.serialize(value) if own_leaf else None
+    if serialized is None or serialized is _Undefined:
+        serialized = ctx.complete_leaf_value(return_type, value)
+    return serialized
 
 
 def _as_is_of(ctx: Execution, return_type: Any) -> Any:

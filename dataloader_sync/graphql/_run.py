@@ -17,15 +17,17 @@ Guarantees:
   items).
 - The common waiting position — a field of an object (not a root field, not
   a list item) whose resolver returned a pending Future — keeps no object of
-  its own while it waits: ``Run.unwatched`` holds four slots for it
-  (``future, frame, field nodes, return type``, see ``ENTRY``), the results
-  dict holds the future itself as the placeholder, and the field's resolve
-  info and path (graphql-core's, freed when the resolver returned) are built
-  again only if its value needs them (an object or list value, an error, a
-  subclass's ``complete_value``) — ``Run.pending_of``.  Every other waiting
-  position is a ``Pending``, stored as ``future, PENDING, pending, None``.
-  So a level of waiting fields keeps no cyclic-GC-tracked object per field
-  beyond the future: fewer young collections, less for older ones to walk.
+  its own while it waits: ``Run.unwatched`` holds the fields of a
+  ``Waiting`` for it as ``ENTRY`` slots in a row (``future, frame, field
+  nodes, return type, None``), the results dict holds the future itself as
+  the placeholder, and the field's resolve info and path (graphql-core's,
+  freed when the resolver returned) are built again only if its value needs
+  them (an object or list value, an error, a subclass's ``complete_value``)
+  — ``Run.pending_of``.  Every other waiting position is a ``Pending``,
+  stored as ``future, None, None, None, pending``.  So a level of waiting
+  fields keeps no cyclic-GC-tracked object per field beyond the future
+  (a ``Waiting`` made per field would be one): fewer young collections,
+  less for older ones to walk.
 - ``Run`` is touched by the request thread only; only its ``scope`` is shared.
 """
 from __future__ import annotations
@@ -33,7 +35,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from .._registry import DataLoaderRegistry, holds, wake_tickers
 from . import _compat
@@ -45,10 +47,6 @@ _LOGGER = logging.getLogger("dataloader_sync")
 # What a placeholder waits for.
 VALUE, TYPE, IS_TYPE_OF = "value", "resolve_type", "is_type_of"
 
-#: Slots per entry of ``Run.unwatched``.
-ENTRY = 4
-#: The second slot of an entry that holds a ``Pending`` (third slot) rather than a field's frame.
-PENDING: Any = object()
 
 
 def outcome(future: cf.Future[Any]) -> Any:
@@ -155,6 +153,28 @@ def locate(root: Any, path: Any) -> Any:
     return node, keys[0]
 
 
+class Waiting(NamedTuple):
+    """A placeholder waiting for its future, as ``Run.unwatched`` keeps it: these fields, in this
+    order, ``ENTRY`` slots in a row of that flat list (no object per entry: see the module notes).
+
+    Exactly one of ``frame`` and ``pending`` is None.  A field of an object
+    has its ``frame`` (the object), ``nodes`` and ``return_type``; any other
+    placeholder is its ``pending``, the other three None.  ``Run.entries``
+    reads a list back as ``Waiting``s; the loop unpacks the slots in this
+    order itself.
+    """
+
+    future: cf.Future[Any]
+    frame: Optional[Frame]
+    nodes: Any  # the field's nodes (graphql-core's FieldNodes or 3.3's field details)
+    return_type: Any  # the field's GraphQL output type
+    pending: Optional[Pending]
+
+
+#: Slots per entry of ``Run.unwatched`` (a ``Waiting``'s fields).
+ENTRY = len(Waiting._fields)
+
+
 class Run:
     """The state of one execution's root selection set (request thread only).
 
@@ -170,8 +190,7 @@ class Run:
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
         self.scope = Scope()
-        # In creation order, ENTRY slots each: (future, frame, field nodes, return type)
-        # for a field of an object, (future, PENDING, pending, None) otherwise.
+        # In creation order, the fields of a Waiting per placeholder, ENTRY slots each.
         self.unwatched: list[Any] = []
         # An empty list that becomes ``unwatched`` at the next step of the loop
         # (``_loop.resume_done``), the old one emptied becoming the spare: the
@@ -219,13 +238,20 @@ class Run:
             # completing thread, where it only enqueues.
             pending.future.add_done_callback(functools.partial(ready, pending))
 
-    def pendings(self, entries: list[Any]) -> list[Pending]:
-        """The ``Pending`` of each entry of *entries* (an ``unwatched`` list), in order."""
-        it = iter(entries)
-        return [third if frame is PENDING else self.pending_of(future, frame, third, fourth)
-                for future, frame, third, fourth in zip(it, it, it, it)]
+    @staticmethod
+    def entries(slots: list[Any]) -> list[Waiting]:
+        """The ``Waiting`` entries of *slots* (an ``unwatched`` list), in order: for a reader (a test, a
+        debugger); the loop unpacks the slots itself, making no object per entry."""
+        it = iter(slots)
+        return list(map(Waiting, it, it, it, it, it))
 
-    def pending_of(self, future: cf.Future[Any], frame: Any, nodes: Any, return_type: Any) -> Pending:
+    def pendings(self, slots: list[Any]) -> list[Pending]:
+        """The ``Pending`` of each entry of *slots* (an ``unwatched`` list), in order."""
+        it = iter(slots)
+        return [pending if frame is None else self.pending_of(future, frame, nodes, return_type)
+                for future, frame, nodes, return_type, pending in zip(it, it, it, it, it)]  # a Waiting's slots
+
+    def pending_of(self, future: cf.Future[Any], frame: Frame, nodes: Any, return_type: Any) -> Pending:
         """The ``Pending`` of a field entry: its resolve info and path built again (graphql-core's way).
 
         The info equals the one the resolver received (same field, nodes,
