@@ -14,6 +14,7 @@ from typing import Any, Callable, TypeVar
 
 import pytest
 from graphql import build_schema, graphql
+from loop_runner import run_on
 
 from dataloader_sync import DataLoader, DataLoaderRegistry, gather
 from dataloader_sync import _asyncio_bridge as bridge
@@ -37,8 +38,7 @@ class CountingLoop(asyncio.SelectorEventLoop):
 
 def run(main: Callable[[], Awaitable[T]]) -> T:
     """Run *main()* on a new CountingLoop, bounded."""
-    with asyncio.Runner(loop_factory=CountingLoop) as runner:
-        return runner.run(asyncio.wait_for(main(), TIMEOUT))
+    return run_on(CountingLoop(), asyncio.wait_for(main(), TIMEOUT))
 
 
 class Recorder:
@@ -475,8 +475,7 @@ def test_a_batch_settled_on_another_thread_wakes_the_loop_once_even_when_the_loo
             values = await waiting
             return values, loop.wakeups - before
 
-        with asyncio.Runner(loop_factory=HandoffLoop) as runner:
-            values, wakeups = runner.run(asyncio.wait_for(main(), TIMEOUT))
+        values, wakeups = run_on(HandoffLoop(), asyncio.wait_for(main(), TIMEOUT))
     assert values == [k * 10 for k in range(20)]
     assert wakeups == 1  # the batch's twenty settles, one wake-up (one per future without the hold)
 

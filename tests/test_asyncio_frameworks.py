@@ -15,6 +15,7 @@ import threading
 from typing import Any, Optional
 
 import pytest
+from loop_runner import run_on
 
 from dataloader_sync import DataLoader, DataLoaderRegistry
 
@@ -45,9 +46,9 @@ class CountingLoop(asyncio.SelectorEventLoop):
 
 def run(coro: Any) -> tuple[Any, int]:
     """Run *coro* on a new CountingLoop, bounded; its result and the loop's wake-ups."""
-    with asyncio.Runner(loop_factory=CountingLoop) as runner:
-        result = runner.run(asyncio.wait_for(coro, TIMEOUT))
-        return result, runner.get_loop().wakeups  # type: ignore[attr-defined]
+    loop = CountingLoop()
+    result = run_on(loop, asyncio.wait_for(coro, TIMEOUT))
+    return result, loop.wakeups
 
 
 class Loaders:
