@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
-from . import _fork
-from ._future import Future
+from ._core import _fork
+from ._core._future import Future
+from ._core._time import Delay as Seconds
+from ._core._time import check_callable, check_clock
+from ._core._time import seconds as _seconds
 from ._schedules import local_now
-from ._time import Delay as Seconds
-from ._time import check_callable, check_clock
-from ._time import seconds as _seconds
 
 __all__ = ["PeriodicRefresher", "RefresherStatistics", "refreshed_every"]
 

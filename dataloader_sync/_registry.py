@@ -27,14 +27,14 @@ from typing import (
     overload,
 )
 
-from ._dataloader import DataLoader
-from ._family import BoundBatch, family_key, family_label, family_options
-from ._hooks import check_instrumentation
+from ._core._dataloader import DataLoader
+from ._core._instrumentation_seam import check_instrumentation
+from ._core._listeners import registered, report_queued, unwatch, watch, watched_by
+from ._core._loader_family import BoundBatch, family_key, family_label, family_options
+from ._core._statistics import Statistics
+from ._core._sync_only import check_sync
+from ._core._types import P, Values
 from ._instrumentation import DataLoaderInstrumentation, for_new_registry
-from ._listeners import registered, report_queued, unwatch, watch, watched_by
-from ._statistics import Statistics
-from ._sync_only import check_sync
-from ._types import P, Values
 
 if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated
     from typing_extensions import Concatenate

@@ -3,7 +3,9 @@
 - No import cycle between its modules, counting every import (typing-only and
   lazy ones too), nor between its folders (the core and each integration).
 - Each ``DataLoader`` field is declared in one Protocol at most (the loader's
-  friend modules read it through ``_loader_state.LoaderState``).
+  friend modules read it through ``_core/_loader_state.LoaderState``).
+- ``_core/`` (the loader, its futures and the modules around them) imports
+  nothing from beside it.
 - Long functions stay few (at most 3 over 60 lines).
 - docs/design.rst's module map names every module of the package, and
   nothing that is not one.
@@ -24,6 +26,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dataloader_sync"
+CORE = PACKAGE / "_core"
 DESIGN = ROOT / "docs" / "design.rst"
 
 
@@ -121,7 +124,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def folder_of(name: str) -> str:
-    """The folder a module lives in: ``dataloader_sync`` (the core) or ``dataloader_sync.graphql`` etc."""
+    """The folder a module lives in: ``dataloader_sync``, ``dataloader_sync._core`` (the two of the core)
+    or ``dataloader_sync.graphql`` etc."""
     path = modules()[name]
     return ".".join(path.parent.relative_to(ROOT).parts)
 
@@ -140,7 +144,7 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef:
 
 def dataloader_members() -> set[str]:
     """DataLoader's fields (``self.x = ...`` in its methods) and its methods and properties."""
-    cls = _class(ast.parse((PACKAGE / "_dataloader.py").read_text()), "DataLoader")
+    cls = _class(ast.parse((CORE / "_dataloader.py").read_text()), "DataLoader")
     members = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(cls):
         targets: list[ast.expr] = []
@@ -214,11 +218,11 @@ def package_files() -> set[str]:
     return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")}
 
 
-def cross_module_private_reads() -> list[tuple[str, int, str]]:
+def cross_module_private_reads(package: Path = PACKAGE) -> list[tuple[str, int, str]]:
     """Reads of ``x._name`` where *x* is not ``self``/``cls`` and no class or function of the reading module
     defines ``_name``: another module's private attribute (an estimate, by name)."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text())
         own: set[str] = set()
         declared: set[int] = set()
@@ -240,7 +244,7 @@ def cross_module_private_reads() -> list[tuple[str, int, str]]:
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
                     and node.attr not in own):
-                out.append((str(path.relative_to(PACKAGE)), node.lineno, node.attr))
+                out.append((str(path.relative_to(package)), node.lineno, node.attr))
     return out
 
 
@@ -269,8 +273,15 @@ def test_every_known_arrow_still_closes_a_cycle() -> None:
 
 def test_the_core_imports_no_integration() -> None:
     graph = import_graph()
-    core = {name for name in graph if folder_of(name) == "dataloader_sync"}
+    core = {name for name in graph if folder_of(name) in ("dataloader_sync", "dataloader_sync._core")}
     assert {(name, m) for name in core for m in graph[name] if m not in core} == set()
+
+
+def test_the_core_folder_imports_nothing_from_beside_it() -> None:
+    graph = import_graph()
+    inside = {name for name in graph if folder_of(name) == "dataloader_sync._core"}
+    assert inside, "the _core/ folder is found"
+    assert {(name, m) for name in inside for m in graph[name] if m not in inside} == set()
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

@@ -38,8 +38,8 @@ from typing import Any, Callable, Optional
 
 from django.db import connections
 
-from .._batch import BatchLoaderEnvironment
-from .._dataloader import DataLoader
+from .._core._batch_shapes import BatchLoaderEnvironment
+from .._core._dataloader import DataLoader
 from .._instrumentation import (
     DataLoaderInstrumentation,
     reset_context_instrumentation,

@@ -38,8 +38,8 @@ import inspect
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Optional
 
-from .._asyncio_bridge import start_driving, stop_driving
-from .._future import Future, settle
+from .._core._asyncio_bridge import start_driving, stop_driving
+from .._core._future import Future, settle
 from ._promises import PromiseType
 
 __all__ = [
@@ -210,7 +210,7 @@ def drive(coro: Any) -> Any:
         _discard(coro)
         raise AwaitableNotSupportedError(MESSAGE)
     ready: Future[Any] = Future()
-    ready._follow = yielded  # a thread blocking on the field's future drives the awaited load (_demand)
+    ready._follow = yielded  # a thread blocking on the field's future drives the awaited load (_sync_on_demand)
     yielded.add_done_callback(lambda _done: settle(ready, None, None))
     return ready.then(lambda _none: drive(coro))
 

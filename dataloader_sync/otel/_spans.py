@@ -31,8 +31,8 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .._batch import BatchLoaderEnvironment
-from .._dataloader import DataLoader
+from .._core._batch_shapes import BatchLoaderEnvironment
+from .._core._dataloader import DataLoader
 from .._instrumentation import (
     DataLoaderInstrumentation,
     DataLoaderInstrumentationContext,
