@@ -40,6 +40,7 @@ from typing import Any, Callable, Optional
 
 from .._core._asyncio_bridge import start_driving, stop_driving
 from .._core._future import Future, settle
+from .._core._new_futures import following
 from ._promises import PromiseType
 
 __all__ = [
@@ -209,8 +210,7 @@ def drive(coro: Any) -> Any:
     if not isinstance(yielded, Future):
         _discard(coro)
         raise AwaitableNotSupportedError(MESSAGE)
-    ready: Future[Any] = Future()
-    ready._follow = yielded  # a thread blocking on the field's future drives the awaited load (_sync_on_demand)
+    ready: Future[Any] = following(yielded)  # a thread blocking on the field's future drives the awaited load
     yielded.add_done_callback(lambda _done: settle(ready, None, None))
     return ready.then(lambda _none: drive(coro))
 
