@@ -10,19 +10,19 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from ._auto import no_auto_relations as no_auto_relations
-from ._core._batch_shapes import BatchLoaderEnvironment as BatchLoaderEnvironment
-from ._core._batch_shapes import BatchLoadError as BatchLoadError
-from ._core._batch_shapes import DispatchResult as DispatchResult
-from ._core._breaker import Breaker as Breaker
-from ._core._breaker import live_breakers as live_breakers
-from ._core._dataloader import DataLoader as DataLoader
-from ._core._future import Future as Future
-from ._core._gather import gather as gather
-from ._core._new_futures import completed_future as completed_future
-from ._core._new_futures import failed_future as failed_future
-from ._core._statistics import Statistics as Statistics
-from ._core._value_cache import MISSING as MISSING
-from ._core._value_cache import ValueCache as ValueCache
+from ._core import MISSING as MISSING
+from ._core import BatchLoaderEnvironment as BatchLoaderEnvironment
+from ._core import BatchLoadError as BatchLoadError
+from ._core import Breaker as Breaker
+from ._core import DataLoader as DataLoader
+from ._core import DispatchResult as DispatchResult
+from ._core import Future as Future
+from ._core import Statistics as Statistics
+from ._core import ValueCache as ValueCache
+from ._core import completed_future as completed_future
+from ._core import failed_future as failed_future
+from ._core import gather as gather
+from ._core import live_breakers as live_breakers
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
 from ._executor_statistics import ExecutorStatistics as ExecutorStatistics

@@ -26,11 +26,9 @@ import time
 import weakref
 from typing import Any, Callable, Optional, TypeVar
 
-from ._core import _fork
-from ._core._time import Clock, check_callable, check_clock
-from ._core._time import Delay as Delay
-from ._core._time import seconds as _seconds
-from ._core._types import P
+from ._core import Clock, P, _fork, check_callable, check_clock
+from ._core import Delay as Delay
+from ._core import seconds as _seconds
 from ._executor_statistics import ExecutorStatistics
 from ._pool import ElasticPool
 from ._timer import Entry, Timer

@@ -47,8 +47,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional
 
-from ._core._batch_shapes import BatchLoaderEnvironment
-from ._core._instrumentation_seam import (
+from ._core import (
+    BatchLoaderEnvironment,
     DataLoaderInstrumentationContext,
     begin_batch,
     begin_dispatch,
@@ -58,7 +58,7 @@ from ._core._instrumentation_seam import (
 )
 
 if TYPE_CHECKING:  # typing only; the loader's module does not import this one (it uses _instrumentation_seam)
-    from ._core._dataloader import DataLoader
+    from ._core import DataLoader
 
 __all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
 

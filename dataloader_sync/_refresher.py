@@ -25,11 +25,9 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
-from ._core import _fork
-from ._core._future import Future
-from ._core._time import Delay as Seconds
-from ._core._time import check_callable, check_clock
-from ._core._time import seconds as _seconds
+from ._core import Delay as Seconds
+from ._core import Future, _fork, check_callable, check_clock
+from ._core import seconds as _seconds
 from ._schedules import local_now
 
 __all__ = ["PeriodicRefresher", "RefresherStatistics", "refreshed_every"]

@@ -27,13 +27,23 @@ from typing import (
     overload,
 )
 
-from ._core._dataloader import DataLoader
-from ._core._instrumentation_seam import check_instrumentation
-from ._core._listeners import registered, report_queued, unwatch, watch, watched_by
-from ._core._loader_family import BoundBatch, family_key, family_label, family_options
-from ._core._statistics import Statistics
-from ._core._sync_only import check_sync
-from ._core._types import P, Values
+from ._core import (
+    BoundBatch,
+    DataLoader,
+    P,
+    Statistics,
+    Values,
+    check_instrumentation,
+    check_sync,
+    family_key,
+    family_label,
+    family_options,
+    registered,
+    report_queued,
+    unwatch,
+    watch,
+    watched_by,
+)
 from ._instrumentation import DataLoaderInstrumentation, for_new_registry
 
 if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated

@@ -18,7 +18,7 @@ import inspect
 import logging
 from typing import Any, Callable
 
-from ._core._sync_only import check_sync
+from ._core import check_sync
 from ._registry import DataLoaderRegistry
 
 __all__ = ["RequestFactory", "close_quietly", "make_request_registry"]

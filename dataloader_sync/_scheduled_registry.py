@@ -40,9 +40,8 @@ import logging
 import weakref
 from typing import Any, Callable, Optional, Union
 
-from ._core._dataloader import DataLoader
-from ._core._listeners import left_to_execution
-from ._core._time import seconds as _seconds
+from ._core import DataLoader, left_to_execution
+from ._core import seconds as _seconds
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 from ._instrumentation import DataLoaderInstrumentation
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate

@@ -49,17 +49,19 @@ from urllib.parse import quote
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 
-from .._core._cache_tier import (
+from .._core import (
     DEFAULT_COOL_DOWN,
+    MISSING,
+    FailureLog,
+    ValueCache,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
     make_breaker,
     make_single_flight,
+    seconds,
     ttl_of,
 )
-from .._core._time import seconds
-from .._core._value_cache import MISSING, FailureLog, ValueCache
 from .._key_strings import encode_key
 
 _BAD_TTL = FailureLog()  # values the ttl callable could not give a ttl, per cache

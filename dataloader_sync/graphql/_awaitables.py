@@ -38,9 +38,7 @@ import inspect
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Optional
 
-from .._core._asyncio_bridge import start_driving, stop_driving
-from .._core._future import Future, settle
-from .._core._new_futures import following
+from .._core import Future, following, settle, start_driving, stop_driving
 from ._promises import PromiseType
 
 __all__ = [

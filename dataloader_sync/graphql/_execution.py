@@ -102,8 +102,7 @@ from typing import Any, Optional
 from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
 
-from .._core._dispatch_scope import reset_scope, set_scope
-from .._core._time import seconds, wait_timeout
+from .._core import reset_scope, seconds, set_scope, wait_timeout
 from .._execution_levels import reset_levels, set_levels
 from . import _compat
 from ._awaitables import (

@@ -47,10 +47,7 @@ from collections.abc import Hashable, Sequence
 from operator import itemgetter
 from typing import Any, Callable, Optional
 
-from .._core._breaker import Breaker
-from .._core._future import Future
-from .._core._new_futures import completed_future
-from .._core._value_cache import MISSING, AllFinished, FailureLog
+from .._core import MISSING, AllFinished, Breaker, FailureLog, Future, completed_future
 from .._key_strings import encode_key
 
 __all__ = ["NearCache"]

@@ -47,17 +47,20 @@ from collections.abc import Iterable, Sequence
 from itertools import compress, count
 from typing import Any, Callable, Optional
 
-from .._core._cache_tier import (
+from .._core import (
     DEFAULT_COOL_DOWN,
+    MISSING,
+    FailureLog,
+    ValueCache,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
+    identical,
     make_breaker,
     make_single_flight,
+    seconds,
     ttl_of,
 )
-from .._core._time import seconds
-from .._core._value_cache import MISSING, FailureLog, ValueCache, identical
 from .._key_strings import encode_key
 from ._near_cache import NearCache
 
