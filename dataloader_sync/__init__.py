@@ -10,26 +10,29 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from ._auto import no_auto_relations as no_auto_relations
-from ._batch import BatchLoaderEnvironment as BatchLoaderEnvironment
-from ._batch import BatchLoadError as BatchLoadError
-from ._batch import DispatchResult as DispatchResult
-from ._breaker import Breaker as Breaker
-from ._breaker import live_breakers as live_breakers
-from ._dataloader import DataLoader as DataLoader
+from ._core import MISSING as MISSING
+from ._core import BatchLoaderEnvironment as BatchLoaderEnvironment
+from ._core import BatchLoadError as BatchLoadError
+from ._core import Breaker as Breaker
+from ._core import DataLoader as DataLoader
+from ._core import DispatchResult as DispatchResult
+from ._core import Future as Future
+from ._core import Statistics as Statistics
+from ._core import ValueCache as ValueCache
+from ._core import completed_future as completed_future
+from ._core import failed_future as failed_future
+from ._core import gather as gather
+from ._core import live_breakers as live_breakers
 from ._executor import ScheduledExecutor as ScheduledExecutor
 from ._executor import get_default_scheduled_executor as get_default_scheduled_executor
 from ._executor_statistics import ExecutorStatistics as ExecutorStatistics
 from ._executor_statistics import TimingStatistics as TimingStatistics
-from ._future import Future as Future
-from ._gather import gather as gather
 from ._gc import tune_gc as tune_gc
 from ._instrumentation import ChainedInstrumentation as ChainedInstrumentation
 from ._instrumentation import DataLoaderInstrumentation as DataLoaderInstrumentation
 from ._instrumentation import (
     DataLoaderInstrumentationContext as DataLoaderInstrumentationContext,
 )
-from ._new_futures import completed_future as completed_future
-from ._new_futures import failed_future as failed_future
 from ._pool import PoolStatistics as PoolStatistics
 from ._predicates import DISPATCH_ALWAYS as DISPATCH_ALWAYS
 from ._predicates import DISPATCH_NEVER as DISPATCH_NEVER
@@ -46,10 +49,7 @@ from ._scheduled_registry import (
     ScheduledDataLoaderRegistry as ScheduledDataLoaderRegistry,
 )
 from ._schedules import daily_at as daily_at
-from ._statistics import Statistics as Statistics
 from ._timer import ScheduledFuture as ScheduledFuture
-from ._value_cache import MISSING as MISSING
-from ._value_cache import ValueCache as ValueCache
 from ._worker import RestartableWorker as RestartableWorker
 from ._worker import WorkerState as WorkerState
 

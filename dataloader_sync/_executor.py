@@ -26,15 +26,13 @@ import time
 import weakref
 from typing import Any, Callable, Optional, TypeVar
 
-from . import _fork
+from ._core import Clock, P, _fork, check_callable, check_clock
+from ._core import Delay as Delay
+from ._core import seconds as _seconds
 from ._executor_statistics import ExecutorStatistics
 from ._pool import ElasticPool
-from ._time import Clock, check_callable, check_clock
-from ._time import Delay as Delay
-from ._time import seconds as _seconds
 from ._timer import Entry, Timer
 from ._timer import ScheduledFuture as ScheduledFuture
-from ._types import P
 
 __all__ = ["ScheduledExecutor", "ScheduledFuture", "get_default_scheduled_executor"]
 

@@ -47,8 +47,8 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Optional
 
-from ._batch import BatchLoaderEnvironment
-from ._hooks import (
+from ._core import (
+    BatchLoaderEnvironment,
     DataLoaderInstrumentationContext,
     begin_batch,
     begin_dispatch,
@@ -57,8 +57,8 @@ from ._hooks import (
     value_cache_lookup,
 )
 
-if TYPE_CHECKING:  # typing only; the loader's module does not import this one (it uses _hooks)
-    from ._dataloader import DataLoader
+if TYPE_CHECKING:  # typing only; the loader's module does not import this one (it uses _instrumentation_seam)
+    from ._core import DataLoader
 
 __all__ = ["ChainedInstrumentation", "DataLoaderInstrumentation", "DataLoaderInstrumentationContext"]
 

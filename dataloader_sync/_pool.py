@@ -40,9 +40,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from . import _fork
-from ._future import Future, abandon_in_child, settle
-from ._time import check_clock, seconds, wait_timeout
+from ._core import Future, _fork, abandon_in_child, check_clock, seconds, settle, wait_timeout
 
 __all__ = ["ElasticPool", "PoolStatistics"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import datetime
 from typing import Any, Callable
 
-from ._time import Delay
-from ._time import seconds as _seconds
+from ._core import Delay
+from ._core import seconds as _seconds
 
 __all__ = [
     "DISPATCH_ALWAYS",

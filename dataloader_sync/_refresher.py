@@ -25,12 +25,10 @@ import time
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Generic, TypeVar, cast
 
-from . import _fork
-from ._future import Future
+from ._core import Delay as Seconds
+from ._core import Future, _fork, check_callable, check_clock
+from ._core import seconds as _seconds
 from ._schedules import local_now
-from ._time import Delay as Seconds
-from ._time import check_callable, check_clock
-from ._time import seconds as _seconds
 
 __all__ = ["PeriodicRefresher", "RefresherStatistics", "refreshed_every"]
 

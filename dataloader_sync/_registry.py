@@ -27,14 +27,24 @@ from typing import (
     overload,
 )
 
-from ._dataloader import DataLoader
-from ._family import BoundBatch, family_key, family_label, family_options
-from ._hooks import check_instrumentation
+from ._core import (
+    BoundBatch,
+    DataLoader,
+    P,
+    Statistics,
+    Values,
+    check_instrumentation,
+    check_sync,
+    family_key,
+    family_label,
+    family_options,
+    registered,
+    report_queued,
+    unwatch,
+    watch,
+    watched_by,
+)
 from ._instrumentation import DataLoaderInstrumentation, for_new_registry
-from ._listeners import registered, report_queued, unwatch, watch, watched_by
-from ._statistics import Statistics
-from ._sync_only import check_sync
-from ._types import P, Values
 
 if TYPE_CHECKING:  # Python 3.9's typing has no Concatenate; annotations are never evaluated
     from typing_extensions import Concatenate

@@ -18,8 +18,8 @@ import inspect
 import logging
 from typing import Any, Callable
 
+from ._core import check_sync
 from ._registry import DataLoaderRegistry
-from ._sync_only import check_sync
 
 __all__ = ["RequestFactory", "close_quietly", "make_request_registry"]
 

@@ -40,13 +40,12 @@ import logging
 import weakref
 from typing import Any, Callable, Optional, Union
 
-from ._dataloader import DataLoader
+from ._core import DataLoader, left_to_execution
+from ._core import seconds as _seconds
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 from ._instrumentation import DataLoaderInstrumentation
-from ._listeners import left_to_execution
 from ._predicates import DISPATCH_ALWAYS, DispatchPredicate, as_predicate
 from ._registry import DataLoaderRegistry, check_entry
-from ._time import seconds as _seconds
 
 __all__ = ["ScheduledDataLoaderRegistry"]
 

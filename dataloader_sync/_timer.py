@@ -40,10 +40,8 @@ import threading
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from . import _fork
+from ._core import Clock, Future, _fork, abandon_in_child, renew_lock_in_child, settle, wait_timeout
 from ._executor_statistics import ExecutorStatistics, Window
-from ._future import Future, abandon_in_child, renew_lock_in_child, settle
-from ._time import Clock, wait_timeout
 
 __all__ = ["Entry", "ScheduledFuture", "Timer"]
 

@@ -32,9 +32,8 @@ import threading
 import time
 from typing import Callable
 
-from . import _fork
-from ._time import Delay, check_clock, wait_timeout
-from ._time import seconds as _seconds
+from ._core import Delay, _fork, check_clock, wait_timeout
+from ._core import seconds as _seconds
 
 __all__ = ["RestartableWorker", "WorkerState"]
 

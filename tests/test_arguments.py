@@ -32,8 +32,8 @@ from dataloader_sync import (
     refreshed_every,
     tune_gc,
 )
+from dataloader_sync._core._time import seconds
 from dataloader_sync._pool import ElasticPool
-from dataloader_sync._time import seconds
 
 
 def _noop() -> None:

@@ -1,4 +1,4 @@
-"""Awaiting loader futures on asyncio loops (dataloader_sync/_asyncio_bridge.py), plain asyncio and graphql-core.
+"""Awaiting loader futures on asyncio loops (dataloader_sync/_core/_asyncio_bridge.py), plain asyncio and graphql-core.
 
 Every await is bounded (``asyncio.wait_for`` or ``bounded``); the loop's
 wake-ups from other threads are counted on a real selector loop whose
@@ -17,7 +17,7 @@ from graphql import build_schema, graphql
 from loop_runner import run_on
 
 from dataloader_sync import DataLoader, DataLoaderRegistry, gather
-from dataloader_sync import _asyncio_bridge as bridge
+from dataloader_sync._core import _asyncio_bridge as bridge
 
 T = TypeVar("T")
 TIMEOUT = 10.0

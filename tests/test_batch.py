@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from dataloader_sync import Future
-from dataloader_sync._batch import DispatchSink, KeyQueue
+from dataloader_sync._core._batch_shapes import DispatchSink, KeyQueue
 
 
 def _futures(n):

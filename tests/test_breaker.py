@@ -1,4 +1,4 @@
-"""dataloader_sync._breaker: the outage breaker of the shared caches, on a fake clock (no sleeps)."""
+"""dataloader_sync._core._breaker: the outage breaker of the shared caches, on a fake clock (no sleeps)."""
 from __future__ import annotations
 
 import gc
@@ -12,7 +12,7 @@ import threading
 import pytest
 from conftest import FakeClock
 
-from dataloader_sync._breaker import Breaker, live_breakers
+from dataloader_sync._core._breaker import Breaker, live_breakers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -96,7 +96,7 @@ def test_live_breakers_holds_breakers_weakly():
 
 CHILD = textwrap.dedent("""
     import os, threading
-    from dataloader_sync._breaker import Breaker
+    from dataloader_sync._core._breaker import Breaker
     b = Breaker("fork", 3600.0)  # open for the whole test, however slow the machine
     b.failed(ConnectionError("x"))
     bad = 0

@@ -1,4 +1,4 @@
-"""dataloader_sync._cache_tier: which breaker and single-flight table a value cache carries; the shared checks."""
+"""dataloader_sync._core._cache_tier: which breaker and single-flight table a value cache carries; the shared checks."""
 from __future__ import annotations
 
 import gc
@@ -8,8 +8,8 @@ import pytest
 from conftest import FakeClock
 
 from dataloader_sync import Breaker
-from dataloader_sync._breaker import live_breakers
-from dataloader_sync._cache_tier import (
+from dataloader_sync._core._breaker import live_breakers
+from dataloader_sync._core._cache_tier import (
     DEFAULT_COOL_DOWN,
     breaker_of,
     check_negative_ttl,
@@ -19,7 +19,7 @@ from dataloader_sync._cache_tier import (
     make_single_flight,
     ttl_of,
 )
-from dataloader_sync._single_flight import SingleFlight
+from dataloader_sync._core._single_flight import SingleFlight
 
 
 class Plain:

@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._dataloader (DataLoader), ported from java-dataloader.
+"""Tests for dataloader_sync._core._dataloader (DataLoader), ported from java-dataloader.
 
 Scenarios follow java-dataloader's DataLoaderTest, DataLoaderBatchLoaderEnvironmentTest,
 DataLoaderCacheMapTest and DataLoaderTimeTest where they apply to DESIGN §2, plus the
@@ -32,7 +32,7 @@ from dataloader_sync import (
     failed_future,
     gather,
 )
-from dataloader_sync._dispatch_scope import current_scope, using_scope
+from dataloader_sync._core._dispatch_scope import current_scope, using_scope
 
 TIMEOUT = 10.0  # generous upper bound for anything that should be quick
 
@@ -2104,7 +2104,7 @@ def test_DataLoader_prime_with_a_pending_load_of_another_loader_dispatches_it_on
 
 def wait_until_blocked_on(fut: Future) -> None:
     """Return once a thread sleeps in fut.result()/exception() (on its Blocker; CPython internals)."""
-    from dataloader_sync._demand import Blocker
+    from dataloader_sync._core._sync_on_demand import Blocker
 
     deadline = time.monotonic() + TIMEOUT
     pause = threading.Event()
@@ -2258,7 +2258,7 @@ def test_DataLoader_threads_blocking_on_chains_while_others_dispatch_lose_no_key
 
 
 def test_DataLoader_concurrent_futures_wait_follows_a_chain_that_moves_while_it_sleeps():
-    from dataloader_sync._demand import _DrivingEvent
+    from dataloader_sync._core._sync_on_demand import _DrivingEvent
 
     def waiting_in_cf_wait() -> bool:
         return any(isinstance(getattr(w, "event", None), _DrivingEvent) and w.event._cond._waiters

@@ -26,7 +26,8 @@ from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from redis_server import RedisServer, _free_port, redis_server, running_redis_server  # noqa: F401
 from value_cache_helpers import load_all, warnings_of
 
-from dataloader_sync import MISSING, DataLoader, _value_cache
+from dataloader_sync import MISSING, DataLoader
+from dataloader_sync._core import _value_cache
 
 TIMEOUT = 10.0
 LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "value-cache-tests"}

@@ -80,7 +80,7 @@ def test_the_blocking_warning_and_the_awaitable_message_are_quoted(caplog: Any) 
 def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_quoted() -> None:
     from graphql import build_schema, graphql_sync
 
-    from dataloader_sync._future import NOT_OUR_EXECUTION
+    from dataloader_sync._core._future import NOT_OUR_EXECUTION
 
     schema = build_schema("type Query { items: [Item!]! } type Item { id: Int! }")
     loader = DataLoader(lambda keys: [{"id": k} for k in keys])

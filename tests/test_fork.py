@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from dataloader_sync import _fork
+from dataloader_sync._core import _fork
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -24,7 +24,7 @@ def test_fork_hooks_run_in_tracking_order_around_every_fork():
     proc = _run_script(
         """
         import os, sys
-        from dataloader_sync import _fork
+        from dataloader_sync._core import _fork
         calls = []
         class Tracked:
             def __init__(self, name):
@@ -53,7 +53,7 @@ def test_fork_one_failing_repair_does_not_stop_the_others():
     proc = _run_script(
         """
         import os, sys
-        from dataloader_sync import _fork
+        from dataloader_sync._core import _fork
         repaired = []
         class Broken:
             def _after_fork_in_child(self):

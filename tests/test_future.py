@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._future: the lean Future, then, gather.
+"""Tests for dataloader_sync._core._future: the lean Future, then, gather.
 
 The lean ``Future`` must behave like ``concurrent.futures.Future``: the shared
 contract below runs over both classes.
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from dataloader_sync import Future, completed_future, failed_future, gather
-from dataloader_sync._dispatch_scope import current_scope, using_scope
+from dataloader_sync._core._dispatch_scope import current_scope, using_scope
 
 TIMEOUT = 10.0
 

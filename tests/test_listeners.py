@@ -1,11 +1,11 @@
-"""Tests for dataloader_sync._listeners and the registry's seam for executions (holds, wake_tickers)."""
+"""Tests for dataloader_sync._core._listeners and the registry's seam for executions (holds, wake_tickers)."""
 from __future__ import annotations
 
 import pytest
 
 from dataloader_sync import DataLoader, DataLoaderRegistry, ScheduledDataLoaderRegistry, ScheduledExecutor
-from dataloader_sync._dispatch_scope import using_scope
-from dataloader_sync._listeners import left_to_execution
+from dataloader_sync._core._dispatch_scope import using_scope
+from dataloader_sync._core._listeners import left_to_execution
 from dataloader_sync._registry import holds, wake_tickers
 
 WAIT = 10.0

@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._load_local: loads answered at load time by a value cache's local tier
+"""Tests for dataloader_sync._core._load_local: loads answered at load time by a value cache's local tier
 (``ValueCache.get_local_values``), with a ValueCache of the test's own.
 
 The Redis near cache's side (no command sent, invalidations of another
@@ -14,8 +14,9 @@ from typing import Any, Optional
 import pytest
 from test_value_cache import DictValueCache, Recorder
 
-from dataloader_sync import MISSING, DataLoader, _value_cache, completed_future, failed_future
-from dataloader_sync._future import Future
+from dataloader_sync import MISSING, DataLoader, completed_future, failed_future
+from dataloader_sync._core import _value_cache
+from dataloader_sync._core._future import Future
 
 TIMEOUT = 10.0
 

@@ -190,7 +190,7 @@ def _failed_future(keys):
 @pytest.mark.parametrize("batch, error_type", [
     (_raises, "ConnectionError"),
     (_failed_future, "ConnectionError"),
-    (lambda keys: [], "dataloader_sync._batch.BatchLoadError"),
+    (lambda keys: [], "dataloader_sync._core._batch_shapes.BatchLoadError"),
 ])
 def test_OpenTelemetryInstrumentation_a_failed_batch_is_an_error_span_with_the_exception(
         exporter, instrumentation, batch, error_type):

@@ -168,7 +168,7 @@ def _failed_future(keys):
 @pytest.mark.parametrize("batch, error_type", [
     (_raises, "ConnectionError"),
     (_failed_future, "ConnectionError"),
-    (lambda keys: [], "dataloader_sync._batch.BatchLoadError"),
+    (lambda keys: [], "dataloader_sync._core._batch_shapes.BatchLoadError"),
 ])
 def test_OpenTelemetryMetrics_a_failed_batch_has_error_type(reader, metrics, batch, error_type):
     loader = DataLoader(batch, name="users", instrumentation=metrics)

@@ -3,7 +3,10 @@
 - No import cycle between its modules, counting every import (typing-only and
   lazy ones too), nor between its folders (the core and each integration).
 - Each ``DataLoader`` field is declared in one Protocol at most (the loader's
-  friend modules read it through ``_loader_state.LoaderState``).
+  friend modules read it through ``_core/_loader_state.LoaderState``).
+- No module outside ``_core/`` reads a private attribute of a class defined
+  in ``_core/`` (the loader, its futures and the modules around them), and
+  ``_core/`` imports nothing from beside it.
 - Long functions stay few (at most 3 over 60 lines).
 - docs/design.rst's module map names every module of the package, and
   nothing that is not one.
@@ -15,6 +18,7 @@ watch, not asserted here.
 from __future__ import annotations
 
 import ast
+import concurrent.futures as cf
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +28,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "dataloader_sync"
+CORE = PACKAGE / "_core"
 DESIGN = ROOT / "docs" / "design.rst"
 
 
@@ -121,7 +126,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def folder_of(name: str) -> str:
-    """The folder a module lives in: ``dataloader_sync`` (the core) or ``dataloader_sync.graphql`` etc."""
+    """The folder a module lives in: ``dataloader_sync``, ``dataloader_sync._core`` (the two of the core)
+    or ``dataloader_sync.graphql`` etc."""
     path = modules()[name]
     return ".".join(path.parent.relative_to(ROOT).parts)
 
@@ -140,7 +146,7 @@ def _class(tree: ast.Module, name: str) -> ast.ClassDef:
 
 def dataloader_members() -> set[str]:
     """DataLoader's fields (``self.x = ...`` in its methods) and its methods and properties."""
-    cls = _class(ast.parse((PACKAGE / "_dataloader.py").read_text()), "DataLoader")
+    cls = _class(ast.parse((CORE / "_dataloader.py").read_text()), "DataLoader")
     members = {n.name for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(cls):
         targets: list[ast.expr] = []
@@ -214,11 +220,49 @@ def package_files() -> set[str]:
     return {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")}
 
 
-def cross_module_private_reads() -> list[tuple[str, int, str]]:
+#: ``concurrent.futures.Future``'s own fields (``_state``, ``_result``, ``_exception``, ...): ``Future`` is one
+#: and inherits them, and graphql/'s execution loop reads a done future's outcome through them as CPython's
+#: Future keeps them (``_state`` written last), without a call per load. They are the standard library's, not
+#: a ``_core`` class's, so the boundary check leaves them out.
+STDLIB_FUTURE_FIELDS = {name for name in vars(cf.Future()) if name.startswith("_") and not name.startswith("__")}
+
+
+def core_private_names(root: Path = CORE) -> set[str]:
+    """The private attributes of the classes defined under *root*: their ``_x`` methods, class attributes and
+    ``self._x`` fields (Protocols left out: they describe a class, they define none), less the fields a
+    ``_core`` class inherits from ``concurrent.futures.Future`` (``STDLIB_FUTURE_FIELDS``)."""
+    names: set[str] = set()
+    for path in sorted(root.rglob("*.py")):
+        for cls in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(cls, ast.ClassDef) or _is_protocol(cls):
+                continue
+            for node in ast.walk(cls):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node in cls.body:
+                    names.add(node.name)
+                elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node in cls.body:
+                    names.add(node.target.id)
+                elif isinstance(node, ast.Assign) and node in cls.body:
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                        and node.value.id in ("self", "cls") and isinstance(node.ctx, ast.Store):
+                    names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")} - STDLIB_FUTURE_FIELDS
+
+
+def reads_across_the_core_boundary(package: Path = PACKAGE) -> list[tuple[str, int, str]]:
+    """Reads, by a module outside *package*'s ``_core/``, of a private attribute of a class defined in it."""
+    root = package / "_core"
+    private = core_private_names(root)
+    inside = {str(p.relative_to(package)) for p in root.rglob("*.py")}
+    return [(where, line, attr) for where, line, attr in cross_module_private_reads(package)
+            if where not in inside and attr in private]
+
+
+def cross_module_private_reads(package: Path = PACKAGE) -> list[tuple[str, int, str]]:
     """Reads of ``x._name`` where *x* is not ``self``/``cls`` and no class or function of the reading module
     defines ``_name``: another module's private attribute (an estimate, by name)."""
     out = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(package.rglob("*.py")):
         tree = ast.parse(path.read_text())
         own: set[str] = set()
         declared: set[int] = set()
@@ -240,7 +284,7 @@ def cross_module_private_reads() -> list[tuple[str, int, str]]:
             if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
                     and not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"))
                     and node.attr not in own):
-                out.append((str(path.relative_to(PACKAGE)), node.lineno, node.attr))
+                out.append((str(path.relative_to(package)), node.lineno, node.attr))
     return out
 
 
@@ -269,8 +313,29 @@ def test_every_known_arrow_still_closes_a_cycle() -> None:
 
 def test_the_core_imports_no_integration() -> None:
     graph = import_graph()
-    core = {name for name in graph if folder_of(name) == "dataloader_sync"}
+    core = {name for name in graph if folder_of(name) in ("dataloader_sync", "dataloader_sync._core")}
     assert {(name, m) for name in core for m in graph[name] if m not in core} == set()
+
+
+def test_the_core_folder_imports_nothing_from_beside_it() -> None:
+    graph = import_graph()
+    inside = {name for name in graph if folder_of(name) == "dataloader_sync._core"}
+    assert inside, "the _core/ folder is found"
+    assert {(name, m) for name in inside for m in graph[name] if m not in inside} == set()
+
+
+def test_no_module_outside_the_core_reads_a_private_attribute_of_a_core_class() -> None:
+    assert {"_lock", "_queue", "_ticket", "_follow", "_batch"} <= core_private_names(), "the core's classes are read"
+    assert reads_across_the_core_boundary() == []
+
+
+def test_the_boundary_check_finds_a_read_across_it(tmp_path: Path) -> None:
+    package = tmp_path / "dataloader_sync"
+    (package / "_core").mkdir(parents=True)
+    (package / "_core" / "_thing.py").write_text("class Thing:\n    def __init__(self):\n        self._secret = 1\n")
+    (package / "_user.py").write_text("def peek(thing):\n    return thing._secret\n")
+    (package / "_core" / "_friend.py").write_text("def peek(thing):\n    return thing._secret\n")
+    assert reads_across_the_core_boundary(package) == [("_user.py", 2, "_secret")]
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
@@ -303,3 +368,7 @@ def test_the_module_map_reader_reads_only_its_section() -> None:
 if __name__ == "__main__":
     reads = cross_module_private_reads()
     print(f"{len(reads)} reads of another module's private attributes")
+    across = reads_across_the_core_boundary()
+    print(f"{len(across)} of a _core class's, from outside _core/")
+    for where, line, attr in across:
+        print(f"  {where}:{line} {attr}")

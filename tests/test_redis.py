@@ -30,7 +30,8 @@ from redis.retry import Retry  # noqa: E402
 from redis_server import RedisServer, redis_cluster, redis_server, running_redis_server  # noqa: E402,F401
 from value_cache_helpers import load_all, warnings_of  # noqa: E402
 
-from dataloader_sync import MISSING, DataLoader, _value_cache  # noqa: E402
+from dataloader_sync import MISSING, DataLoader  # noqa: E402
+from dataloader_sync._core import _value_cache  # noqa: E402
 from dataloader_sync.redis import RedisValueCache  # noqa: E402
 from dataloader_sync.redis import _value_cache as redis_value_cache  # noqa: E402
 
@@ -559,7 +560,7 @@ def test_RedisValueCache_frozen_server_costs_one_timeout_per_cool_down_not_one_p
 
 
 def test_RedisValueCache_breakers_are_live_and_named_after_the_prefix(client):
-    from dataloader_sync._breaker import live_breakers
+    from dataloader_sync._core._breaker import live_breakers
 
     vc = RedisValueCache(client, prefix="named:")
     assert vc.breaker is not None and vc.breaker.name == "named:" and not vc.breaker.is_open

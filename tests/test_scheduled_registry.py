@@ -550,7 +550,7 @@ def test_ScheduledDataLoaderRegistry_a_blocking_wait_dispatches_its_own_loader_w
 
 
 def test_ScheduledDataLoaderRegistry_tick_leaves_a_loader_to_a_scope_that_dispatches_itself(executor):
-    from dataloader_sync._dispatch_scope import using_scope
+    from dataloader_sync._core._dispatch_scope import using_scope
 
     class Execution:
         """A dispatch scope at work on a level (as DataLoaderExecutionContext's)."""
@@ -578,7 +578,7 @@ def test_ScheduledDataLoaderRegistry_tick_leaves_a_loader_to_a_scope_that_dispat
 
 
 def test_ScheduledDataLoaderRegistry_ticker_sleeps_while_every_queued_key_is_an_executions(executor):
-    from dataloader_sync._dispatch_scope import using_scope
+    from dataloader_sync._core._dispatch_scope import using_scope
 
     class Execution:
         dispatches_itself = True
@@ -620,7 +620,7 @@ def test_ScheduledDataLoaderRegistry_ticker_sleeps_while_every_queued_key_is_an_
 
 
 def test_ScheduledDataLoaderRegistry_a_load_that_cannot_wake_the_ticker_still_loads(caplog):
-    from dataloader_sync._dispatch_scope import using_scope
+    from dataloader_sync._core._dispatch_scope import using_scope
 
     class Execution:
         dispatches_itself = True

@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._shared_keys: the names of cache keys in shared stores."""
+"""Tests for dataloader_sync._key_strings: the names of cache keys in shared stores."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from dataloader_sync._shared_keys import encode_key
+from dataloader_sync._key_strings import encode_key
 
 KEYS = [0, 1, -1, 10**30, True, False, 1.0, 1.5, float("inf"), None, "", "1", "true", "null", 'a"b', "é\n",
         (), (1,), (1, 2), (2, 1), ("1", 2), (1, (2,)), ((1, 2),), b"", b"1", uuid.UUID(int=1), (uuid.UUID(int=1), b"x")]
@@ -32,7 +32,7 @@ def test_encode_key_refuses_keys_without_a_stable_name(key):
 
 
 def test_encode_key_is_the_same_in_another_process_with_another_hash_seed():
-    code = ("import json, uuid\nfrom dataloader_sync._shared_keys import encode_key\n"
+    code = ("import json, uuid\nfrom dataloader_sync._key_strings import encode_key\n"
             "print(json.dumps([encode_key(k) for k in [('ann', 1), 'str', b'b', uuid.UUID(int=3), 2.5]]))")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     outs = set()

@@ -105,7 +105,7 @@ def test_a_queued_load_allocates_no_lock_for_the_cyclic_gc_to_track():
 def test_a_queued_load_makes_the_same_future_as_loader_future_and_as_Future_init():
     # load() has loader_future's stores inline, and loader_future has Future.__init__'s:
     # each copy sets the same attributes, in the same order (their instances share a layout).
-    from dataloader_sync._new_futures import LoaderFuture, loader_future
+    from dataloader_sync._core._new_futures import LoaderFuture, loader_future
 
     loader = DataLoader(echo)
     fut = loader.load(1)

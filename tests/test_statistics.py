@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._statistics (Statistics), after java-dataloader's DataLoaderStatsTest."""
+"""Tests for dataloader_sync._core._statistics (Statistics), after java-dataloader's DataLoaderStatsTest."""
 from __future__ import annotations
 
 import dataclasses

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from dataloader_sync import DataLoader, DataLoaderRegistry
+from dataloader_sync._core._sync_only import is_async_callable
 from dataloader_sync._request_registry import RequestFactory
-from dataloader_sync._sync_only import is_async_callable
 
 FIX = ("write it with def (it runs on a thread: call your async code with asyncio.run() "
        "or asgiref's async_to_sync inside it)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 
-import dataloader_sync._dataloader as dataloader_module
+import dataloader_sync._core._dataloader as dataloader_module
 from dataloader_sync import DataLoader
 
 Params = list[tuple[str, str, str]]  # (name, kind, default as source)
@@ -37,7 +37,7 @@ def _keyword_params(fn: ast.FunctionDef) -> Params:
 
 
 def test_DataLoader_init_overloads_carry_every_parameter_of_the_implementation():
-    from dataloader_sync._dataloader import LoaderOptions
+    from dataloader_sync._core._dataloader import LoaderOptions
 
     defs = _init_defs()
     overloads = [fn for fn in defs if _is_overload(fn)]

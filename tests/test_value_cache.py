@@ -1,4 +1,4 @@
-"""Tests for dataloader_sync._value_cache (ValueCache, MISSING) and DataLoader(value_cache=).
+"""Tests for dataloader_sync._core._value_cache (ValueCache, MISSING) and DataLoader(value_cache=).
 
 ``DictValueCache`` is a complete in-process ValueCache over a dict, recording
 its calls; the Redis and Django implementations are tested against real
@@ -20,7 +20,8 @@ import pytest
 from value_cache_helpers import warnings_of
 
 import dataloader_sync
-from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, _value_cache, failed_future
+from dataloader_sync import MISSING, DataLoader, Statistics, ValueCache, failed_future
+from dataloader_sync._core import _value_cache
 
 TIMEOUT = 10.0
 
@@ -458,7 +459,7 @@ def test_FailureLog_warns_again_after_the_interval_with_the_count_in_between(cap
 
 FORK_WHILE_LOCKED = """
 import os, signal, sys
-from dataloader_sync import _value_cache
+from dataloader_sync._core import _value_cache
 
 log = _value_cache.FAILURES
 bad = 0
@@ -490,7 +491,7 @@ def test_FailureLog_works_in_a_child_forked_while_its_lock_was_held():
 
 # -- the breaker in front of a user's own cache ---------------------------------------------------
 def test_DataLoader_user_value_cache_gets_a_breaker_of_its_own(caplog):
-    from dataloader_sync._breaker import live_breakers
+    from dataloader_sync._core._breaker import live_breakers
 
     vc = BrokenValueCache()
     batch = Recorder()
@@ -505,7 +506,7 @@ def test_DataLoader_user_value_cache_gets_a_breaker_of_its_own(caplog):
 def test_DataLoader_user_value_cache_breaker_attribute_chooses_its_breaker():
     from conftest import FakeClock
 
-    from dataloader_sync._breaker import Breaker
+    from dataloader_sync._core._breaker import Breaker
 
     clock = FakeClock()
 
@@ -539,7 +540,7 @@ class CountingFlights:
     """A SingleFlight that says how many keys joined flights (owners and waiters), for the tests to wait on."""
 
     def __new__(cls, timeout: float = 10.0) -> Any:
-        from dataloader_sync._single_flight import SingleFlight
+        from dataloader_sync._core._single_flight import SingleFlight
 
         class Counting(SingleFlight):
             def __init__(self) -> None:
@@ -639,7 +640,7 @@ def test_DataLoader_single_flight_failure_releases_the_waiters_to_load_themselve
 
 
 def test_DataLoader_single_flight_waiter_waits_at_most_the_timeout_then_loads_itself():
-    from dataloader_sync._single_flight import SingleFlight
+    from dataloader_sync._core._single_flight import SingleFlight
 
     vc = DictValueCache()
     vc.flights = SingleFlight(0.2)  # type: ignore[attr-defined]
@@ -671,7 +672,7 @@ def test_DataLoader_single_flight_waiter_waits_at_most_the_timeout_then_loads_it
 
 
 def test_DataLoader_single_flight_never_waits_for_a_flight_of_its_own_thread():
-    from dataloader_sync._single_flight import SingleFlight
+    from dataloader_sync._core._single_flight import SingleFlight
 
     vc = DictValueCache()
     vc.flights = SingleFlight(600.0)  # waiting would outlast the test's timeout
@@ -696,7 +697,7 @@ def test_DataLoader_single_flight_never_waits_for_a_flight_of_its_own_thread():
 
 
 def test_DataLoader_single_flight_dispatch_future_holds_hits_owned_and_waited_keys_in_order():
-    from dataloader_sync._single_flight import SingleFlight
+    from dataloader_sync._core._single_flight import SingleFlight
 
     vc = DictValueCache({"hit": "cached"})
     vc.flights = SingleFlight(10.0)  # type: ignore[attr-defined]
@@ -730,7 +731,7 @@ def test_DataLoader_single_flight_dispatch_future_holds_hits_owned_and_waited_ke
 
 def test_DataLoader_single_flight_two_requests_owning_what_the_other_waits_for_do_not_hold_each_other_up():
     from dataloader_sync import Future
-    from dataloader_sync._single_flight import SingleFlight
+    from dataloader_sync._core._single_flight import SingleFlight
 
     vc = DictValueCache()
     vc.flights = SingleFlight(600.0)  # waiting for each other would outlast the test's timeout
@@ -771,7 +772,7 @@ def test_DataLoader_single_flight_two_requests_owning_what_the_other_waits_for_d
 SINGLE_FLIGHT_FORKS = textwrap.dedent("""
     import os, threading
     from dataloader_sync import MISSING, DataLoader, ValueCache
-    from dataloader_sync._single_flight import SingleFlight
+    from dataloader_sync._core._single_flight import SingleFlight
 
     class Dict(ValueCache):
         def __init__(self): self.data = {}

@@ -66,6 +66,8 @@ def part_of(filename: str, function: str) -> str:
     if "dataloader_sync" + os.sep not in filename:
         return CORE if ("graphql" in filename or "graphene" in filename) else OTHER
     module = filename.rsplit("dataloader_sync" + os.sep, 1)[1].replace(os.sep, "/")
+    if module.startswith("_core/"):  # the loader and its futures (a flat checkout has them at the top)
+        module = module[len("_core/"):]
     if function in _BY_NAME and (module.startswith("graphql/") or _BY_NAME[function] is not RESUME):
         return _BY_NAME[function]
     if module.startswith("graphql/"):

@@ -276,8 +276,8 @@ def _cached(batch: Any, rounds: int) -> tuple[float, float]:
 
 def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tuple[str, Any, str]]:
     """The steps of a hit (``tools/bench.py --value-cache`` prints them under the hit rows)."""
-    from dataloader_sync import _value_cache
-    from dataloader_sync._shared_keys import encode_key
+    from dataloader_sync._core import _value_cache
+    from dataloader_sync._key_strings import encode_key
     from dataloader_sync.redis import _value_cache as redis_value_cache
 
     prefix = "bench:book:"

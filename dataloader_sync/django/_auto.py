@@ -57,7 +57,7 @@ from typing import Any, Callable, Optional, Union
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor, ReverseOneToOneDescriptor
 
-from .._dataloader import DataLoader
+from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic

@@ -38,8 +38,7 @@ from typing import Any, Callable, Optional
 
 from django.db import connections
 
-from .._batch import BatchLoaderEnvironment
-from .._dataloader import DataLoader
+from .._core import BatchLoaderEnvironment, DataLoader
 from .._instrumentation import (
     DataLoaderInstrumentation,
     reset_context_instrumentation,

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Callable, Optional, Protocol
 
-from .._dataloader import DataLoader
+from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 
 __all__ = ["ConnectionRequest", "connection_loader", "requesting"]

@@ -44,7 +44,7 @@ from django.db import router
 from django.db.models import F, Model, QuerySet, Window
 from django.db.models.functions import RowNumber
 
-from .._dataloader import DataLoader
+from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._connections import batch_connection

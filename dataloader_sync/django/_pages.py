@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 from django.db import models
 from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
-from .._dataloader import DataLoader
+from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
 from ._orm import keys_by_database, unlinked

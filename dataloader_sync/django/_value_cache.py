@@ -4,7 +4,7 @@ Guarantees:
 - ``get_values`` is one ``get_many``; ``set_values`` one ``set_many``: one
   round trip each on Django's Redis and memcached backends.
 - A cache key is ``prefix`` followed by the loader's cache key as compact
-  JSON (``dataloader_sync._shared_keys``), percent-encoded where memcached
+  JSON (``dataloader_sync._key_strings``), percent-encoded where memcached
   would refuse a character (spaces, control characters, ``%``, ``#`` and
   non-ASCII), and replaced by ``#`` + its SHA-256 when longer than 200
   characters: distinct keys give distinct cache keys, the same in every
@@ -49,18 +49,20 @@ from urllib.parse import quote
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 
-from .._cache_tier import (
+from .._core import (
     DEFAULT_COOL_DOWN,
+    MISSING,
+    FailureLog,
+    ValueCache,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
     make_breaker,
     make_single_flight,
+    seconds,
     ttl_of,
 )
-from .._shared_keys import encode_key
-from .._time import seconds
-from .._value_cache import MISSING, FailureLog, ValueCache
+from .._key_strings import encode_key
 
 _BAD_TTL = FailureLog()  # values the ttl callable could not give a ttl, per cache
 LEASE_TTL = 60  # seconds a lease stands in for a value at most by default (whole seconds, as Django keeps them)

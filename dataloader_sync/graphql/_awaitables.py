@@ -38,8 +38,7 @@ import inspect
 from types import AsyncGeneratorType, CoroutineType, GeneratorType
 from typing import Any, Callable, Optional
 
-from .._asyncio_bridge import start_driving, stop_driving
-from .._future import Future, settle
+from .._core import Future, following, settle, start_driving, stop_driving
 from ._promises import PromiseType
 
 __all__ = [
@@ -209,8 +208,7 @@ def drive(coro: Any) -> Any:
     if not isinstance(yielded, Future):
         _discard(coro)
         raise AwaitableNotSupportedError(MESSAGE)
-    ready: Future[Any] = Future()
-    ready._follow = yielded  # a thread blocking on the field's future drives the awaited load (_demand)
+    ready: Future[Any] = following(yielded)  # a thread blocking on the field's future drives the awaited load
     yielded.add_done_callback(lambda _done: settle(ready, None, None))
     return ready.then(lambda _none: drive(coro))
 

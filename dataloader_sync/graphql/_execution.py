@@ -102,9 +102,8 @@ from typing import Any, Optional
 from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
 
-from .._dispatch_scope import reset_scope, set_scope
+from .._core import reset_scope, seconds, set_scope, wait_timeout
 from .._execution_levels import reset_levels, set_levels
-from .._time import seconds, wait_timeout
 from . import _compat
 from ._awaitables import (
     KNOWN_TYPE,

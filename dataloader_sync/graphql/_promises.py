@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._future import Future
+from .._core import Future
 
 __all__ = ["PromiseType", "settle"]
 

@@ -31,7 +31,7 @@ import threading
 import weakref
 from typing import Any
 
-from .._loader_cache import cached_beyond_queue
+from .._core import cached_beyond_queue
 
 __all__ = ["check_reuse", "request_of"]
 

@@ -36,9 +36,11 @@ from typing import Any, Optional
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Histogram, Meter, MeterProvider, Observation
 
-from .._batch import BatchLoaderEnvironment
-from .._breaker import live_breakers  # the core's, also dataloader_sync.live_breakers
-from .._dataloader import DataLoader
+from .._core import (
+    BatchLoaderEnvironment,
+    DataLoader,
+    live_breakers,  # the core's, also dataloader_sync.live_breakers
+)
 from .._instrumentation import DataLoaderInstrumentation, DataLoaderInstrumentationContext
 from ._spans import error_type, loader_name
 

@@ -31,8 +31,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .._batch import BatchLoaderEnvironment
-from .._dataloader import DataLoader
+from .._core import BatchLoaderEnvironment, DataLoader
 from .._instrumentation import (
     DataLoaderInstrumentation,
     DataLoaderInstrumentationContext,

@@ -47,11 +47,8 @@ from collections.abc import Hashable, Sequence
 from operator import itemgetter
 from typing import Any, Callable, Optional
 
-from .._breaker import Breaker
-from .._future import Future
-from .._new_futures import completed_future
-from .._shared_keys import encode_key
-from .._value_cache import MISSING, AllFinished, FailureLog
+from .._core import MISSING, AllFinished, Breaker, FailureLog, Future, completed_future
+from .._key_strings import encode_key
 
 __all__ = ["NearCache"]
 

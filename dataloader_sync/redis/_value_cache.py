@@ -4,7 +4,7 @@ Guarantees:
 - ``get_values`` is one ``MGET``; ``set_values`` is one pipelined round trip of
   ``SET key value [PX ttl]`` commands (no transaction: each key stands alone).
 - A Redis key is ``prefix`` followed by the cache key as compact JSON
-  (``dataloader_sync._shared_keys``): ``books:42``, ``books:"isbn-1"``,
+  (``dataloader_sync._key_strings``): ``books:42``, ``books:"isbn-1"``,
   ``books:[7,42]`` for the tuple ``(7, 42)``; distinct keys give distinct
   Redis keys, the same in every process.
 - Values are JSON unless ``dumps``/``loads`` are given — never pickle by
@@ -47,18 +47,21 @@ from collections.abc import Iterable, Sequence
 from itertools import compress, count
 from typing import Any, Callable, Optional
 
-from .._cache_tier import (
+from .._core import (
     DEFAULT_COOL_DOWN,
+    MISSING,
+    FailureLog,
+    ValueCache,
     check_negative_ttl,
     check_prefix,
     check_ttl_rule,
+    identical,
     make_breaker,
     make_single_flight,
+    seconds,
     ttl_of,
 )
-from .._shared_keys import encode_key
-from .._time import seconds
-from .._value_cache import MISSING, FailureLog, ValueCache, identical
+from .._key_strings import encode_key
 from ._near_cache import NearCache
 
 __all__ = ["RedisValueCache"]

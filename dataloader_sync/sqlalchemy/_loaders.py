@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Optional
 
-from .._dataloader import DataLoader
+from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._criteria import Clauses
 from ._models import load_model, model_key

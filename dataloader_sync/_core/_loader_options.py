@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, TypedDict
 
 from . import _value_cache
 from ._future import Future
-from ._hooks import InstrumentationHooks
+from ._instrumentation_seam import InstrumentationHooks
 from ._sync_only import check_sync
 from ._value_cache import ValueCache
 

@@ -25,10 +25,10 @@ Guarantees:
   child.  On an executor the library owns, the abandoned batch fails them on
   the repair thread (``Future._abandon_in_child``).  In every case, a child's
   thread that blocks on one (``result()``, ``concurrent.futures.wait``, a
-  ``then`` chain or a ``gather`` through it: see ``_demand``) fails it with a
+  ``then`` chain or a ``gather`` through it: see ``_sync_on_demand``) fails it with a
   ``CancelledError`` instead of waiting for ever, and evicts it: lazily, on
   first use.  How such a key is known: the ticket of its queue (see
-  ``_demand``) records the process generation (``_fork.generation``) in
+  ``_sync_on_demand``) records the process generation (``_fork.generation``) in
   which its loader took the queue; a pending future whose ticket was taken
   in another generation was dispatched by a parent.
 - Not covered: a ``then`` future whose callback was running on a parent
@@ -42,7 +42,7 @@ import concurrent.futures as cf
 from typing import Any, Optional
 
 from . import _fork
-from ._batch import KeyQueue
+from ._batch_shapes import KeyQueue
 from ._future import Future, settle
 from ._loader_state import LoaderState
 
@@ -82,7 +82,7 @@ def abandon(loader: LoaderState, fut: Future[Any]) -> bool:
 
     Its ticket was taken (its batch began) in a parent process, and *fut* is
     still pending: that batch ran on a thread the child does not have.
-    Called by ``_demand`` instead of waiting for ever; the cache is searched
+    Called by ``_sync_on_demand`` instead of waiting for ever; the cache is searched
     for *fut* (only on this path, the child's first use of such a key).
 
     Returns:

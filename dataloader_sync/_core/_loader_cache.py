@@ -21,10 +21,10 @@ from __future__ import annotations
 import concurrent.futures as cf
 from typing import Any, Optional
 
-from ._demand import Ticket
 from ._future import Future
 from ._loader_state import LoaderState
 from ._new_futures import completed_future, copy_outcome, failed_future
+from ._sync_on_demand import Ticket
 
 __all__ = ["cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional, Protocol
 
-from ._batch import BatchLoaderEnvironment
+from ._batch_shapes import BatchLoaderEnvironment
 
 __all__ = ["DataLoaderInstrumentationContext", "InstrumentationHooks"]
 

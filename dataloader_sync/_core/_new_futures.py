@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._future import Future, settle
 
-__all__ = ["LoaderFuture", "completed_future", "copy_outcome", "failed_future", "loader_future"]
+__all__ = ["LoaderFuture", "completed_future", "copy_outcome", "failed_future", "following", "loader_future"]
 
 T = TypeVar("T")
 
@@ -33,6 +33,14 @@ class LoaderFuture(Future[Any]):
         def __init__(self) -> None: ...
     else:
         __init__ = object.__init__  # the class call allocates, and runs nothing
+
+
+def following(source: Future[Any]) -> Future[T]:
+    """A new pending ``Future`` that follows *source* (``Drivable._follow``, see ``_sync_on_demand``):
+    a thread blocking on it drives the loads *source* waits on. Whoever makes it settles it."""
+    out: Future[T] = Future()
+    out._follow = source
+    return out
 
 
 def copy_outcome(src: cf.Future[Any], dst: Future[Any]) -> None:

@@ -26,7 +26,7 @@ Guarantees:
   each see their own; nothing is shared by accident between requests.
 - A load made with no current scope costs one ``ContextVar.get``.
 - A wait that dispatches a loader early (``result()`` on a key still queued,
-  see ``_demand``) tells the scope, so an execution can warn of resolvers
+  see ``_sync_on_demand``) tells the scope, so an execution can warn of resolvers
   that split a level into one batch per key.
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ class DispatchScope(Protocol):
     def dispatched_by_a_wait(self, loader: Any) -> None:
         """A thread blocked on a load of *loader* (``result()``) in this scope and dispatched it early.
 
-        Called by ``_demand`` outside every lock, only when such a wait sent a
+        Called by ``_sync_on_demand`` outside every lock, only when such a wait sent a
         batch: never on the path of a load or of a dispatch the scope's owner makes.
         """
 

@@ -46,7 +46,7 @@ from itertools import compress, count
 from operator import attrgetter
 from typing import Any, Optional
 
-from . import _hooks, _value_cache
+from . import _instrumentation_seam, _value_cache
 from ._future import Future
 from ._loader_state import LoaderState
 from ._value_cache import MISSING, AllFinished, identical, look_up_local
@@ -187,7 +187,7 @@ def tell(loader: LoaderState, hits: int) -> None:
     """Tell the loader's instrumentation of *hits* load-time hits (outside every lock)."""
     instrumentation = loader._instrumentation
     if instrumentation is not None and hits:
-        _hooks.value_cache_lookup(instrumentation, loader, hits, 0)
+        _instrumentation_seam.value_cache_lookup(instrumentation, loader, hits, 0)
 
 
 def load_one(loader: LoaderState, ck: Any) -> Optional[Future[Any]]:

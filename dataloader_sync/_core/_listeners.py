@@ -39,7 +39,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, Optional
 
-from ._hooks import InstrumentationHooks
+from ._instrumentation_seam import InstrumentationHooks
 from ._loader_state import Hearing, LoaderState
 
 __all__ = ["announce", "heard_locked", "left_to_execution", "registered", "report_queued", "unwatch", "watch",

@@ -37,7 +37,7 @@ from operator import attrgetter, is_
 from typing import Any, Optional
 
 from . import _load_local
-from ._batch import KeyQueue
+from ._batch_shapes import KeyQueue
 from ._dispatch_scope import current_scope
 from ._future import Future, settle
 from ._listeners import announce
@@ -239,7 +239,7 @@ def gathered(futures: list[Future[Any]], return_exceptions: bool) -> Future[list
         return completed_future([fut._result if exc is None else exc for fut, exc in zip(futures, errors)])
     many = Many(futures, return_exceptions)
     out = many.out
-    out._follow = many  # Drivable._follow (_demand's seam): blocking on the list drives its keys
+    out._follow = many  # Drivable._follow (_sync_on_demand's seam): blocking on the list drives its keys
     many.look()
     return out
 
@@ -257,7 +257,7 @@ class Many:
     fields need no lock.
 
     ``futures`` (the keys' futures, None once the list's future is decided)
-    is what a thread blocked on the list's future drives (``_demand``).
+    is what a thread blocked on the list's future drives (``_sync_on_demand``).
     """
 
     __slots__ = ("futures", "next", "out", "return_exceptions", "values")

@@ -39,7 +39,7 @@ Guarantees:
   anything else asking (graphql-core's ``is_awaitable`` in a synchronous
   execution that is not ``DataLoaderExecutionContext``) gets a ``TypeError``
   naming the fix (``NOT_OUR_EXECUTION``).
-- Sync on demand (see ``_demand``): blocking on a future (``result()``,
+- Sync on demand (see ``_sync_on_demand``): blocking on a future (``result()``,
   ``exception()``, ``concurrent.futures.wait``/``as_completed``) that waits,
   directly or through a ``then`` chain or a ``gather``, on a load its loader
   has not dispatched yet dispatches that loader, outside every lock, and
@@ -58,8 +58,8 @@ from contextvars import copy_context
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, overload
 
 from . import _asyncio_bridge, _fork
-from ._demand import drive_and_wait, waiters_for
 from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
+from ._sync_on_demand import drive_and_wait, waiters_for
 
 __all__ = ["NOT_OUR_EXECUTION", "USED_AS_VALUE", "Future", "abandon_in_child", "renew_lock_in_child", "settle",
            "settle_many"]
@@ -152,7 +152,7 @@ class Future(cf.Future[T], Generic[T]):
     # Condition: the lock protocol is _future_lock's (its table says who
     # may move _lock, and when).
     #
-    # Sync on demand (see _demand.py); class-level defaults, so a future that
+    # Sync on demand (see _sync_on_demand.py); class-level defaults, so a future that
     # needs none of them costs nothing:
     # _ticket: a loader future whose key is queued: its loader's ticket for that
     #   queue (it holds only a weak reference to the loader: no cycle through

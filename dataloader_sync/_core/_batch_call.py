@@ -37,15 +37,15 @@ from typing import (
     Optional,
 )
 
-from . import _hooks, _value_cache
-from ._batch import (
+from . import _instrumentation_seam, _value_cache
+from ._batch_shapes import (
     BatchLoaderEnvironment,
     BatchLoadError,
     DispatchSink,
     KeyQueue,
 )
 from ._future import Future, settle, settle_many
-from ._hooks import InstrumentationHooks
+from ._instrumentation_seam import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache
 
@@ -286,7 +286,7 @@ class BatchCall:
             self._value_cache_hit_count += n_hits
             self._value_cache_miss_count += n_keys - n_hits
         if self._instrumentation is not None:
-            _hooks.value_cache_lookup(self._instrumentation, self._loader(), n_hits, n_keys - n_hits)
+            _instrumentation_seam.value_cache_lookup(self._instrumentation, self._loader(), n_hits, n_keys - n_hits)
         if not n_hits:
             return Misses(range(n_keys), found is None)
         assert found is not None
@@ -356,7 +356,7 @@ class BatchCall:
         context = contextvars.copy_context()
         if instrumentation is not None:
             batch.instr_context = context.run(
-                _hooks.begin_batch, instrumentation, self._loader(), keys, env)
+                _instrumentation_seam.begin_batch, instrumentation, self._loader(), keys, env)
         if executor is None:
             return context.run(self._batch_load_fn, *args)
         if self._copies_context:
@@ -369,7 +369,7 @@ class BatchCall:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""
         context, batch.instr_context = batch.instr_context, None
         if context is not None:
-            _hooks.completed(context, result, error)
+            _instrumentation_seam.completed(context, result, error)
 
     def _environment(self, batch: KeyQueue) -> BatchLoaderEnvironment:
         context = self._context if self._context_provider is None else self._context_provider()

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ._batch import KeyQueue
+from ._batch_shapes import KeyQueue
 from ._dispatch_scope import current_scope
 from ._future import Future
 from ._listeners import announce, heard_locked

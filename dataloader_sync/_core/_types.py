@@ -38,8 +38,8 @@ from typing import (
     Union,
 )
 
-if TYPE_CHECKING:  # _batch imports _future, which imports this module
-    from ._batch import BatchLoaderEnvironment
+if TYPE_CHECKING:  # _batch_shapes imports _future, which imports this module
+    from ._batch_shapes import BatchLoaderEnvironment
 
 __all__ = [
     "EnvBatchFn",

@@ -8,7 +8,7 @@ Guarantees:
 - The gather fails with the first error in completion order (a cancelled
   future as ``CancelledError``) unless ``return_exceptions`` is true.
 - It holds its futures only while it is pending, for blocked drivers (sync
-  on demand, see ``_demand``: blocking on a gather dispatches the loaders of
+  on demand, see ``_sync_on_demand``: blocking on a gather dispatches the loaders of
   the loads it waits on); it lets go of them once done.
 """
 from __future__ import annotations
@@ -120,7 +120,7 @@ def gather(futures: Iterable[Any], *, return_exceptions: bool = False) -> Future
         return completed_future([])
     g = _Gather(futures, return_exceptions)
     distinct = list({id(f): f for f in futures}.values())  # each distinct future once
-    g.out._follow = g  # Drivable._follow (_demand's seam): blocking on the gather drives its futures
+    g.out._follow = g  # Drivable._follow (_sync_on_demand's seam): blocking on the gather drives its futures
     g.futures = distinct  # for blocked drivers; dropped when the gather completes
     done = g.done
     try:

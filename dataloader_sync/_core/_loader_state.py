@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Hashable, MutableMapping
 from typing import Any, Callable, NamedTuple, Optional, Protocol
 
-from ._batch import DispatchSink, KeyQueue
 from ._batch_call import BatchCall
-from ._demand import Ticket
+from ._batch_shapes import DispatchSink, KeyQueue
 from ._future import Future
-from ._hooks import InstrumentationHooks
+from ._instrumentation_seam import InstrumentationHooks
+from ._sync_on_demand import Ticket
 
 __all__ = ["Hearing", "LoaderState"]
 
@@ -62,7 +62,7 @@ class LoaderState(Protocol):
     _local: Optional[tuple[Any, Callable[[list[Any]], list[Any]], Any]]
     # -- the queue: written by the loader, and by _loader_fork (in a forked child) and _loader_cache (a cancel) --
     _queue: Optional[KeyQueue]  # None until a load queues a key (and once a dispatch took it)
-    _ticket: Optional[Ticket]  # made with _queue, stamped on its futures (_demand)
+    _ticket: Optional[Ticket]  # made with _queue, stamped on its futures (_sync_on_demand)
     _told: Any  # the dispatch scope told of the current queue, _listeners.MIXED, or None
     # -- the listeners' (_listeners): registries and instrumentation ---------------------
     # Flat pairs (weakref to a registry's _Queued, name, ...): one tuple per loader, not one per registration.

@@ -60,26 +60,26 @@ from typing import (
     overload,
 )
 
-from . import _fork, _hooks, _load_many, _loader_cache, _loader_fork
-from ._batch import (
+from . import _fork, _instrumentation_seam, _load_many, _loader_cache, _loader_fork
+from ._batch_call import BatchCall, BatchSettings, loader_label
+from ._batch_shapes import (
     BatchLoaderEnvironment,
     BatchLoadError,
     DispatchResult,
     DispatchSink,
     KeyQueue,
 )
-from ._batch_call import BatchCall, BatchSettings, loader_label
-from ._demand import Ticket
 from ._dispatch_scope import current_scope
-from ._family import BoundBatch
 from ._future import Future
-from ._hooks import InstrumentationHooks, check_instrumentation
+from ._instrumentation_seam import InstrumentationHooks, check_instrumentation
 from ._listeners import announce, heard_locked
 from ._load_any import load_any, unhashable
+from ._loader_family import BoundBatch
 from ._loader_options import LoaderOptions, check_arguments
 from ._loader_state import Hearing
 from ._new_futures import LoaderFuture, completed_future
 from ._statistics import Statistics
+from ._sync_on_demand import Ticket
 from ._sync_only import ASYNC_FLAGS, SYNC_CODE_TYPES, check_sync
 from ._time import check_clock
 from ._types import (
@@ -273,7 +273,8 @@ class DataLoader(Generic[K, V]):
         # futures they hold.
         self._lock = threading.RLock()
         # Made on first use (most loaders of a per-request registry are never used): _queue, None until a load
-        # queues a key (and once a dispatch took it), and _ticket, made with it, stamped on its futures (_demand).
+        # queues a key (and once a dispatch took it), and _ticket, made with it, stamped on its futures
+        # (_sync_on_demand).
         self._queue: Optional[KeyQueue] = None
         self._ticket: Optional[Ticket] = None
         self._ref = weakref.ref(self)  # shared by its tickets and its batch call; weak: no cycle
@@ -481,11 +482,11 @@ class DataLoader(Generic[K, V]):
             self._cache.clear()
         return self
 
-    # -- _demand's TicketLoader seam: a thread blocks on, or cancels, one of our futures --------
+    # -- _sync_on_demand's TicketLoader seam: a thread blocks on, or cancels, one of our futures --------
     def _dispatch_for(self, ticket: Ticket) -> bool:
         """Dispatch, if the keys stamped with *ticket* are still queued; True if it did.
 
-        Called by a thread blocked on one of those keys (see ``_demand``): a dispatch like any
+        Called by a thread blocked on one of those keys (see ``_sync_on_demand``): a dispatch like any
         other (instrumented as one), with every key queued on this loader.
         """
         if ticket is not self._ticket:  # a cheap first look; _take_queue decides under the lock
@@ -515,7 +516,7 @@ class DataLoader(Generic[K, V]):
         The one way a key enters the queue (``load()`` and ``_load_any.load_any`` inline its
         common case: one more key for a queue that holds keys): the queue and its ticket
         are made on the first load since a dispatch, each future is stamped with the ticket
-        (``_demand``), and ``_listeners.heard_locked`` says who is to hear of it, told by the
+        (``_sync_on_demand``), and ``_listeners.heard_locked`` says who is to hear of it, told by the
         caller once the lock is released (``_listeners.announce``).  A queued load is
         counted with its queue, when a dispatch takes it (``_take_queue``).
         """
@@ -592,15 +593,15 @@ class DataLoader(Generic[K, V]):
         instrumentation = self._instrumentation
         if instrumentation is None:
             return None
-        context = _hooks.begin_dispatch(instrumentation, self)
+        context = _instrumentation_seam.begin_dispatch(instrumentation, self)
         if context is None:
             return None
         try:
             result = self._dispatch_with_counts(ticket)
         except BaseException as exc:
-            _hooks.completed(context, None, exc)
+            _instrumentation_seam.completed(context, None, exc)
             raise
-        _hooks.completed(context, result, None)
+        _instrumentation_seam.completed(context, result, None)
         return result
 
     def _dispatch_with_counts(self, ticket: Optional[Ticket] = None) -> DispatchResult:

@@ -21,8 +21,8 @@ module.  The loop thread never runs a batch function and never blocks:
    is registered on its future.  Any other waiter (a ``then`` chain, a
    ``gather``, a load in flight elsewhere) sits in its future's waiter list
    (it speaks the protocol of ``concurrent.futures``' waiters, as
-   ``_demand.Blocker`` does) and the flush follows the future down to the
-   loader futures it waits on (``_demand``'s walk, without dispatching).
+   ``_sync_on_demand.Blocker`` does) and the flush follows the future down to the
+   loader futures it waits on (``_sync_on_demand``'s walk, without dispatching).
 3. *Deliver.*  Delivering a waiter gives its signal the future's outcome
    (value or error), so the task resumes with it and no frame of ours runs.
    A job's end delivers its direct waiters whose futures it settled (the
@@ -50,7 +50,7 @@ Guarantees:
   its keys (as ``asyncio.to_thread`` carries its caller's).
 - Never hangs: awaiting with no running loop, or on a closed loop, is a
   ``RuntimeError`` at once (``NO_LOOP``); a load whose loader was
-  garbage-collected fails (``_demand.orphaned_error``); a loop whose default
+  garbage-collected fails (``_sync_on_demand.orphaned_error``); a loop whose default
   executor is shut down fails the awaits of that flush (``NO_EXECUTOR``).
 - A cancelled awaiting task leaves the load alone (a registered waiter leaves
   the future's waiter list when its signal is cancelled): the key stays
@@ -77,7 +77,7 @@ from contextvars import copy_context
 from typing import Any, Optional
 
 from . import _fork
-from ._demand import orphaned_error, unwatch, watch
+from ._sync_on_demand import orphaned_error, unwatch, watch
 
 __all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "driving", "hold", "release", "running_loop",
            "start_driving", "statistics", "stop_driving", "wait"]
@@ -256,7 +256,7 @@ class _Waiter:
         self.inbox = inbox
         self.fut = fut
         self.signal = signal  # the asyncio future the awaiting task waits on
-        self.stages: list[Any] = []  # chain futures this waiter watches for moves (see _demand)
+        self.stages: list[Any] = []  # chain futures this waiter watches for moves (see _sync_on_demand)
 
     def post(self, _future: Any = None) -> None:
         self.inbox.post(self)
@@ -270,7 +270,8 @@ class _Waiter:
         try:
             if fut.done():
                 return True
-            list.append(fut._waiters, self)  # list.append: not a driving waiter list's (see _demand.waiters_for)
+            # list.append: not a driving waiter list's (see _sync_on_demand.waiters_for)
+            list.append(fut._waiters, self)
         finally:
             lock.release()
         self.signal.add_done_callback(self._signal_done)
@@ -439,7 +440,7 @@ def _dispatch_job(inbox: _Inbox, loader: Any, ticket: Any) -> None:
 def _leaves(fut: Any, waiter: _Waiter) -> list[tuple[Any, Any]]:
     """The (loader, ticket) pairs of the queued loads *fut* waits on; *waiter* watches the chain futures passed.
 
-    ``_demand._drive``'s walk, collecting instead of dispatching (the loop
+    ``_sync_on_demand._drive``'s walk, collecting instead of dispatching (the loop
     thread must not run a batch).
     """
     found: list[tuple[Any, Any]] = []
