@@ -96,7 +96,7 @@ def _import_lazy(name: str) -> Any:
         from ._graphene_fields import filter_connection_field_class
 
         return filter_connection_field_class()
-    from ._debug import DjangoDebugExecutionContext
+    from ..graphql._django_debug import DjangoDebugExecutionContext
 
     return DjangoDebugExecutionContext
 

@@ -6,7 +6,7 @@ when ``dataloader_sync.django.GraphQLView`` is first used.
 Guarantees:
 - The view executes with ``DjangoDebugExecutionContext`` (a
   ``DataLoaderExecutionContext`` that completes graphene-django's ``_debug``
-  field last, see ``_debug``) unless the view is given another
+  field last, see ``graphql/_django_debug``) unless the view is given another
   ``execution_context_class``.
 - With the ``DATALOADER_SYNC_AUTO_RELATIONS`` setting True, the default is
   ``AutoRelationsExecutionContext`` (which is also a
@@ -135,7 +135,7 @@ def default_execution_context_class() -> type:
         from ..graphql._auto_relations import AutoRelationsExecutionContext
 
         return AutoRelationsExecutionContext
-    from ._debug import DjangoDebugExecutionContext
+    from ..graphql._django_debug import DjangoDebugExecutionContext
 
     return DjangoDebugExecutionContext
 

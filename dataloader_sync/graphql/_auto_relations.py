@@ -64,6 +64,7 @@ from .._auto import opted_out
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from . import _compat
+from ._django_debug import DjangoDebugExecutionContext
 from ._execution import DataLoaderExecutionContext
 from ._loop import LEAF_TYPES
 from ._scope import registry_of
@@ -289,11 +290,9 @@ class _AutoMiddleware:
 
 def auto_base() -> type:
     """The class auto relations extend: ``DjangoDebugExecutionContext`` where graphene-django is
-    installed (its ``_debug`` field listed last, see ``dataloader_sync.django._debug``), else
+    installed (its ``_debug`` field listed last, see ``_django_debug``), else
     ``DataLoaderExecutionContext``."""
     if importlib.util.find_spec("graphene_django") is not None:
-        from ..django._debug import DjangoDebugExecutionContext
-
         return DjangoDebugExecutionContext
     return DataLoaderExecutionContext
 

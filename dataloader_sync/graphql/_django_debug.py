@@ -28,6 +28,12 @@ Guarantees:
   graphene-django (the type is found by name, as the middleware finds it).
 - graphene-django runs on graphql-core 3.2 only (graphene 3 requires it);
   on 3.3 this class is ``DataLoaderExecutionContext`` under another name.
+
+It lives in ``graphql/`` (published as ``dataloader_sync.django.DjangoDebugExecutionContext``)
+because it is about the order graphql-core executes fields in and needs
+nothing of Django's, and because ``AutoRelationsExecutionContext`` extends it
+on every stack where graphene-django is installed: ``graphql/`` never imports
+``django/``.
 """
 from __future__ import annotations
 
@@ -35,8 +41,8 @@ from typing import Any, Optional
 
 from graphql.type import get_named_type
 
-from ..graphql import DataLoaderExecutionContext
-from ..graphql._compat import IS_EXECUTOR
+from ._compat import IS_EXECUTOR
+from ._execution import DataLoaderExecutionContext
 
 __all__ = ["DjangoDebugExecutionContext"]
 
