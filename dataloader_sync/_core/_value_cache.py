@@ -370,9 +370,11 @@ def positions(flags: list[bool]) -> tuple[list[int], list[int]]:
     return list(compress(count(), flags)), list(compress(count(), map(not_, flags)))
 
 
-def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
-    """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged)
-    or its breaker is open.
+def _one_per_key(value_cache: Any, what: str, call: Callable[..., Any], args: tuple[Any, ...], count: int,
+                 entries: str) -> Optional[list[Any]]:
+    """``call(*args)`` (the cache's method *what*) as a list of *count* entries, through the cache's
+    breaker; None when the breaker is open, or the call raised an ``Exception`` or answered with another
+    number of *entries* (logged, rate-limited, or counted by the breaker).
 
     Raises:
         BaseException: what the cache raised when it is not an ``Exception``.
@@ -381,21 +383,31 @@ def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
     if breaker is not None and not breaker.allow():
         return None
     try:
-        found = value_cache.get_values(keys)
+        found = call(*args)
         if type(found) is not list:
             found = list(found)
     except Exception as exc:
-        _failed(value_cache, breaker, "get_values", exc)
+        _failed(value_cache, breaker, what, exc)
         return None
-    if len(found) != len(keys):
-        _failed(value_cache, breaker, "get_values", ValueError(
-            f"get_values returned {len(found)} entries for {len(keys)} keys; it must return one per key"))
+    if len(found) != count:
+        _failed(value_cache, breaker, what, ValueError(
+            f"{what} returned {len(found)} {entries} for {count} keys; it must return one per key"))
         return None
     if breaker is None:
         FAILURES.succeeded(value_cache)
     else:
         breaker.succeeded()
     return found
+
+
+def look_up(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
+    """``value_cache.get_values(keys)`` as a list of one entry per key; None when the cache failed (logged)
+    or its breaker is open.
+
+    Raises:
+        BaseException: what the cache raised when it is not an ``Exception``.
+    """
+    return _one_per_key(value_cache, "get_values", value_cache.get_values, (keys,), len(keys), "entries")
 
 
 def write(value_cache: Any, keys: list[Any], values: list[Any]) -> None:
@@ -435,25 +447,7 @@ def take_leases(value_cache: Any, keys: list[Any]) -> Optional[list[Any]]:
     Raises:
         BaseException: what the cache raised when it is not an ``Exception``.
     """
-    breaker = breaker_of(value_cache)
-    if breaker is not None and not breaker.allow():
-        return None
-    try:
-        leases = value_cache.lease(keys)
-        if type(leases) is not list:
-            leases = list(leases)
-    except Exception as exc:
-        _failed(value_cache, breaker, "lease", exc)
-        return None
-    if len(leases) != len(keys):
-        _failed(value_cache, breaker, "lease", ValueError(
-            f"lease returned {len(leases)} tokens for {len(keys)} keys; it must return one per key"))
-        return None
-    if breaker is None:
-        FAILURES.succeeded(value_cache)
-    else:
-        breaker.succeeded()
-    return leases
+    return _one_per_key(value_cache, "lease", value_cache.lease, (keys,), len(keys), "tokens")
 
 
 def write_leased(value_cache: Any, keys: list[Any], values: list[Any], leases: list[Any]) -> list[Any]:
@@ -474,27 +468,13 @@ def write_leased(value_cache: Any, keys: list[Any], values: list[Any], leases: l
           if lease is not None and not isinstance(value, BaseException)]
     if not at:
         return held
-    breaker = breaker_of(value_cache)
-    if breaker is not None and not breaker.allow():
-        return held
-    try:
-        if len(at) == len(keys):
-            flags = value_cache.set_leased_values(keys, values, leases)
-        else:
-            flags = value_cache.set_leased_values([keys[i] for i in at], [values[i] for i in at],
-                                                  [leases[i] for i in at])
-        flags = list(flags)
-    except Exception as exc:
-        _failed(value_cache, breaker, "set_leased_values", exc)
-        return held
-    if len(flags) != len(at):
-        _failed(value_cache, breaker, "set_leased_values", ValueError(
-            f"set_leased_values returned {len(flags)} flags for {len(at)} keys; it must return one per key"))
-        return held
-    if breaker is None:
-        FAILURES.succeeded(value_cache)
+    if len(at) == len(keys):
+        args = (keys, values, leases)
     else:
-        breaker.succeeded()
+        args = ([keys[i] for i in at], [values[i] for i in at], [leases[i] for i in at])
+    flags = _one_per_key(value_cache, "set_leased_values", value_cache.set_leased_values, args, len(at), "flags")
+    if flags is None:
+        return held
     for i, flag in zip(at, flags):
         held[i] = flag
     return held
