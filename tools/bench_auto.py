@@ -45,14 +45,15 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import platform
 import statistics
 import sys
 import time
 from typing import Any, Callable, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import bench_django
+from bench_django import Context, add_library_arguments, parsed, setup_django
+
 SHAPES = {
     "plain": "{ authors { name publisher { name } books { title tags { name } reviews { rating } } } }",
     "joined": "{ authors { name books { title author { name publisher { name } } } } }",
@@ -61,23 +62,6 @@ SHAPES = {
 }
 VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "fetch-peers"]
 STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
-
-
-def setup_django(database: Optional[dict[str, Any]] = None, strawberry: bool = False) -> None:
-    import django
-    from django.conf import settings
-
-    sys.path.insert(0, os.path.join(ROOT, "tests"))
-    settings.configure(
-        INSTALLED_APPS=["django.contrib.contenttypes", *([] if strawberry else ["graphene_django"]), "orm_library"],
-        DATABASES={"default": database or {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-        USE_TZ=True,
-    )
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def fill(authors: int, books: int, reviews: int) -> None:
@@ -164,15 +148,6 @@ def schema_for(variant: str) -> Any:
     return graphene.Schema(query=query)
 
 
-class Context:
-    """What DataLoaderMiddleware gives a view: a fresh registry per request, as ``.loaders``."""
-
-    def __init__(self) -> None:
-        from dataloader_sync import DataLoaderRegistry
-
-        self.loaders = DataLoaderRegistry()
-
-
 def execute(schema: Any, query: str, variant: str) -> Any:
     if not hasattr(schema, "graphql_schema"):  # strawberry
         context = Context()
@@ -200,7 +175,8 @@ def execute(schema: Any, query: str, variant: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    setup_django(args.database, args.strawberry_django)
+    graphene = [] if args.strawberry_django else ["graphene_django"]
+    setup_django(["django.contrib.contenttypes", *graphene, "orm_library"], "tests", args.database)
     fill(args.authors, args.books, args.reviews)
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -290,48 +266,16 @@ def table(report: dict[str, Any]) -> str:
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--authors", type=int, default=50)
-    p.add_argument("--books", type=int, default=4, help="books per author")
-    p.add_argument("--reviews", type=int, default=3, help="reviews per book")
-    p.add_argument("--requests", type=int, default=20, help="requests per variant per round")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=5, help="requests per variant before the rounds")
+    add_library_arguments(p)
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
     p.add_argument("--shapes", nargs="+", choices=list(SHAPES), default=list(SHAPES))
-    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    p.add_argument("--quick", action="store_true", help="small settings")
     p.add_argument("--strawberry-django", action="store_true",
                    help="the strawberry-django variants instead (needs strawberry-django, graphql-core 3.3)")
-    p.add_argument("--postgres", action="store_true",
-                   help="on a PostgreSQL server started for the run (tests/postgres_server.py) instead of SQLite")
-    args = p.parse_args(argv)
-    args.database = None
-    if args.quick:
-        args.authors, args.requests, args.rounds, args.warmup = 10, 5, 3, 2
-    return args
+    return parsed(p, argv)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.postgres:
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from postgres_server import running_postgres_server
-
-        with running_postgres_server() as server:
-            name = server.create_database("bench_auto")
-            args.database = {"ENGINE": "django.db.backends.postgresql", "NAME": name, "HOST": server.host,
-                             "PORT": str(server.port), "USER": server.user}
-            report = run(args)
-            from django.db import connections
-
-            connections.close_all()
-    else:
-        report = run(args)
-    print(table(report))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-    return 0
+    return bench_django.main(parse_args(argv), run, table, "bench_auto")
 
 
 if __name__ == "__main__":

@@ -38,26 +38,11 @@ import sys
 import time
 from typing import Any, Optional
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import bench_django
+from bench_django import Context, add_library_arguments, parsed, setup_django
+
 QUERY = "{ authors { name books { title author { name } reviews { rating } } } }"
 VARIANTS = ["loaders", "prefetch", "select+prefetch", "n-plus-one"]
-
-
-def setup_django(database: Optional[dict[str, Any]] = None) -> None:
-    import django
-    from django.conf import settings
-
-    sys.path.insert(0, os.path.join(ROOT, "examples", "django_project"))
-    settings.configure(
-        INSTALLED_APPS=["graphene_django", "books"],
-        DATABASES={"default": database or {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}},
-        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
-        USE_TZ=True,
-    )
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
 
 
 def fill(authors: int, books: int, reviews: int) -> None:
@@ -69,15 +54,6 @@ def fill(authors: int, books: int, reviews: int) -> None:
                                            for a, author in enumerate(made) for b in range(books)])
     Review.objects.bulk_create([Review(book=book, rating=1 + (i + r) % 5) for i, book in enumerate(made_books)
                                 for r in range(reviews)])
-
-
-class Context:
-    """What DataLoaderMiddleware gives a view: a fresh registry per request, as ``.loaders``."""
-
-    def __init__(self) -> None:
-        from dataloader_sync import DataLoaderRegistry
-
-        self.loaders = DataLoaderRegistry()
 
 
 def schema_for(variant: str) -> Any:
@@ -138,8 +114,17 @@ def execute(schema: Any) -> Any:
 
 
 def normalized(data: Any) -> Any:
-    """The data with the variant's type names out of the way (they differ; the values must not)."""
-    return json.loads(json.dumps(data, sort_keys=True))
+    """The data with the variant's type names out of the way (they differ; the values must not), and
+    each list in one order: the example's relations are unordered, and PostgreSQL gives a prefetch's
+    rows and a loader's in orders of its own."""
+    def ordered(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: ordered(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return sorted((ordered(item) for item in value), key=lambda item: json.dumps(item, sort_keys=True))
+        return value
+
+    return ordered(json.loads(json.dumps(data, sort_keys=True)))
 
 
 def big_batches(keys: int) -> list[dict[str, Any]]:
@@ -179,7 +164,7 @@ def big_batches(keys: int) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    setup_django(args.database)
+    setup_django(["graphene_django", "books"], os.path.join("examples", "django_project"), args.database)
     fill(args.authors, args.books, args.reviews)
     if args.big:
         return {"database": connection_vendor(), "big_batches": big_batches(args.big)}
@@ -253,47 +238,15 @@ def table(report: dict[str, Any]) -> str:
 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    p.add_argument("--authors", type=int, default=50)
-    p.add_argument("--books", type=int, default=4, help="books per author")
-    p.add_argument("--reviews", type=int, default=3, help="reviews per book")
-    p.add_argument("--requests", type=int, default=20, help="requests per variant per round")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--warmup", type=int, default=5, help="requests per variant before the rounds")
+    add_library_arguments(p)
     p.add_argument("--variants", nargs="+", choices=VARIANTS, default=VARIANTS)
-    p.add_argument("--json", metavar="PATH", help="also write the figures as JSON to PATH")
-    p.add_argument("--quick", action="store_true", help="small settings")
     p.add_argument("--big", type=int, metavar="KEYS", default=0,
                    help="instead: one batch of KEYS keys per loader kind (statements, seconds)")
-    p.add_argument("--postgres", action="store_true",
-                   help="on a PostgreSQL server started for the run (tests/postgres_server.py) instead of SQLite")
-    args = p.parse_args(argv)
-    args.database = None
-    if args.quick:
-        args.authors, args.requests, args.rounds, args.warmup = 10, 5, 3, 2
-    return args
+    return parsed(p, argv)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
-    args = parse_args(argv)
-    if args.postgres:
-        sys.path.insert(0, os.path.join(ROOT, "tests"))
-        from postgres_server import running_postgres_server
-
-        with running_postgres_server() as server:
-            name = server.create_database("bench_orm")
-            args.database = {"ENGINE": "django.db.backends.postgresql", "NAME": name, "HOST": server.host,
-                             "PORT": str(server.port), "USER": server.user}
-            report = run(args)
-            from django.db import connections
-
-            connections.close_all()
-    else:
-        report = run(args)
-    print(table(report))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=2)
-    return 0
+    return bench_django.main(parse_args(argv), run, table, "bench_orm")
 
 
 if __name__ == "__main__":
