@@ -44,7 +44,8 @@ from ._batch_shapes import (
     DispatchSink,
     KeyQueue,
 )
-from ._future import Future, settle, settle_many
+from ._future import Future, settle
+from ._future_lock import settle_many
 from ._instrumentation_seam import InstrumentationHooks
 from ._single_flight import SingleFlight
 from ._value_cache import MISSING, ValueCache

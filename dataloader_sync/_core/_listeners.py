@@ -29,8 +29,10 @@ takes a registry's lock.
 
 Guarantees:
 - A registry hears of a loader once per batch (when its empty queue becomes
-  non-empty), a scope once per queue and scope: a cached or queued ``load()``
-  pays one identity test for all of this.
+  non-empty, or a mix, see ``heard_locked``), a scope once per queue and
+  scope: a cached or queued ``load()`` pays one identity test for all of
+  this — except while a queue holds keys loaded outside any scope beside a
+  scope's (``MIXED``), when every load in a scope tells its scope.
 - A loader holds only weak references to the registries' ``_Queued`` (no
   loader <-> registry cycle), and drops the dead ones when it joins another.
 """

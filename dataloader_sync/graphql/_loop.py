@@ -16,8 +16,8 @@ Guarantees:
   of ``resume_done`` and ``resume_pending``; ``resume`` completes every
   other placeholder), and ``serialize_leaf`` (a leaf's value serialized as
   graphql-core 3.2's ``complete_leaf_value`` does, also the path of
-  ``_execution.execute_fields``).  ``resume_done``, which runs once per
-  loaded field, reads a done future's fields and its waiting entry's slots
+  ``_execution.execute_fields``).  ``resume_done``, which walks the unwatched
+  placeholders once per step of the loop, reads a done future's fields and its waiting entry's slots
   (``_run.Waiting``) inline, and writes a value its leaf type's serializer
   would return as it is without a call (``Run.as_is``), as graphql-core
   3.2's field loop (``_execution.execute_fields``) does with its plan: a

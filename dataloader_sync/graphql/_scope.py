@@ -4,7 +4,7 @@ Guarantees:
 - It is the only object of an execution that other threads touch, and they
   only append under its lock: a future's done-callback enqueues the
   placeholder it completes (``ready``); a load that queues a new key records
-  its loader (``loader_queued``, called by the core's ``DataLoader``).
+  its loader (``loader_queued``, called by the core's ``_listeners.announce``).
 - The request thread takes what was reported and dispatches loaders only
   when it has nothing else to run, so one level of loads goes out as one
   batch per loader.
