@@ -17,12 +17,12 @@ Requires graphql-core: ``pip install "dataloader_sync[graphql]"``.
 """
 from __future__ import annotations
 
+from .._optional import missing_dependency
+
 try:
     import graphql as _graphql  # noqa: F401
-except ImportError as exc:
-    raise ImportError(
-        "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
-    ) from exc
+except ImportError as exc:  # named graphql-core's (exc.name): an integration importing us names its own extra
+    raise missing_dependency("dataloader_sync.graphql", exc, "graphql") from exc
 
 from typing import Any
 
@@ -34,7 +34,7 @@ __all__ = ["AutoRelationsExecutionContext", "DataLoaderExecutionContext", "Execu
 
 def __getattr__(name: str) -> Any:
     # Imported on first use: where graphene-django is installed it extends
-    # dataloader_sync.django's DjangoDebugExecutionContext.
+    # DjangoDebugExecutionContext (_django_debug).
     if name == "AutoRelationsExecutionContext":
         from ._auto_relations import AutoRelationsExecutionContext
 

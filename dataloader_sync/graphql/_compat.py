@@ -32,12 +32,12 @@ import inspect
 import sys
 from typing import Any, Callable
 
+from .._optional import missing_dependency
+
 try:
     import graphql.execution as _execution
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "dataloader_sync.graphql needs graphql-core: pip install \"dataloader_sync[graphql]\""
-    ) from exc
+    raise missing_dependency("dataloader_sync.graphql", exc, "graphql") from exc
 
 import graphql as _graphql
 from graphql import GraphQLError, located_error
