@@ -318,6 +318,72 @@ def test_a_shut_down_default_executor_fails_the_await_clearly() -> None:
     assert loader.load(1).result(timeout=TIMEOUT) == 10  # the key is still queued: a sync caller loads it
 
 
+def test_asyncio_wrap_future_of_loads_dispatches_them_in_one_batch() -> None:
+    """``asyncio.wrap_future(loader.load(k))`` waits for a dispatch it asks for (it used to wait forever)."""
+    batch = Recorder()
+    loader = DataLoader(batch)
+
+    async def main() -> Any:
+        loop: Any = asyncio.get_running_loop()
+        values = await asyncio.gather(*(asyncio.wrap_future(loader.load(k)) for k in range(20)))
+        chained = await asyncio.wrap_future(loader.load(30).then(lambda v: v + 1))
+        return values, chained, bridge.statistics(loop)
+
+    values, chained, stats = run(main)
+    assert values == [k * 10 for k in range(20)]
+    assert chained == 301
+    assert batch.batches == [list(range(20)), [30]]
+    assert stats.jobs == 2
+
+
+def test_asyncio_wrap_future_of_a_failed_load_raises_its_error() -> None:
+    loader = DataLoader(Recorder(lambda k: ValueError(f"no {k}")))
+
+    async def main() -> Any:
+        return await asyncio.wrap_future(loader.load(1))
+
+    with pytest.raises(ValueError, match="no 1"):
+        run(main)
+
+
+def test_asyncio_wrap_future_with_a_shut_down_default_executor_fails_instead_of_waiting() -> None:
+    loader = DataLoader(Recorder())
+
+    async def main() -> Any:
+        await asyncio.get_running_loop().shutdown_default_executor()
+        return await asyncio.wrap_future(loader.load(1))
+
+    with pytest.raises(RuntimeError, match="default executor is shut down"):
+        run(main)
+    fut = loader.load(1)
+    assert fut.result(timeout=TIMEOUT) == 10  # the key was still queued: a sync caller loads it
+    assert fut._done_callbacks is None  # wrap_future's callback was taken off the load
+
+
+def test_a_done_callback_named_like_asyncios_does_not_dispatch() -> None:
+    """Only asyncio's own ``_call_set_state`` (its code object) asks for a dispatch."""
+    batch = Recorder()
+    loader = DataLoader(batch)
+
+    async def main() -> Any:
+        seen: list[Any] = []
+
+        def _call_set_state(fut: Any) -> None:
+            seen.append(fut.result())
+
+        fut = loader.load(1)
+        fut.add_done_callback(_call_set_state)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return batch.batches == [], fut, seen
+
+    nothing_sent, fut, seen = run(main)
+    assert nothing_sent
+    loader.dispatch()
+    assert fut.result(timeout=TIMEOUT) == 10 and seen == [10]
+
+
 def test_a_synchronous_blocking_wait_is_unchanged_by_the_await_support() -> None:
     batch = Recorder()
     loader = DataLoader(batch)

@@ -37,6 +37,10 @@ module.  The loop thread never runs a batch function and never blocks:
    dispatch job holds them for the whole dispatch, its own inbox then woken
    by the job's completion — so one batch costs the loop one wake-up, not one
    per future (``asyncio.wrap_future`` costs one per future).
+5. *Wrapped.*  ``asyncio.wrap_future(fut)`` on a running loop puts asyncio's
+   own callback on *fut*; ``Future.add_done_callback`` recognises it (by its
+   code) and asks the inbox as an await would (``wrapped``), so the key is
+   dispatched; the value arrives through asyncio's callback.
 4. *Move.*  A ``then`` chain whose function made a load of another loader
    tells its waiters (``moved``, as it tells a blocked thread); the waiter
    posts itself, and the loop asks again at the next batching point.
@@ -71,6 +75,7 @@ import concurrent.futures as cf
 import functools
 import sys
 import threading
+import types
 import weakref
 from collections.abc import Generator
 from contextvars import copy_context
@@ -80,7 +85,7 @@ from . import _fork
 from ._sync_on_demand import orphaned_error, unwatch, watch
 
 __all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "driving", "hold", "release", "running_loop",
-           "start_driving", "statistics", "stop_driving", "wait"]
+           "start_driving", "statistics", "stop_driving", "wait", "wrapped"]
 
 NO_LOOP = (
     "awaiting a dataloader_sync future needs a running asyncio event loop (await it inside a coroutine that"
@@ -138,6 +143,64 @@ def wait(fut: Any) -> Generator[Any, None, Any]:
     signal = loop.create_future()
     inbox.ask(_Waiter(inbox, fut, signal), loop)  # registered on fut only if its batch's job does not settle it
     return signal.__await__()  # type: ignore[no-any-return]
+
+
+def wrapped(fut: Any, fn: Any) -> None:
+    """``asyncio.wrap_future(fut)`` on this thread's running loop just put *fn* on the pending *fut*:
+    have the loop's inbox dispatch *fut*'s loads at its next batching point, as ``await fut`` does.
+
+    *fn* is asyncio's (``_chain_future``'s ``_call_set_state``, checked by its code): the asyncio
+    future ``wrap_future`` returns gets *fut*'s outcome through it (a wake-up per future, asyncio's),
+    so the waiter asked here only dispatches.  A flush that cannot dispatch (``NO_EXECUTOR``) fails
+    that asyncio future instead of leaving it waiting.  Anything else calling a callback of that
+    name, or no loop running: nothing.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or code is not _chain_code():
+        return
+    loop = running_loop()
+    if loop is None or loop.is_closed():
+        return
+    cells = dict(zip(code.co_freevars, (cell.cell_contents for cell in fn.__closure__ or ())))
+    inbox = _inbox_of(loop)
+    signal = loop.create_future()  # nobody awaits it: its outcome is read by _wrapped_failed
+    signal.add_done_callback(functools.partial(_wrapped_failed, fut, fn, cells.get("destination")))
+    inbox.ask(_Waiter(inbox, fut, signal), loop)
+
+
+def _chain_code() -> Any:
+    """The code of ``asyncio.futures._chain_future``'s ``_call_set_state`` (None if asyncio has none)."""
+    global _CHAIN_CODE
+    if _CHAIN_CODE is _UNKNOWN:
+        chain = getattr(sys.modules.get("asyncio.futures"), "_chain_future", None)
+        consts = getattr(getattr(chain, "__code__", None), "co_consts", ())
+        _CHAIN_CODE = next((c for c in consts if isinstance(c, types.CodeType) and c.co_name == "_call_set_state"),
+                           None)
+    return _CHAIN_CODE
+
+
+_UNKNOWN: Any = object()
+_CHAIN_CODE: Any = _UNKNOWN
+
+
+def _wrapped_failed(fut: Any, fn: Any, destination: Any, signal: Any) -> None:
+    """The waiter of ``wrapped`` was delivered: if its flush could not dispatch *fut* (an error while *fut*
+    is pending), fail *destination* (the asyncio future of ``wrap_future``) and take *fn* off *fut*."""
+    if signal.cancelled():
+        return
+    exc = signal.exception()  # (read: an asyncio future's error nobody reads is logged)
+    if exc is None or fut.done() or destination is None or destination.done():
+        return
+    lock = fut._acquire()
+    try:
+        callbacks = fut._done_callbacks
+        if callbacks is fn:
+            fut._done_callbacks = None
+        elif type(callbacks) is list and fn in callbacks:
+            callbacks.remove(fn)
+    finally:
+        lock.release()
+    destination.set_exception(exc)
 
 
 def _driven(fut: Any) -> Generator[Any, None, Any]:

@@ -319,7 +319,8 @@ class Future(cf.Future[T], Generic[T]):
                 lock.release()
                 lock = self._acquire()
             try:
-                if self._state is PENDING or self._state is RUNNING:
+                stored = self._state is PENDING or self._state is RUNNING
+                if stored:
                     # One callback (the common case) is kept as it is; a list only from the second.
                     callbacks = self._done_callbacks
                     if callbacks is None:
@@ -328,9 +329,12 @@ class Future(cf.Future[T], Generic[T]):
                         callbacks.append(fn)
                     else:
                         self._done_callbacks = [callbacks, fn]
-                    return
             finally:
                 lock.release()
+            if stored:
+                if getattr(fn, "__name__", None) == "_call_set_state":  # asyncio.wrap_future's, maybe
+                    _asyncio_bridge.wrapped(self, fn)
+                return
         try:
             fn(self)
         except Exception:
