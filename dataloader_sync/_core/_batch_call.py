@@ -154,12 +154,12 @@ class BatchCall:
         """The batch calls of *queue*: one, or one per ``max_batch_size`` slice."""
         size = self._max_batch_size
         if size is None or len(queue) <= size:
-            self._call_batch(queue, sink, 0)
+            self._call_batch_load_fn(queue, sink, 0)
         else:
             for i in range(0, len(queue), size):
                 try:
-                    self._call_batch(queue.slice(i, i + size), sink, i)
-                except BaseException as exc:  # only non-Exceptions get here: see _call_batch
+                    self._call_batch_load_fn(queue.slice(i, i + size), sink, i)
+                except BaseException as exc:  # only non-Exceptions get here: see _call_batch_load_fn
                     self.abandon(queue.slice(i + size, len(queue)), exc, sink)
                     raise
 
@@ -320,7 +320,10 @@ class BatchCall:
         return Misses(misses)
 
     # -- the batch call --------------------------------------------------------
-    def _call_batch(self, batch: KeyQueue, sink: Optional[DispatchSink] = None, offset: int = 0) -> None:
+    def _call_batch_load_fn(self, batch: KeyQueue, sink: Optional[DispatchSink] = None, offset: int = 0) -> None:
+        """Call the user's ``batch_load_fn`` on *batch* (one slice of a dispatch, *offset* keys in; here,
+        or on the loader's executor), then settle the batch's futures with its result, at once or when
+        the future it returned is done; a raise fails the batch (*sink*: the dispatch's outcome)."""
         keys = list(batch.keys)  # the user's copy: our columns stay as they are
         with self._lock:
             self._batch_invoke_count += 1
