@@ -73,6 +73,7 @@ _FutureT = TypeVar("_FutureT", bound="cf.Future")  # type: ignore[type-arg]
 _LOGGER = logging.getLogger("dataloader_sync")
 _Lock = threading.Lock
 _running_loop = _asyncio_bridge.running_loop
+_FUNCTION: Any = type(lambda: None)  # (types.FunctionType: a type test is cheaper than a missing attribute's getattr)
 _COROUTINE_FLAGS = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE
 
 #: The fix every misuse message below names.
@@ -332,7 +333,7 @@ class Future(cf.Future[T], Generic[T]):
             finally:
                 lock.release()
             if stored:
-                if getattr(fn, "__name__", None) == "_call_set_state":  # asyncio.wrap_future's, maybe
+                if type(fn) is _FUNCTION and fn.__name__ == "_call_set_state":  # asyncio.wrap_future's, maybe
                     _asyncio_bridge.wrapped(self, fn)
                 return
         try:
