@@ -235,7 +235,10 @@ async def serve(schema: Any, variant: str, n: int) -> tuple[float, float, int, i
     """*n* requests one after another: (CPU s, wall s, statements, loop wake-ups, last data)."""
     from asgiref.sync import sync_to_async
 
-    from dataloader_sync._core import _asyncio_bridge
+    try:
+        from dataloader_sync._core import _asyncio_bridge
+    except ModuleNotFoundError:  # a checkout from before the _core/ move (bench_ab runs old ones)
+        from dataloader_sync import _asyncio_bridge
 
     loop = asyncio.get_running_loop()
     before = _asyncio_bridge.statistics(loop).wakeups

@@ -276,9 +276,14 @@ def _cached(batch: Any, rounds: int) -> tuple[float, float]:
 
 def _hit_steps(client: Any, redis_vc: Any, near_vc: Any, rounds: int) -> list[tuple[str, Any, str]]:
     """The steps of a hit (``tools/bench.py --value-cache`` prints them under the hit rows)."""
-    from dataloader_sync._core import _value_cache
-    from dataloader_sync._key_strings import encode_key
     from dataloader_sync.redis import _value_cache as redis_value_cache
+
+    try:
+        from dataloader_sync._core import _value_cache
+        from dataloader_sync._key_strings import encode_key
+    except ModuleNotFoundError:  # a checkout from before the _core/ move and its renames (bench_ab runs old ones)
+        from dataloader_sync import _value_cache
+        from dataloader_sync._shared_keys import encode_key
 
     prefix = "bench:book:"
     names = [[prefix + encode_key(k) for k in _window(r)] for r in range(50)]
