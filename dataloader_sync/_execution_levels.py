@@ -15,10 +15,16 @@ Guarantees:
   never offered to another request.
 - Outside an execution, ``current_levels()`` is None: a reader falls back to
   what it does without one.
+- The variable holds a weak reference: a copy of the context that outlives
+  the execution (a registry's tick, scheduled from a resolver, runs in one
+  for as long as the registry lives) does not keep the execution, its
+  context value or its registry alive, and sees no levels once the
+  execution has ended.
 """
 from __future__ import annotations
 
 import contextvars
+import weakref
 from typing import Any, Optional, Protocol
 
 __all__ = ["LevelSource", "current_levels", "reset_levels", "set_levels"]
@@ -38,17 +44,21 @@ class LevelSource(Protocol):
         """
 
 
-_current: contextvars.ContextVar[Optional[LevelSource]] = contextvars.ContextVar(
-    "dataloader_sync_execution_levels", default=None
-)
+_Ref = Optional["weakref.ReferenceType[LevelSource]"]
 
-#: The running execution's ``LevelSource`` in this context, or None.
-current_levels = _current.get
+_current: contextvars.ContextVar[_Ref] = contextvars.ContextVar("dataloader_sync_execution_levels", default=None)
 
 
-def set_levels(source: Optional[LevelSource]) -> contextvars.Token[Optional[LevelSource]]:
-    """Make *source* current; pass the token to :func:`reset_levels` when the execution ends."""
-    return _current.set(source)
+def current_levels() -> Optional[LevelSource]:
+    """The running execution's ``LevelSource`` in this context, or None."""
+    ref = _current.get()
+    return None if ref is None else ref()
+
+
+def set_levels(source: Optional[LevelSource]) -> contextvars.Token[_Ref]:
+    """Make *source* current (weakly: see the module notes); pass the token to :func:`reset_levels` when the
+    execution ends.  *source* must support weak references."""
+    return _current.set(None if source is None else weakref.ref(source))
 
 
 reset_levels = _current.reset

@@ -46,7 +46,7 @@ __all__ = ["Levels"]
 class Levels:
     """One execution's ``LevelSource`` (request thread only; see the module notes)."""
 
-    __slots__ = ("ctx", "run", "thread", "lists")
+    __slots__ = ("ctx", "run", "thread", "lists", "__weakref__")
 
     def __init__(self, ctx: Any, run: Run) -> None:
         self.ctx = ctx  # its _frame: the object whose fields are being resolved
