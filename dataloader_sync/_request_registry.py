@@ -10,10 +10,13 @@ argument is called with the request (Django's ``HttpRequest``, Flask's
 request, the WSGI environ under Ariadne); one that takes none
 (``DataLoaderRegistry``, ``ScheduledDataLoaderRegistry`` themselves, a
 ``functools.partial`` of either) is called with nothing.  The signature is
-read once, when the helper is set up, not on every request.
+read once, when the helper is set up, not on every request; so is what a
+class makes: a class given as the factory must be a registry class (a
+``DataLoader`` given by mistake is refused then, not at the first request).
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from typing import Any, Callable
@@ -40,7 +43,9 @@ class RequestFactory:
         where: the parameter or setting it came from, for error messages.
 
     Raises:
-        TypeError: *factory* is not callable, or needs more than one argument.
+        TypeError: *factory* is not callable, needs more than one argument,
+            or is a class (or a ``functools.partial`` of one) that is not a
+            ``DataLoaderRegistry`` subclass.
     """
 
     __slots__ = ("factory", "takes_request")
@@ -49,6 +54,7 @@ class RequestFactory:
         if not callable(factory):
             raise TypeError(f"{where} must be callable, got {type(factory).__name__}")
         check_sync(factory, where)
+        _check_makes_registries(factory, where)
         self.factory = factory
         self.takes_request = _takes_request(factory, where)
 
@@ -77,6 +83,19 @@ def make_request_registry(factory: Callable[..., Any], *args: Any) -> DataLoader
             f"the registry factory must return a DataLoaderRegistry, got {type(registry).__name__}"
         )
     return registry
+
+
+def _check_makes_registries(factory: Callable[..., Any], where: str) -> None:
+    made = factory
+    while isinstance(made, functools.partial):
+        made = made.func
+    if isinstance(made, type) and not issubclass(made, DataLoaderRegistry):
+        raise TypeError(
+            f"{where} must make a DataLoaderRegistry, got the class {made.__qualname__}: a registry factory is "
+            "a registry class (DataLoaderRegistry, ScheduledDataLoaderRegistry) or a function that returns a new "
+            "registry, e.g. def make_registry(request): "
+            "return DataLoaderRegistry().register(\"users\", DataLoader(load_users))"
+        )
 
 
 def _takes_request(factory: Callable[..., Any], where: str) -> bool:

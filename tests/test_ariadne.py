@@ -344,3 +344,8 @@ def test_GraphQL_calls_a_factory_of_nothing_with_nothing_and_refuses_one_of_two(
     assert registries.registries[0].closed
     with pytest.raises(TypeError, match=r"^registry_factory must take the request or nothing"):
         GraphQL(SCHEMA, registry_factory=lambda environ, data: registries({}))
+
+
+def test_GraphQL_refuses_a_class_that_is_not_a_registry_at_set_up() -> None:
+    with pytest.raises(TypeError, match=r"^registry_factory must make a DataLoaderRegistry, got the class DataLoader"):
+        GraphQL(SCHEMA, registry_factory=DataLoader)  # type: ignore[arg-type]

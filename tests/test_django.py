@@ -265,6 +265,11 @@ def test_DataLoaderMiddleware_without_the_setting_is_improperly_configured():
     with override_settings(DATALOADER_SYNC_REGISTRY_FACTORY=42):
         with pytest.raises(ImproperlyConfigured, match="callable"):
             DataLoaderMiddleware(lambda request: None)
+    with override_settings(DATALOADER_SYNC_REGISTRY_FACTORY="dataloader_sync.DataLoader"):  # a loader, not a registry
+        with pytest.raises(ImproperlyConfigured, match=r"^DATALOADER_SYNC_REGISTRY_FACTORY must make a "
+                                                       r"DataLoaderRegistry, got the class DataLoader: a registry "
+                                                       r"factory is a registry class"):
+            DataLoaderMiddleware(lambda request: None)
 
 
 def test_DataLoaderMiddleware_rejects_a_factory_that_makes_no_registry():

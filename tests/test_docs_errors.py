@@ -63,6 +63,9 @@ def test_the_unknown_loader_and_factory_messages_are_quoted() -> None:
     with pytest.raises(TypeError) as refused:
         RequestFactory(make_registry, "factory")
     assert quoted(re.sub(r"'test_[^']*make_registry'", "'make_registry'", str(refused.value)))
+    with pytest.raises(TypeError) as refused:
+        RequestFactory(DataLoader, "factory")
+    assert quoted(str(refused.value))
 
 
 def test_the_blocking_warning_and_the_awaitable_message_are_quoted(caplog: Any) -> None:

@@ -237,9 +237,17 @@ def test_DataLoaders_rejects_a_factory_that_makes_no_registry():
     with pytest.raises(TypeError, match="factory must be callable"):
         DataLoaders(factory=None)  # type: ignore[arg-type]
     app = flask.Flask(__name__)
-    loaders = DataLoaders(app, factory=dict)  # type: ignore[arg-type]
+    loaders = DataLoaders(app, factory=lambda: {})  # type: ignore[arg-type,return-value]
     with app.app_context(), pytest.raises(TypeError, match="must return a DataLoaderRegistry"):
         loaders.get_registry()
+
+
+def test_DataLoaders_and_graphql_view_refuse_a_class_that_is_not_a_registry_at_set_up():
+    for make in (lambda factory: DataLoaders(flask.Flask(__name__), factory=factory),
+                 lambda factory: graphql_view(SCHEMA, registry_factory=factory)):
+        with pytest.raises(TypeError, match=r"^(registry_)?factory must make a DataLoaderRegistry, got the class "
+                                            r"DataLoader: a registry factory is a registry class"):
+            make(DataLoader)
 
 
 def test_DataLoaders_get_registry_on_an_app_it_was_not_set_up_on_raises():

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dataloader_sync import DataLoaderRegistry, ScheduledDataLoaderRegistry
+from dataloader_sync import DataLoader, DataLoaderRegistry, ScheduledDataLoaderRegistry
 from dataloader_sync._request_registry import RequestFactory
 
 REQUEST = object()
@@ -69,4 +69,23 @@ def test_RequestFactory_refuses_a_factory_of_two_arguments_naming_the_convention
 
 def test_RequestFactory_checks_what_the_factory_returns() -> None:
     with pytest.raises(TypeError, match="the registry factory must return a DataLoaderRegistry, got dict"):
-        RequestFactory(dict, "factory")(REQUEST)
+        RequestFactory(lambda: {}, "factory")(REQUEST)
+
+
+@pytest.mark.parametrize("given", [DataLoader, functools.partial(DataLoader, cache=False), dict])
+def test_RequestFactory_refuses_a_class_that_is_not_a_registry_class_at_once(given: Any) -> None:
+    name = "dict" if given is dict else "DataLoader"
+    with pytest.raises(TypeError, match=(
+            rf"^factory must make a DataLoaderRegistry, got the class {name}: a registry factory is a registry "
+            r"class \(DataLoaderRegistry, ScheduledDataLoaderRegistry\) or a function that returns a new registry, "
+            r"e\.g\. def make_registry\(request\): return DataLoaderRegistry\(\)\.register\(\"users\", "
+            r"DataLoader\(load_users\)\)$")):
+        RequestFactory(given, "factory")
+
+
+def test_RequestFactory_takes_a_registry_subclass() -> None:
+    class Mine(DataLoaderRegistry):
+        pass
+
+    registry = RequestFactory(Mine, "factory")(REQUEST)
+    assert type(registry) is Mine
