@@ -91,3 +91,9 @@ def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_qu
     result = graphql_sync(schema, "{ items { id } }")
     assert result.errors and quoted(result.errors[0].message)
     assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
+
+
+def test_the_reused_loader_warning_is_quoted() -> None:
+    from dataloader_sync.graphql._reuse import MESSAGE
+
+    assert quoted(MESSAGE % "module_users")

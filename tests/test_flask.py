@@ -237,7 +237,7 @@ def test_DataLoaders_rejects_a_factory_that_makes_no_registry():
     with pytest.raises(TypeError, match="factory must be callable"):
         DataLoaders(factory=None)  # type: ignore[arg-type]
     app = flask.Flask(__name__)
-    loaders = DataLoaders(app, factory=lambda: {})  # type: ignore[arg-type,return-value]
+    loaders = DataLoaders(app, factory=lambda: {"not": "a registry"})  # type: ignore[arg-type,return-value]
     with app.app_context(), pytest.raises(TypeError, match="must return a DataLoaderRegistry"):
         loaders.get_registry()
 

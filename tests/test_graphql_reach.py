@@ -262,6 +262,76 @@ def test_per_request_loaders_and_cleared_loaders_do_not_warn(caplog: Any) -> Non
     assert _reuse_warnings(caplog) == []
 
 
+def test_a_module_level_loader_asked_for_the_same_keys_every_request_warns_once(caplog: Any) -> None:
+    # The common case: every later request is all cache hits, so no execution ever queues a key in it.
+    rows = {1: "ann"}
+    loader = DataLoader(lambda keys: [rows[k] for k in keys], name="module_users")
+    schema = _reuse_schema(loader)
+    caplog.set_level(logging.WARNING, logger="dataloader_sync")
+    contexts = [RequestContext(viewer) for viewer in ("ann", "bob", "cid")]
+    assert run(schema, "{ user(id: 1) }", context_value=contexts[0]).data == {"user": "ann"}
+    assert _reuse_warnings(caplog) == []
+    rows[1] = "renamed"  # the row changes; the next requests are served the old value
+    for context in contexts[1:]:
+        assert run(schema, "{ user(id: 1) }", context_value=context).data == {"user": "ann"}
+    messages = _reuse_warnings(caplog)
+    assert len(messages) == 1 and "module_users" in messages[0] and "DataLoaderMiddleware" in messages[0]
+
+
+def test_a_module_level_registry_served_from_its_cache_warns_once(caplog: Any) -> None:
+    registry = DataLoaderRegistry().register("users", DataLoader(lambda keys: list(keys), name="registry_users"))
+    schema = build_schema("type Query { user(id: Int!): Int }")
+    schema.query_type.fields["user"].resolve = lambda _s, info, id: info.context["loaders"]["users"].load(id)
+    caplog.set_level(logging.WARNING, logger="dataloader_sync")
+    contexts = [{"loaders": registry, "viewer": viewer} for viewer in ("ann", "bob", "cid")]
+    for context in contexts:
+        assert run(schema, "{ user(id: 7) }", context_value=context).data == {"user": 7}
+    assert len(_reuse_warnings(caplog)) == 1
+
+
+def test_hits_of_one_request_and_loaders_that_keep_nothing_do_not_warn(caplog: Any) -> None:
+    from dataloader_sync import MISSING, ValueCache
+
+    caplog.set_level(logging.WARNING, logger="dataloader_sync")
+    context = RequestContext("ann")  # one request, three operations: the later two all hits
+    same_request = DataLoader(lambda keys: list(keys), name="same_request")
+    for _ in range(3):
+        run(_reuse_schema(same_request), "{ user(id: 1) }", context_value=context)
+    uncached = DataLoader(lambda keys: list(keys), name="uncached", cache=False)
+
+    class Shared(ValueCache[Any, Any]):  # a shared tier that holds nothing: every load a miss
+        def get_values(self, keys: Any) -> list[Any]:
+            return [MISSING] * len(keys)
+
+        def set_values(self, keys: Any, values: Any) -> None:
+            pass
+
+        def delete(self, key: Any) -> None:
+            pass
+
+        def clear(self) -> None:
+            pass
+
+    shared = DataLoader(lambda keys: list(keys), name="shared", value_cache=Shared())
+    contexts = [RequestContext(viewer) for viewer in ("ann", "bob", "cid")]
+    for loader in (uncached, shared):
+        for request in contexts:
+            run(_reuse_schema(loader), "{ user(id: 1) }", context_value=request)
+    assert _reuse_warnings(caplog) == []
+
+
+def test_a_load_outside_any_execution_keeps_the_look_for_the_next_execution(caplog: Any) -> None:
+    loader = DataLoader(lambda keys: list(keys), name="also_outside")
+    schema = _reuse_schema(loader)
+    caplog.set_level(logging.WARNING, logger="dataloader_sync")
+    first, second = RequestContext("ann"), RequestContext("bob")
+    run(schema, "{ user(id: 1) }", context_value=first)
+    assert loader.load(1).result(timeout=5) == 1  # view code after the execution: no execution to check against
+    assert _reuse_warnings(caplog) == []
+    run(schema, "{ user(id: 1) }", context_value=second)
+    assert len(_reuse_warnings(caplog)) == 1
+
+
 # -- 3. graphql-core 3.3 prereleases before rc1 are refused at import --------------------------
 
 

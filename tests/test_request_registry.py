@@ -69,7 +69,7 @@ def test_RequestFactory_refuses_a_factory_of_two_arguments_naming_the_convention
 
 def test_RequestFactory_checks_what_the_factory_returns() -> None:
     with pytest.raises(TypeError, match="the registry factory must return a DataLoaderRegistry, got dict"):
-        RequestFactory(lambda: {}, "factory")(REQUEST)
+        RequestFactory(lambda: {"not": "a registry"}, "factory")(REQUEST)
 
 
 @pytest.mark.parametrize("given", [DataLoader, functools.partial(DataLoader, cache=False), dict])

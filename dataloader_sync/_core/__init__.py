@@ -26,6 +26,7 @@ from ._cache_tier import make_breaker as make_breaker
 from ._cache_tier import make_single_flight as make_single_flight
 from ._cache_tier import ttl_of as ttl_of
 from ._dataloader import DataLoader as DataLoader
+from ._dispatch_scope import current_scope as current_scope
 from ._dispatch_scope import reset_scope as reset_scope
 from ._dispatch_scope import set_scope as set_scope
 from ._future import Future as Future
@@ -46,6 +47,7 @@ from ._listeners import unwatch as unwatch
 from ._listeners import watch as watch
 from ._listeners import watched_by as watched_by
 from ._loader_cache import cached_beyond_queue as cached_beyond_queue
+from ._loader_cache import watch_next_load as watch_next_load
 from ._loader_family import BoundBatch as BoundBatch
 from ._loader_family import family_key as family_key
 from ._loader_family import family_label as family_label

@@ -263,7 +263,11 @@ class DataLoader(Generic[K, V]):
         self._dict_cache = type(self._cache) is dict  # load() lets a dict check the keys' hashability
         self._local = None if value_cache is None else local_lookup_of(value_cache)  # its local tier (_load_local)
         # The common loader: its own dict, keys their own cache keys, batching, no local tier (load()'s own path).
-        self._plain = batch and cache and cache_map is None and cache_key_fn is None and self._local is None
+        self._own_path = batch and cache and cache_map is None and cache_key_fn is None and self._local is None
+        # load()'s own path is taken while _plain; a hook on the next load (_loader_cache.watch_next_load)
+        # turns it off until the hook has seen what it watches for, so a plain load() pays nothing for it.
+        self._plain = self._own_path
+        self._next_load: Optional[Callable[[Any], bool]] = None
         self._cache_key_fn = cache_key_fn
         self._clock = clock
         # _lock guards _queue, _ticket, _call, _told, _cache, _last_dispatch and
@@ -371,6 +375,8 @@ class DataLoader(Generic[K, V]):
             TypeError: the key (or its cache key) is not hashable.
         """
         if not self._plain or key_context is not None:
+            if self._next_load is not None:
+                _loader_cache.heard_next_load(self)
             return load_any(self, key, key_context)
         # The path of almost every load: load_any's steps for a plain loader (its own dict, a key its own
         # cache key, batching, no local tier) and no key context, with loader_future and the common case
@@ -446,6 +452,8 @@ class DataLoader(Generic[K, V]):
             ``return_exceptions`` is not a bool (no key is registered then);
             ValueError: ``key_contexts`` is a sequence of another length.
         """
+        if self._next_load is not None:
+            _loader_cache.heard_next_load(self)
         return _load_many.load_many(self, keys, key_contexts, return_exceptions)
 
     def prime(self, key: K, value: Union[V, Exception, cf.Future[V]]) -> DataLoader[K, V]:

@@ -19,14 +19,14 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ._future import Future
 from ._loader_state import LoaderState
 from ._new_futures import completed_future, copy_outcome, failed_future
 from ._sync_on_demand import Ticket
 
-__all__ = ["cached_beyond_queue", "forget_cancelled", "outcome_of", "prime"]
+__all__ = ["cached_beyond_queue", "forget_cancelled", "heard_next_load", "outcome_of", "prime", "watch_next_load"]
 
 
 def prime(loader: LoaderState, key: Any, value: Any) -> None:
@@ -101,13 +101,38 @@ def forget_cancelled(loader: LoaderState, fut: Future[Any], ticket: Ticket) -> N
         loader._cache_failed("delete", evict_error)
 
 
+def watch_next_load(loader: LoaderState, hook: Callable[[Any], bool]) -> None:
+    """Call ``hook(loader)`` at the loader's next ``load()`` or ``load_many()``, cache hits included,
+    until it returns True; then it is dropped.
+
+    ``graphql._reuse``'s look at a loader that an execution used, when a later one uses it.  A plain
+    loader's ``load()`` pays nothing for it: the hook turns ``_plain`` off, so that load takes the
+    general path, which asks for the hook first (before any lock: the hook may run anything but must
+    not block).  Written without the lock: of two threads setting and clearing hooks at once, one
+    hook may be dropped unheard — a look missed, never a wrong value.
+    """
+    loader._next_load = hook
+    loader._plain = False
+
+
+def heard_next_load(loader: LoaderState) -> None:
+    """The next-load hook's call (``DataLoader.load``/``load_many`` make it while one is set)."""
+    hook = loader._next_load
+    if hook is not None and hook(loader):
+        loader._next_load = None
+        loader._plain = loader._own_path
+
+
 def cached_beyond_queue(loader: LoaderState) -> bool:
     """True when *loader*'s cache holds entries beyond its queued keys: values of earlier dispatches.
 
     ``graphql._reuse``'s question (does a loader reused by a second request
     hold the first one's values?); under the loader's lock, as ``len`` of a
-    ``cache_map`` is its own method.
+    ``cache_map`` is its own method.  False for a loader given a
+    ``value_cache``: the shared tier is its cache, invalidated as documented.
     """
+    if loader._local is not None or loader._settings.value_cache is not None:
+        return False
     with loader._lock:
         return len(loader._cache) > (0 if loader._queue is None else len(loader._queue))
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, MutableMapping
 from typing import Any, Callable, NamedTuple, Optional, Protocol
 
-from ._batch_call import BatchCall
+from ._batch_call import BatchCall, BatchSettings
 from ._batch_shapes import DispatchSink, KeyQueue
 from ._future import Future
 from ._instrumentation_seam import InstrumentationHooks
@@ -71,6 +71,11 @@ class LoaderState(Protocol):
     _own_instrumentation: Optional[InstrumentationHooks]
     _instrumentation: Optional[InstrumentationHooks]  # its own, or its registry's
     _call: Optional[BatchCall]  # None until the first dispatch makes it
+    _settings: BatchSettings  # set at construction: what a batch call is made from
+    # -- the next-load hook (_loader_cache.watch_next_load): written without the lock --------------
+    _own_path: bool  # set at construction: load() may take its own path (see DataLoader.load)
+    _plain: bool  # load() takes its own path: _own_path and no hook is set
+    _next_load: Optional[Callable[[Any], bool]]  # called by the next load() or load_many() while set
 
     @property
     def _batch_call(self) -> BatchCall: ...

@@ -13,13 +13,21 @@ operations run by one view on one request) may share its loaders.  An
 execution without a context counts as its own.  A loader cleared with
 ``clear_all()`` between requests holds nothing and is not reported.
 
-Limits: a loader that a later execution only reads from its cache (no new
-key) is not seen by the execution, so it is reported on the first execution
-that queues a key in it.
+A loader that a later execution only reads from its cache (every key a hit,
+the common case of a module-level loader) is seen too: when an execution
+ends, each loader it used gets a hook on its next load
+(``_core.watch_next_load``), which asks which execution that load runs in
+(the current dispatch scope) and checks the loader against it.  A load made
+outside any execution keeps the hook for the next one.
 
 Guarantees:
 - Cost: one check per loader per execution (a lock, a weak-dictionary look-up
-  and the loader's cache size), none per load.
+  and the loader's cache size), none per load: the hook is set once per
+  loader when an execution ends, and heard by the loader's first load after
+  it (which takes the loader's general path, once).
+- Loaders that keep nothing between requests are never reported: ``cache=False``
+  (an empty cache) and loaders given a ``value_cache`` (the shared tier is
+  the cache, with its own invalidation).
 - Thread-safe: ``_lock`` guards ``_owners`` and ``_warned``; the loader's own
   lock is taken to read its cache size (as its ``cache_map`` methods are
   documented to run under it); no user code runs under ``_lock``.
@@ -31,11 +39,19 @@ import threading
 import weakref
 from typing import Any
 
-from .._core import cached_beyond_queue
+from .._core import cached_beyond_queue, current_scope, watch_next_load
 
-__all__ = ["check_reuse", "request_of"]
+__all__ = ["check_reuse", "request_of", "watch_for_reuse"]
 
 _LOGGER = logging.getLogger("dataloader_sync")
+
+#: The warning, with the loader's name (or repr) for %s.
+MESSAGE = (
+    "DataLoader %s is used by a second GraphQL execution while it still holds cached values from an"
+    " earlier one: one request's data can be served to another. Create loaders per request"
+    " (dataloader_sync.flask.DataLoaders, dataloader_sync.django.DataLoaderMiddleware, or a"
+    " registry made in your view's context), or clear_all() them between requests."
+)
 
 # _lock guards _owners (loader -> _Owner of the execution that last used it)
 # and _warned (loaders already reported).
@@ -113,10 +129,25 @@ def check_reuse(loader: Any, request: Any) -> None:
             _warned.add(loader)
     except TypeError:  # not weak-referenceable or not hashable: nothing to track
         return
-    _LOGGER.warning(
-        "DataLoader %s is used by a second GraphQL execution while it still holds cached values from an"
-        " earlier one: one request's data can be served to another. Create loaders per request"
-        " (dataloader_sync.flask.DataLoaders, dataloader_sync.django.DataLoaderMiddleware, or a"
-        " registry made in your view's context), or clear_all() them between requests.",
-        loader.name or repr(loader),
-    )
+    _LOGGER.warning(MESSAGE, loader.name or repr(loader))
+
+
+def watch_for_reuse(dispatched: Any, reused: Any) -> None:
+    """An execution ends: hook the next load of each caching loader it used (see the module notes)."""
+    for loaders in (dispatched, reused):
+        for loader in loaders:
+            watch_next_load(loader, on_next_load)
+
+
+def on_next_load(loader: Any) -> bool:
+    """A loader's next-load hook: check it against the execution the load runs in; False (keep the
+    hook) outside any execution."""
+    run_ref = getattr(current_scope(), "run", None)
+    run = None if run_ref is None else run_ref()
+    if run is None:
+        return False
+    if loader not in run.seen:
+        run.reused[loader] = None
+    check_reuse(loader, run.request)
+    return True
+

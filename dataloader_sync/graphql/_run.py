@@ -35,11 +35,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import functools
 import logging
+import weakref
 from typing import Any, NamedTuple, Optional
 
 from .._registry import DataLoaderRegistry, holds, wake_tickers
 from . import _compat
-from ._reuse import check_reuse, request_of
+from ._reuse import check_reuse, request_of, watch_for_reuse
 from ._scope import Scope, registry_of
 
 _LOGGER = logging.getLogger("dataloader_sync")
@@ -185,11 +186,11 @@ class Run:
     """
 
     __slots__ = ("scope", "unwatched", "spare", "watched", "to_dispatch", "parents", "nulled", "root", "root_error",
-                 "registry", "seen", "request", "ctx", "as_is", "walking", "resuming")
+                 "registry", "seen", "request", "ctx", "as_is", "walking", "resuming", "reused", "__weakref__")
 
     def __init__(self, context_value: Any, ctx: Any = None) -> None:
         self.ctx = ctx  # the execution context (builds resolve infos again, see pending_of)
-        self.scope = Scope()
+        self.scope = Scope(weakref.ref(self))
         # In creation order, the fields of a Waiting per placeholder, ENTRY slots each.
         self.unwatched: list[Any] = []
         # An empty list that becomes ``unwatched`` at the next step of the loop
@@ -210,6 +211,7 @@ class Run:
         self.registry: Optional[DataLoaderRegistry] = registry_of(context_value)
         self.seen: dict[Any, None] = {}  # every loader that queued keys in this execution
         self.request = request_of(context_value, self)  # "the same request", for _reuse
+        self.reused: dict[Any, None] = {}  # loaders this execution used from the cache only (_reuse.on_next_load)
         # return type -> the class of the values its completion writes as they are (_loop._as_is_of), or False
         self.as_is: dict[Any, Any] = {}
         # What the loop is completing, for _levels (the objects a level holds): the entries of the
@@ -308,6 +310,7 @@ class Run:
         _, told = scope.take()
         self.to_dispatch.update(told)
         self.wake_ticks()
+        watch_for_reuse(self.seen, self.reused)
         early = scope.early_dispatches()
         if early:
             warn_of_early_dispatches(early, self.registry)

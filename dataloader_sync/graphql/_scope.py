@@ -48,9 +48,12 @@ class Scope:
     request thread calls ``take``.
     """
 
-    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting", "_early", "dispatches_itself")
+    __slots__ = ("_lock", "_changed", "_ready", "_loaders", "_waiting", "_early", "dispatches_itself", "run")
 
-    def __init__(self) -> None:
+    def __init__(self, run: Any = None) -> None:
+        # The execution's Run, weakly (it holds this scope): what a loader's next-load hook asks of the
+        # current execution (_reuse.on_next_load); None for a scope of no execution.
+        self.run: Any = run
         # _lock guards _ready, _loaders, _waiting and _early.
         self._lock = threading.Lock()
         # _changed: _ready or _loaders became non-empty while the request thread waits.
