@@ -90,6 +90,19 @@ NOT_OUR_EXECUTION = (
 #: The words a future used as the value it will hold shows (``Future.__iter__``, ``__inspect__``).
 USED_AS_VALUE = f"a dataloader_sync future, not its value: {_FIX}"
 
+#: The modules whose serializers and default resolvers take a value for data: a future reaching them was
+#: served as data by an execution that is not ours (``Future.__str__``, ``Future.__class__``).
+_GRAPHQL_READERS = frozenset({
+    "graphql.type.scalars",  # String's and ID's serializers: str(value)
+    "graphql.execution.execute",  # 3.2: default_field_resolver's isinstance(source, Mapping), complete_value's
+    # isinstance(result, Exception); a scalar whose serialize is str itself (graphene's ID)
+    "graphql.execution.executor",  # 3.3: the same
+    "graphene.types.scalars",  # graphene's String.serialize: str(value)
+    "graphene.types.resolver",  # graphene's default resolver: isinstance(root, dict)
+    "ariadne.resolvers",  # Ariadne's resolve_parent_field: isinstance(value, Mapping)
+})
+
+
 
 def _await(fut: Future[T]) -> Generator[Any, None, T]:
     """``fut.__await__()``: the value at once when done, else ``_asyncio_bridge.wait``'s iterator.
@@ -219,15 +232,37 @@ class Future(cf.Future[T], Generic[T]):
     # A synchronous execution that is not ours (graphql_sync, graphene's
     # execute) never asks is_awaitable: it completes the future itself as the
     # value.  A list field iterates it, a scalar field shows it in its error
-    # (graphql-core's inspect): each then names the fix.  Not covered: a
-    # String or ID field serializes it with str() (its repr, as before), and
-    # an object field's own fields read off it stay null (a __getattr__ would
-    # slow every attribute read of every future: CPython specializes none).
+    # (graphql-core's inspect), a String or ID field's serializer calls str()
+    # on it, and an object field's own fields go to default resolvers, which
+    # first ask isinstance(root, dict) or isinstance(root, Mapping) — and a
+    # failing isinstance() reads the instance's __class__: each then fails
+    # naming the fix.  str() and __class__ fail so only when the caller is a
+    # GraphQL serializer or default resolver (_GRAPHQL_READERS, the caller's
+    # module); anywhere else a future prints its repr and has its class.
+    # Why not a __getattr__ for the default resolvers' getattr(root, name,
+    # None): on CPython 3.9-3.11 it makes every attribute read of every future
+    # slower (dispatch of 100 keys 2.2x, tools/bench.py --micro on 3.11), while
+    # __class__ is read only by a failing isinstance() and never on the hot path.
     def __iter__(self) -> Any:
         raise TypeError(USED_AS_VALUE)
 
     def __inspect__(self) -> str:
         return f"{self!r} ({USED_AS_VALUE})"
+
+    def __str__(self) -> str:
+        if sys._getframe(1).f_globals.get("__name__") in _GRAPHQL_READERS:
+            raise TypeError(USED_AS_VALUE)
+        return self.__repr__()
+
+    if not TYPE_CHECKING:
+        @property
+        def __class__(self) -> type:
+            caller = sys._getframe(1)
+            if caller.f_globals.get("__name__") == "abc":  # isinstance(root, Mapping): ABCMeta.__instancecheck__
+                caller = caller.f_back  # type: ignore[assignment]
+            if caller is not None and caller.f_globals.get("__name__") in _GRAPHQL_READERS:
+                raise TypeError(USED_AS_VALUE)
+            return type(self)
 
     # -- inspection ----------------------------------------------------------
     def __repr__(self) -> str:
