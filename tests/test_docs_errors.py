@@ -88,3 +88,21 @@ def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_qu
     result = graphql_sync(schema, "{ items { id } }")
     assert result.errors and quoted(result.errors[0].message)
     assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
+
+
+def test_the_message_of_graphene_django_s_own_view_under_the_setting_is_quoted(django_example_project: None) -> None:
+    pytest.importorskip("graphene_django")
+    import graphene
+    from django.test import Client, override_settings
+    from django.urls import path
+    from graphene_django.views import GraphQLView
+
+    class Query(graphene.ObjectType):
+        hello = graphene.String(default_value="hi")
+
+    urls = type("urls", (), {"urlpatterns": [path("graphql", GraphQLView.as_view(schema=graphene.Schema(query=Query)))]})
+    with override_settings(ROOT_URLCONF=urls, DATALOADER_SYNC_AUTO_RELATIONS=True), \
+            pytest.warns(RuntimeWarning) as record:
+        Client().get("/graphql", {"query": "{ hello }"})
+    (message,) = [str(w.message) for w in record]
+    assert quoted(message)  # manage.py check says the same (tests/test_django_view_checks.py)
