@@ -129,10 +129,10 @@ def test_a_subclass_is_named_with_its_route(schema, example_books):
             pytest.warns(RuntimeWarning) as record:
         post(Client(), "/api/graphql")
     name = f"{__name__}.{MyView.__qualname__}"
-    assert runtime_warnings(record) == [
+    assert runtime_warnings(record) == [(
         f"DATALOADER_SYNC_AUTO_RELATIONS = True has no effect on the view at 'api/graphql': {name} (a "
         f"graphene_django.views.GraphQLView without DataLoaderGraphQLViewMixin) executes without dataloader_sync, "
-        f"so every relation costs one statement per row. {HINT}"]
+        f"so every relation costs one statement per row. {HINT}")]
 
 
 def quiet_views(schema):

@@ -100,7 +100,8 @@ def test_the_message_of_graphene_django_s_own_view_under_the_setting_is_quoted(d
     class Query(graphene.ObjectType):
         hello = graphene.String(default_value="hi")
 
-    urls = type("urls", (), {"urlpatterns": [path("graphql", GraphQLView.as_view(schema=graphene.Schema(query=Query)))]})
+    view = GraphQLView.as_view(schema=graphene.Schema(query=Query))
+    urls = type("urls", (), {"urlpatterns": [path("graphql", view)]})
     with override_settings(ROOT_URLCONF=urls, DATALOADER_SYNC_AUTO_RELATIONS=True), \
             pytest.warns(RuntimeWarning) as record:
         Client().get("/graphql", {"query": "{ hello }"})

@@ -30,7 +30,8 @@ from __future__ import annotations
 import sys
 import threading
 import warnings
-from typing import Any, Callable, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any, Callable, Optional
 
 __all__ = ["CHECK_ID", "ViewsSeen", "check_views", "ignored_setting_message"]
 
