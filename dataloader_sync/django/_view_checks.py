@@ -46,13 +46,14 @@ _HINT = ("Use dataloader_sync.django.GraphQLView (or put dataloader_sync.django.
 
 def _view_class(view: Callable[..., Any]) -> Optional[type]:
     """The class ``as_view()`` made *view* from, through decorators that keep ``__wrapped__``."""
-    seen = 0
-    while view is not None and seen < 100:
-        found = getattr(view, "view_class", None)
+    layer: Any = view
+    for _ in range(100):  # a bound on __wrapped__ chains, as inspect.unwrap has
+        if layer is None:
+            break
+        found = getattr(layer, "view_class", None)
         if isinstance(found, type):
             return found
-        view = getattr(view, "__wrapped__", None)
-        seen += 1
+        layer = getattr(layer, "__wrapped__", None)
     return None
 
 

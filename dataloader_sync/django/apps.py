@@ -14,7 +14,7 @@ from django.apps import AppConfig
 __all__ = ["DataLoaderSyncConfig"]
 
 
-class DataLoaderSyncConfig(AppConfig):
+class DataLoaderSyncConfig(AppConfig):  # type: ignore[misc]
     """``INSTALLED_APPS += ["dataloader_sync.django"]``: registers dataloader_sync's system checks.
 
     The label is ``dataloader_sync`` (the default, ``django``, would read as Django's own). No models.
