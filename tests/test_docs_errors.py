@@ -97,3 +97,22 @@ def test_the_reused_loader_warning_is_quoted() -> None:
     from dataloader_sync.graphql._reuse import MESSAGE
 
     assert quoted(MESSAGE % "module_users")
+
+
+def test_the_message_of_graphene_django_s_own_view_under_the_setting_is_quoted(django_example_project: None) -> None:
+    pytest.importorskip("graphene_django")
+    import graphene
+    from django.test import Client, override_settings
+    from django.urls import path
+    from graphene_django.views import GraphQLView
+
+    class Query(graphene.ObjectType):
+        hello = graphene.String(default_value="hi")
+
+    view = GraphQLView.as_view(schema=graphene.Schema(query=Query))
+    urls = type("urls", (), {"urlpatterns": [path("graphql", view)]})
+    with override_settings(ROOT_URLCONF=urls, DATALOADER_SYNC_AUTO_RELATIONS=True), \
+            pytest.warns(RuntimeWarning) as record:
+        Client().get("/graphql", {"query": "{ hello }"})
+    (message,) = [str(w.message) for w in record]
+    assert quoted(message)  # manage.py check says the same (tests/test_django_view_checks.py)

@@ -14,6 +14,14 @@ Guarantees:
   exception handling, the registry is closed at once.
 - The middleware is sync-only; under ASGI Django runs it on a thread, and
   batch functions without an executor run on that thread with the ORM.
+- The first response of a graphene-django ``GraphQLView`` that ignores
+  ``DATALOADER_SYNC_AUTO_RELATIONS = True`` (see ``_view_checks``) warns
+  once (``RuntimeWarning``) naming ``dataloader_sync.django.GraphQLView``.
+  The view is read off ``request.resolver_match`` after the response, not in
+  a ``process_view`` hook: a hook is one more call per request, and under
+  ASGI Django would adapt this sync-only one to a thread on every request.
+  Where warnings are errors, the response is closed (so is the registry)
+  and the warning raised.
 """
 from __future__ import annotations
 
@@ -22,6 +30,7 @@ from typing import Any, Callable
 
 from .._request_registry import close_quietly
 from ._registry_factory import get_registry_factory
+from ._view_checks import ViewsSeen
 
 __all__ = ["DataLoaderMiddleware"]
 
@@ -53,12 +62,15 @@ class DataLoaderMiddleware:
     def __init__(self, get_response: Callable[[Any], Any]) -> None:
         self.get_response = get_response
         self.factory = get_registry_factory()
+        self.views_seen = ViewsSeen()
 
     def __call__(self, request: Any) -> Any:
         """Run the request with a new registry on ``request.loaders``; close it with the response.
 
         Raises:
             TypeError: the factory did not return a DataLoaderRegistry.
+            RuntimeWarning: where warnings are errors, at the first response of a
+                graphene-django view that ignores ``DATALOADER_SYNC_AUTO_RELATIONS``.
         """
         registry = self.factory(request)
         request.loaders = registry
@@ -72,4 +84,12 @@ class DataLoaderMiddleware:
             close_quietly(registry)
         else:
             closers.append(functools.partial(close_quietly, registry))
+        match = getattr(request, "resolver_match", None)
+        if match is not None and match.func not in self.views_seen.views:
+            try:
+                self.views_seen.first_response(match)
+            except BaseException:
+                if closers is not None:
+                    response.close()  # runs the closers: the registry's too
+                raise
         return response
