@@ -5,7 +5,10 @@
 is the same as a context manager, for a fixture of another scope.  Without a
 ``redis-server`` binary on PATH the tests that need it are skipped with the
 reason — unless ``DATALOADER_SYNC_REQUIRE_REDIS=1`` (set by ``.ci/run``), then
-they fail: CI must not pass by skipping them.
+they fail: CI must not pass by skipping them.  ``redis_missing()`` says why
+without skipping, and ``skip_or_fail(reason)`` skips (or fails) for it, for a
+test that runs what it can first (tests/test_docs_snippets.py: a page's
+blocks that start a server of their own).
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from typing import Optional
+from typing import NoReturn, Optional
 
 import pytest
 
@@ -94,14 +97,26 @@ class RedisServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+NO_REDIS_SERVER = "no redis-server binary on PATH (apt-get install redis-server; .ci/run installs it)"
+
+
+def skip_or_fail(reason: str) -> NoReturn:
+    """Skip the test for *reason*, or fail it under DATALOADER_SYNC_REQUIRE_REDIS=1."""
+    if os.environ.get("DATALOADER_SYNC_REQUIRE_REDIS") == "1":
+        pytest.fail(reason + ", and DATALOADER_SYNC_REQUIRE_REDIS=1 forbids skipping")
+    pytest.skip(reason)
+
+
+def redis_missing() -> Optional[str]:
+    """Why the tests that start a redis-server cannot run here, or None."""
+    return None if shutil.which("redis-server") else NO_REDIS_SERVER
+
+
 def redis_binary() -> str:
     """The redis-server binary, or skip (fail under DATALOADER_SYNC_REQUIRE_REDIS=1)."""
     binary = shutil.which("redis-server")
     if binary is None:
-        reason = "no redis-server binary on PATH (apt-get install redis-server; .ci/run installs it)"
-        if os.environ.get("DATALOADER_SYNC_REQUIRE_REDIS") == "1":
-            pytest.fail(reason + ", and DATALOADER_SYNC_REQUIRE_REDIS=1 forbids skipping")
-        pytest.skip(reason)
+        skip_or_fail(NO_REDIS_SERVER)
     return binary
 
 
@@ -142,10 +157,7 @@ def running_redis_cluster(n: int = 3) -> Iterator[RedisCluster]:
     binary = redis_binary()
     cli = shutil.which("redis-cli")
     if cli is None:
-        reason = "no redis-cli binary on PATH (apt-get install redis-tools; .ci/run installs it)"
-        if os.environ.get("DATALOADER_SYNC_REQUIRE_REDIS") == "1":
-            pytest.fail(reason + ", and DATALOADER_SYNC_REQUIRE_REDIS=1 forbids skipping")
-        pytest.skip(reason)
+        skip_or_fail("no redis-cli binary on PATH (apt-get install redis-tools; .ci/run installs it)")
     servers = [RedisServer(binary, ("--cluster-enabled", "yes", "--cluster-node-timeout", "5000"))
                for _ in range(n)]
     try:

@@ -9,10 +9,14 @@ are left out (this interpreter has the packages), ``django-admin`` and
 are what it must print.  So the Django project is made by Django's own
 ``startproject``/``startapp``/``makemigrations``/``migrate``, and the
 statement count each section claims is the one its app prints.
+
+The Django section's two SQL logs (the query with ``DATALOADER_SYNC_AUTO_RELATIONS``
+``False``, then ``True``) are the statements that app's run logs, word for word.
 """
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import pathlib
 import re
@@ -113,6 +117,61 @@ def test_a_getting_started_app_runs_as_written(title: str, tmp_path: pathlib.Pat
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     run_app(title, tmp_path, sys.executable, env)
+
+
+#: Run in the Django app's directory: the SQL of the page's query, as CaptureQueriesContext logs it,
+#: under settings that are the app's with the switch set from the environment.
+SQL_LOG_SETTINGS = """
+import os
+from mysite.settings import *
+DATALOADER_SYNC_AUTO_RELATIONS = os.environ["AUTO_RELATIONS"] == "1"
+"""
+SQL_LOG = """
+import json
+import django
+django.setup()
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+with CaptureQueriesContext(connection) as queries:
+    response = Client(HTTP_HOST="localhost").post(
+        "/graphql", {"query": "{ authors { name books { title } } }"}, content_type="application/json")
+assert "errors" not in response.json() and len(response.json()["data"]["authors"]) == 3, response.json()
+print(json.dumps([query["sql"] for query in queries.captured_queries]))
+"""
+
+
+def sql_blocks(text: str) -> list[tuple[str, list[str]]]:
+    """The ``.. code-block:: sql`` blocks of *text*: (caption, the statements, whitespace collapsed)."""
+    found = []
+    for block in re.finditer(r"^\.\. code-block:: sql\n   :caption: (.*)\n\n((?:(?: {4}.*)?\n)+)", text, re.M):
+        statements = [" ".join(s.split()) for s in block.group(2).split(";")]
+        found.append((block.group(1), [s for s in statements if s]))
+    return found
+
+
+@pytest.mark.timeout(300)
+def test_the_django_apps_sql_log_without_and_with_the_switch_is_the_pages(tmp_path: pathlib.Path) -> None:
+    """The page's picture of "one batch per loader per level": the app's own statements, from a real run."""
+    title = "Django and graphene-django"
+    if any(importlib.util.find_spec(m) is None for m in NEEDS[title]):
+        pytest.skip(f"needs {', '.join(NEEDS[title])}")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    run_app(title, tmp_path, sys.executable, env)  # the project, migrated, with the page's three authors
+    (tmp_path / "sql_log_settings.py").write_text(SQL_LOG_SETTINGS, encoding="utf-8")
+    logs = []
+    for switch in ("0", "1"):
+        out = subprocess.run([sys.executable, "-c", SQL_LOG], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120, check=False,
+                             env={**env, "DJANGO_SETTINGS_MODULE": "sql_log_settings", "AUTO_RELATIONS": switch})
+        assert out.returncode == 0, out.stderr[-4000:]
+        logs.append([" ".join(sql.split()) for sql in json.loads(out.stdout)])
+    shown = sql_blocks(sections(PAGE.read_text(encoding="utf-8"))[title])
+    assert [statements for _, statements in shown] == logs
+    assert [caption.split(":")[0] for caption, _ in shown] == [
+        "DATALOADER_SYNC_AUTO_RELATIONS = False", "DATALOADER_SYNC_AUTO_RELATIONS = True"]
+    assert [len(log) for log in logs] == [4, 2]  # 1 + one per author, and one per level
 
 
 def run_app(title: str, directory: pathlib.Path, python: str, env: dict[str, str]) -> None:

@@ -3,9 +3,12 @@
 The wheel (and the sdist) are built from this checkout; for each extra a new
 virtual environment gets ``dataloader_sync[extra]`` from that wheel and
 nothing else, and runs, outside the checkout (the package comes from the
-wheel), the first example of each docs page whose install line names that
-extra and the getting-started app of its stack, as the page writes them.
-So an extra that does not bring what its page imports fails here.
+wheel), the first example of each docs page whose first install line names
+that extra, every example of each page whose install line names every extra
+its examples need (in order, in one interpreter, as the snippet test runs
+them, but with no ``requires=`` skipping: a block needing what the extras do
+not bring fails), and the getting-started app of its stack, as the page
+writes them. So an extra that does not bring what its page imports fails here.
 
 Slow (a venv and an install per extra): it runs only when
 ``DATALOADER_SYNC_EXTRAS=1`` is set, as ``.ci/extras`` does (a CI leg of its
@@ -13,6 +16,7 @@ own, beside the main suite); needs ``build`` (``pip install build``).
 """
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -23,23 +27,26 @@ from typing import Any
 
 import pytest
 from test_docs_getting_started import run_app
-from test_docs_snippets import ROOT, python_blocks
+from test_docs_snippets import _RUNNER, ROOT, STUBS, python_blocks
 
 if os.environ.get("DATALOADER_SYNC_EXTRAS") != "1":
     pytest.skip("the extras leg: DATALOADER_SYNC_EXTRAS=1 (see .ci/extras)", allow_module_level=True)
 
 pytestmark = pytest.mark.timeout(900)
 
-#: (the extras installed, the pages whose first example runs, the getting-started apps that run)
+#: (the extras installed, the pages whose first example runs, the pages all of whose examples run,
+#: the getting-started apps that run)
 CASES = [
-    ("graphene", ["docs/graphql.rst"], []),
-    ("flask,graphene", ["docs/flask.rst", "README.rst"], []),
-    ("flask-sqlalchemy,graphene", ["docs/sqlalchemy.rst"], []),
-    ("flask-sqlalchemy,graphene-sqlalchemy", [], ["Flask, SQLAlchemy and graphene"]),
+    ("graphene", ["docs/graphql.rst"], [], []),
+    ("flask,graphene", [], ["docs/flask.rst", "README.rst"], []),
+    # sqlalchemy.rst's first install line is its app's; its graphene-sqlalchemy section's line is the whole page's
+    ("flask-sqlalchemy,graphene", ["docs/sqlalchemy.rst"], [], []),
+    ("flask-sqlalchemy,graphene-sqlalchemy", [], ["docs/sqlalchemy.rst"], ["Flask, SQLAlchemy and graphene"]),
     # django.rst's first example is a project's files: the getting-started app is that project, whole
-    ("graphene-django", [], ["Django and graphene-django"]),
-    ("strawberry,flask-sqlalchemy", [], ["strawberry"]),
-    ("ariadne,sqlalchemy", ["docs/ariadne.rst"], ["Ariadne"]),
+    ("graphene-django", [], [], ["Django and graphene-django"]),
+    ("strawberry,flask-sqlalchemy", [], [], ["strawberry"]),
+    ("ariadne,sqlalchemy", [], [], ["Ariadne"]),
+    ("ariadne,sqlalchemy,flask", [], ["docs/ariadne.rst"], []),  # the install line of ariadne.rst's examples
 ]
 
 STRAWBERRY_DJANGO_CHECK = """
@@ -94,9 +101,17 @@ def test_the_sdist_ships_no_test_tree_it_could_not_run(dist: pathlib.Path) -> No
     assert any(n.endswith("/dataloader_sync/__init__.py") for n in names)
 
 
-@pytest.mark.parametrize("extras, pages, apps", CASES, ids=[case[0] for case in CASES])
-def test_an_extra_alone_runs_its_pages_first_example_and_its_app(
-        extras: str, pages: list[str], apps: list[str], dist: pathlib.Path, tmp_path: pathlib.Path) -> None:
+def every_example(page: str) -> str:
+    """The page's blocks (but the ``skip`` ones), as the snippet test's runner reads them (JSON)."""
+    blocks = [b._asdict() for b in python_blocks((ROOT / page).read_text(encoding="utf-8")) if b.skip is None]
+    assert blocks, page
+    return json.dumps(blocks)
+
+
+@pytest.mark.parametrize("extras, pages, whole_pages, apps", CASES, ids=[case[0] for case in CASES])
+def test_an_extra_alone_runs_its_pages_examples_and_its_app(
+        extras: str, pages: list[str], whole_pages: list[str], apps: list[str], dist: pathlib.Path,
+        tmp_path: pathlib.Path) -> None:
     python = make_venv(tmp_path / "venv", f"{wheel_of(dist)}[{extras}]")
     env = clean_env()
     where = subprocess.run([python, "-c", "import dataloader_sync; print(dataloader_sync.__file__)"],
@@ -107,6 +122,12 @@ def test_an_extra_alone_runs_its_pages_first_example_and_its_app(
         run_dir.mkdir()
         out = subprocess.run([python, "-c", first_example(page)], capture_output=True, text=True, env=env,
                              cwd=run_dir, timeout=240, check=False)
+        assert out.returncode == 0, (page, out.stderr[-4000:])
+    for page in whole_pages:
+        run_dir = tmp_path / f"{pathlib.Path(page).stem}-whole"
+        run_dir.mkdir()
+        out = subprocess.run([python, "-c", _RUNNER, str(STUBS), page], input=every_example(page),
+                             capture_output=True, text=True, env=env, cwd=run_dir, timeout=240, check=False)
         assert out.returncode == 0, (page, out.stderr[-4000:])
     for title in apps:
         app_dir = tmp_path / "app"
