@@ -232,3 +232,91 @@ def test_hand_written_batch_functions_leave_no_connection_open_after_50_asgi_req
     assert threading.main_thread() not in threads  # off the loop's thread: the executor's
     # Every connection a batch used on the executor's threads is closed, and (PostgreSQL) no backend is left.
     assert (left_open, backends) == ([], [])
+
+
+# -- DataLoaderMiddleware under ASGI: async-capable, no thread hop -----------------------------------------
+class Factory:
+    """A registry factory recording the thread it ran on and the registries it made."""
+
+    def __init__(self, query_alias: Any = None) -> None:
+        self.threads: list[threading.Thread] = []
+        self.registries: list[DataLoaderRegistry] = []
+        self.query_alias = query_alias
+
+    def __call__(self, request: Any) -> DataLoaderRegistry:
+        self.threads.append(threading.current_thread())
+        if self.query_alias is not None:  # as a factory reading request.user.is_staff would
+            from orm_library.models import Author
+
+            Author.objects.using(self.query_alias).exists()
+        registry = DataLoaderRegistry()
+        registry.register("double", DataLoader(lambda keys: [2 * k for k in keys]))
+        self.registries.append(registry)
+        return registry
+
+
+def get_all(factory: Factory, view: Any, n: int) -> list[Any]:
+    """*n* GETs of *view* through django.test.AsyncClient, DataLoaderMiddleware making *factory*'s registries."""
+    from django.test import AsyncClient, override_settings
+    from django.urls import path
+
+    urls = type("urls", (), {"urlpatterns": [path("v", view)]})
+
+    async def main() -> list[Any]:
+        client = AsyncClient()
+        return [await client.get("/v", {"k": str(i)}) for i in range(n)]
+
+    with override_settings(ROOT_URLCONF=urls, MIDDLEWARE=["dataloader_sync.django.DataLoaderMiddleware"],
+                           DATALOADER_SYNC_REGISTRY_FACTORY=factory):
+        return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+def test_DataLoaderMiddleware_runs_on_the_event_loop_above_an_async_view_and_closes_each_registry():
+    from django.http import JsonResponse
+
+    factory = Factory()
+    seen: list[tuple[threading.Thread, Any]] = []
+
+    async def view(request: Any) -> Any:
+        seen.append((threading.current_thread(), request.loaders))
+        return JsonResponse({"double": await request.loaders["double"].load(int(request.GET["k"]))})
+
+    responses = get_all(factory, view, 3)
+    assert [json.loads(r.content) for r in responses] == [{"double": 0}, {"double": 2}, {"double": 4}]
+    # No hop to a thread: the factory ran on the loop's thread (the test's: asyncio.run), as the view did.
+    assert factory.threads == [threading.main_thread()] * 3
+    assert [loaders for _, loaders in seen] == factory.registries
+    assert all(registry.closed for registry in factory.registries)  # closed with each response
+
+
+def test_DataLoaderMiddleware_under_asgi_serves_a_sync_view_too():
+    from django.http import JsonResponse
+
+    factory = Factory()
+
+    def view(request: Any) -> Any:  # Django runs it on a thread (sync_to_async)
+        registry = request.loaders
+        future = registry["double"].load(int(request.GET["k"]))
+        registry.dispatch_all()
+        return JsonResponse({"double": future.result(timeout=TIMEOUT),
+                             "thread": threading.current_thread() is threading.main_thread()})
+
+    responses = get_all(factory, view, 2)
+    assert [json.loads(r.content) for r in responses] == [{"double": 0, "thread": False},
+                                                          {"double": 2, "thread": False}]
+    assert all(registry.closed for registry in factory.registries)
+
+
+def test_a_registry_factory_that_queries_the_database_under_asgi_is_named_with_the_fix():
+    from django.core.exceptions import SynchronousOnlyOperation
+    from django.http import HttpResponse
+
+    from dataloader_sync.django._middleware import FACTORY_ON_THE_LOOP
+
+    async def view(request: Any) -> Any:
+        return HttpResponse(b"never")
+
+    with pytest.raises(SynchronousOnlyOperation) as caught:
+        get_all(Factory(query_alias="default"), view, 1)  # refused before it connects
+    assert str(caught.value) == FACTORY_ON_THE_LOOP
+    assert "DATALOADER_SYNC_REGISTRY_FACTORY queried the database" in FACTORY_ON_THE_LOOP

@@ -88,3 +88,10 @@ def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_qu
     result = graphql_sync(schema, "{ items { id } }")
     assert result.errors and quoted(result.errors[0].message)
     assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
+
+
+def test_the_message_of_a_registry_factory_that_queries_the_database_under_asgi_is_quoted() -> None:
+    pytest.importorskip("django")
+    from dataloader_sync.django._middleware import FACTORY_ON_THE_LOOP
+
+    assert quoted(FACTORY_ON_THE_LOOP)  # raised for real in tests/test_django_asgi.py
