@@ -15,8 +15,8 @@ Guarantees:
 - Sync and async capable (Django's middleware protocol): under WSGI it is a
   plain sync middleware; under ASGI, above an async handler, it runs on the
   event loop's thread with no thread hop (a sync-only middleware there costs
-  every request a hand-off to a thread and back, ~1 ms of wall time on
-  Django 5.2).  The factory then runs on the loop's thread too: one that
+  every request a hand-off to a thread and back: docs/asgi.rst has the
+  figure).  The factory then runs on the loop's thread too: one that
   queries the database (``request.user.is_staff`` before the session is
   loaded) fails at once with ``SynchronousOnlyOperation``, its message
   naming the setting and the fix.
