@@ -304,6 +304,7 @@ def test_DataLoaderMiddleware_under_asgi_serves_a_sync_view_too():
     responses = get_all(factory, view, 2)
     assert [json.loads(r.content) for r in responses] == [{"double": 0, "thread": False},
                                                           {"double": 2, "thread": False}]
+    assert factory.threads == [threading.main_thread()] * 2  # the middleware on the loop, for a sync view too
     assert all(registry.closed for registry in factory.registries)
 
 
