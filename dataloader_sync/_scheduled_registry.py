@@ -32,6 +32,9 @@ Guarantees:
   finalizer cancels them.
 - Scheduling happens under the registry's lock (the executor's ``schedule``
   runs no user code); predicates and batch functions never run under it.
+- The batches of a tick or recheck run inside the job hooks
+  (``_core/_job_hooks``: Django's connections are closed after them); an idle
+  tick calls none.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ import logging
 import weakref
 from typing import Any, Callable, Optional, Union
 
-from ._core import DataLoader, left_to_execution
+from ._core import DataLoader, _job_hooks, left_to_execution
 from ._core import seconds as _seconds
 from ._executor import ScheduledExecutor, ScheduledFuture, get_default_scheduled_executor
 from ._instrumentation import DataLoaderInstrumentation
@@ -276,6 +279,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
             return
         refused: list[str] = []
         walk = self._walk_queued()
+        # A tick runs on the scheduled executor's thread, not a request's: the job hooks around its batches.
+        afters = _job_hooks.begin() if _job_hooks.hooks else None
         try:
             for name, loader in walk:
                 if left_to_execution(loader):
@@ -292,6 +297,8 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         finally:
             walk.close()
             self._queued.add_all(refused)  # still queued: the next tick asks again
+            if afters:
+                _job_hooks.end(afters)
 
     # -- rechecks (non-ticker mode) ------------------------------------------------------
     def _arm_checks(self, names: list[str]) -> None:
@@ -312,7 +319,12 @@ class ScheduledDataLoaderRegistry(DataLoaderRegistry):
         if loader is None:
             return
         if self._should_dispatch(name, loader):
-            loader.dispatch_count()
+            afters = _job_hooks.begin() if _job_hooks.hooks else None  # (as a tick's)
+            try:
+                loader.dispatch_count()
+            finally:
+                if afters:
+                    _job_hooks.end(afters)
         else:
             self._arm_checks([name])
 

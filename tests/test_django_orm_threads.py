@@ -170,3 +170,83 @@ def test_a_batch_on_a_thread_serving_a_request_leaves_its_connection_to_django(p
     worker.start()
     worker.join(TIMEOUT)
     assert result == {"books": 2, "open after the batch": True, "open after the request": False}
+
+
+# -- batch functions the user wrote (no batch_connection): the job hooks close their connections -----------
+class Recorded:
+    """The connection object of each thread a hand-written batch function ran on (kept alive: after its
+    thread ended, an unclosed one still holds its backend)."""
+
+    def __init__(self, alias):
+        self.alias = alias
+        self.lock = threading.Lock()
+        self.by_thread = {}
+
+    def books_of(self, author_ids):  # plain ORM code, as a user writes it
+        from django.db import connections
+        from orm_library.models import Book
+
+        with self.lock:
+            self.by_thread[threading.current_thread().name] = connections[self.alias]
+        by_author = {i: [] for i in author_ids}
+        for book in Book.objects.using(self.alias).filter(author_id__in=author_ids).order_by("id"):
+            by_author[book.author_id].append(book.title)
+        return [by_author[i] for i in author_ids]
+
+    def open(self):
+        return sorted(name for name, connection in self.by_thread.items() if connection.connection is not None)
+
+
+@pytest.mark.parametrize("kind", ["ThreadPoolExecutor", "ScheduledExecutor"])
+def test_hand_written_batch_functions_on_an_executor_leave_no_connection_open(pg, postgres_server,
+                                                                              committed_library, kind):
+    from dataloader_sync import DataLoader
+
+    lib = committed_library(pg, authors=4, books=1)
+    pool = (cf.ThreadPoolExecutor(max_workers=2, thread_name_prefix="orm-executor") if kind == "ThreadPoolExecutor"
+            else ScheduledExecutor(name="orm-executor", max_workers=2))
+    recorded = Recorded(pg)
+    try:
+        for _ in range(50):
+            loader = DataLoader(recorded.books_of, executor=pool)
+            futures = [loader.load(a.pk) for a in lib.authors]
+            loader.dispatch()
+            assert settled(futures) == [[f"book {a}.0"] for a in range(4)]
+    finally:
+        pool.shutdown(wait=True)  # every job (and what runs after it) is over
+    assert recorded.by_thread and all(name.startswith("orm-executor") for name in recorded.by_thread)
+    assert recorded.open() == []
+    assert other_connections(postgres_server, pg) == []
+
+
+@pytest.mark.parametrize("mode", ["ticks", "rechecks"])
+def test_hand_written_batch_functions_of_ticks_and_rechecks_leave_no_connection_open(pg, postgres_server,
+                                                                                     committed_library, mode):
+    from dataloader_sync import DataLoader
+
+    lib = committed_library(pg, authors=3, books=1)
+    executor = ScheduledExecutor(name="orm-ticks")
+    recorded = Recorded(pg)
+    try:
+        for _ in range(50):
+            asked = []
+
+            def second_time(name, loader, asked=asked):  # rechecks: the first check says no, the recheck yes
+                asked.append(name)
+                return len(asked) > 1
+
+            predicate = {"dispatch_predicate": second_time} if mode == "rechecks" else {}
+            with ScheduledDataLoaderRegistry(scheduled_executor=executor, ticker_mode=mode == "ticks",
+                                             schedule=0.001, **predicate) as registry:
+                loader = registry.register("books", DataLoader(recorded.books_of)).get("books")
+                futures = [loader.load(a.pk) for a in lib.authors]
+                if mode == "ticks":
+                    registry.reschedule_now()  # the ticker starts: a tick dispatches
+                else:
+                    registry.dispatch_all()  # refused: a recheck dispatches
+                assert settled(futures) == [[f"book {a}.0"] for a in range(3)]
+    finally:
+        executor.shutdown(wait=True)
+    assert recorded.by_thread and all(name.startswith("orm-ticks") for name in recorded.by_thread)
+    assert recorded.open() == []
+    assert other_connections(postgres_server, pg) == []

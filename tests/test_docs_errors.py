@@ -116,3 +116,10 @@ def test_the_message_of_graphene_django_s_own_view_under_the_setting_is_quoted(d
         Client().get("/graphql", {"query": "{ hello }"})
     (message,) = [str(w.message) for w in record]
     assert quoted(message)  # manage.py check says the same (tests/test_django_view_checks.py)
+
+
+def test_the_message_of_a_registry_factory_that_queries_the_database_under_asgi_is_quoted() -> None:
+    pytest.importorskip("django")
+    from dataloader_sync.django._middleware import FACTORY_ON_THE_LOOP
+
+    assert quoted(FACTORY_ON_THE_LOOP)  # raised for real in tests/test_django_asgi.py

@@ -211,3 +211,30 @@ def test_the_python_blocks_of_a_page_run_as_written(path: pathlib.Path, tmp_path
     assert out.returncode == 0, out.stderr[-4000:] + (f"\n({why})" if missing else "")
     if missing:
         next(iter(missing.values()))(f"{why} (the page's other blocks passed)")
+
+
+#: Pages whose every block also runs on its own, in a fresh interpreter: a reader copies any one of them.
+STANDALONE_PAGES = ("docs/asgi.rst",)
+
+
+def _standalone_cases() -> list[object]:
+    cases = []
+    for page in STANDALONE_PAGES:
+        for block in python_blocks((ROOT / page).read_text(encoding="utf-8")):
+            if block.skip is None:
+                cases.append(pytest.param(page, block, id=f"{page}:{block.line}"))
+    return cases
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(("page", "block"), _standalone_cases())
+def test_each_block_of_a_standalone_page_runs_alone(page: str, block: Block, tmp_path: pathlib.Path) -> None:
+    missing = [m for m in block.requires if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}")
+    env: dict[str, str] = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    out = subprocess.run([sys.executable, "-c", _RUNNER, str(STUBS), page], input=json.dumps([block._asdict()]),
+                         capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env, check=False)
+    assert out.returncode == 0, out.stderr[-4000:]

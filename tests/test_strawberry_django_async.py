@@ -67,8 +67,8 @@ QUERY = "{ authors { name publisher { name } books { title tags { name } reviews
 AUTHORS, BOOKS, REVIEWS, TAGS = 4, 2, 2, 3
 
 
-def make_view(alias, made):
-    """An ``AsyncGraphQLView`` whose context carries a fresh registry per request (kept in *made*)."""
+def make_view(alias):
+    """An ``AsyncGraphQLView`` whose context carries the request's registry (DataLoaderMiddleware's, docs/asgi.rst)."""
     from typing import Optional
 
     import strawberry
@@ -76,7 +76,6 @@ def make_view(alias, made):
     from orm_library.models import Author, Book, Publisher, Review, Tag
     from strawberry.django.views import AsyncGraphQLView
 
-    from dataloader_sync import DataLoaderRegistry
     from dataloader_sync.django import related_loader
 
     @strawberry_django.type(Publisher)
@@ -124,8 +123,7 @@ def make_view(alias, made):
     class View(AsyncGraphQLView):
         async def get_context(self, request, response):
             context = await super().get_context(request, response)
-            context.loaders = DataLoaderRegistry()
-            made.append(context.loaders)
+            context.loaders = request.loaders  # one registry per request, closed with the response
             return context
 
     return View.as_view(schema=strawberry.Schema(query=Query))
@@ -155,10 +153,17 @@ def batch_calls(registry):
     return {name: loader.statistics().batch_invoke_count for name, loader in registry.items()}
 
 
-def post_all(view, n):
-    """*n* POSTs of QUERY through django.test.AsyncClient on one loop, one after another, bounded."""
+def post_all(view, n, made):
+    """*n* POSTs of QUERY through django.test.AsyncClient on one loop, one after another, bounded;
+    DataLoaderMiddleware makes each request's registry (kept in *made*)."""
     from django.test import AsyncClient, override_settings
     from django.urls import path
+
+    from dataloader_sync import DataLoaderRegistry
+
+    def make_registry():
+        made.append(DataLoaderRegistry())
+        return made[-1]
 
     urls = type("urls", (), {"urlpatterns": [path("graphql", view)]})
 
@@ -169,19 +174,21 @@ def post_all(view, n):
             responses.append(await client.post("/graphql", {"query": QUERY}, content_type="application/json"))
         return responses
 
-    with override_settings(ROOT_URLCONF=urls, MIDDLEWARE=[]):
+    with override_settings(ROOT_URLCONF=urls, MIDDLEWARE=["dataloader_sync.django.DataLoaderMiddleware"],
+                           DATALOADER_SYNC_REGISTRY_FACTORY=make_registry):
         return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
 
 def test_async_view_answers_with_one_batch_per_relation_per_level(orm_db, committed_library):
     lib = committed_library(orm_db, authors=AUTHORS, books=BOOKS, reviews=REVIEWS, tags=TAGS)
     made = []
-    (response,) = post_all(make_view(orm_db, made), 1)
+    (response,) = post_all(make_view(orm_db), 1, made)
     body = json.loads(response.content)
     assert response.status_code == 200 and "errors" not in body, body
     assert body["data"]["authors"] == expected(lib)
     calls = batch_calls(made[0])
     assert sorted(calls.values()) == [1, 1, 1, 1], calls  # publisher, books, tags, reviews: one batch each
+    assert made[0].closed  # the middleware's registry, the only one: closed with the response
 
 
 def other_connections(postgres_server, alias, within=10.0):
@@ -215,11 +222,11 @@ def test_async_view_leaves_no_connection_open_after_50_requests_on_postgresql(po
     orm_db = use_for_django(postgres_server)  # connections are counted on the server (pg_stat_activity)
     lib = committed_library(orm_db, authors=AUTHORS, books=BOOKS, reviews=REVIEWS, tags=TAGS)
     made = []
-    responses = post_all(make_view(orm_db, made), 50)
+    responses = post_all(make_view(orm_db), 50, made)
     want = expected(lib)
     for response in responses:
         assert json.loads(response.content) == {"data": {"authors": want}}
-    assert all(sorted(batch_calls(r).values()) == [1, 1, 1, 1] for r in made)
+    assert len(made) == 50 and all(sorted(batch_calls(r).values()) == [1, 1, 1, 1] and r.closed for r in made)
     # Django's test client keeps the request's own connection open across requests (it disconnects
     # close_old_connections from request_finished, so a test's transaction survives); a server
     # closes it at each request's end.  That connection is asgiref's request thread's, where

@@ -62,6 +62,9 @@ Guarantees:
 - One loader may be awaited from several loops, one after another or at
   once: each loop has its own inbox; a future's waiters may belong to any.
 - A process that never awaits pays one global read per settled batch.
+- Each dispatch job runs inside the job hooks (``_job_hooks``) on its worker
+  thread: an integration lets go there of what the batch took on that thread
+  (``dataloader_sync.django``: the database connections it opened).
 
 Locks: ``_Inbox._lock`` guards ``_posted`` and ``_woken`` only; it is taken
 under a future's lock (a waiter posts from ``Future._finish_locked``) and
@@ -81,7 +84,7 @@ from collections.abc import Generator
 from contextvars import copy_context
 from typing import Any, Optional
 
-from . import _fork
+from . import _fork, _job_hooks
 from ._sync_on_demand import orphaned_error, unwatch, watch
 
 __all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "driving", "hold", "release", "running_loop",
@@ -491,12 +494,17 @@ def _dispatch_job(inbox: _Inbox, loader: Any, ticket: Any) -> None:
     """On a worker thread: dispatch *loader* if *ticket*'s keys are still queued, posts held.
 
     What the batch posts to *inbox* waits for the job's completion, which wakes
-    the loop anyway (``_Inbox._job_done``); other inboxes are woken here.
+    the loop anyway (``_Inbox._job_done``); other inboxes are woken here.  The
+    job hooks (``_job_hooks``: Django's connections) run around the dispatch,
+    so what they let go is let go before any await is woken.
     """
     token = hold()
+    afters = _job_hooks.begin() if _job_hooks.hooks else None
     try:
         loader._dispatch_for(ticket)
     finally:
+        if afters:
+            _job_hooks.end(afters)
         release(token, skip=inbox)
 
 

@@ -20,6 +20,8 @@ Guarantees:
   propagates to the dispatcher.  Callbacks of settled futures all run before.
 - The batch function, ``context_provider``, instrumentation and done
   callbacks never run under the loader's lock (see ``_dataloader``).
+- On a loader's ``executor=``, the batch function runs inside the job hooks
+  (``_job_hooks``), on the executor's thread.
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from typing import (
     Optional,
 )
 
-from . import _instrumentation_seam, _value_cache
+from . import _instrumentation_seam, _job_hooks, _value_cache
 from ._batch_shapes import (
     BatchLoaderEnvironment,
     BatchLoadError,
@@ -355,19 +357,22 @@ class BatchCall:
         batch function, here or on the executor."""
         instrumentation = self._instrumentation
         executor = self._executor
+        fn = self._batch_load_fn
+        if executor is not None and _job_hooks.hooks:
+            fn = _job_hooks.wrap(fn)  # the executor's thread is not the caller's: the job hooks around it
         if instrumentation is None and self._copies_context and executor is not None:
-            return executor.submit(self._batch_load_fn, *args)  # it runs tasks in a copy of this context
+            return executor.submit(fn, *args)  # it runs tasks in a copy of this context
         context = contextvars.copy_context()
         if instrumentation is not None:
             batch.instr_context = context.run(
                 _instrumentation_seam.begin_batch, instrumentation, self._loader(), keys, env)
         if executor is None:
-            return context.run(self._batch_load_fn, *args)
+            return context.run(fn, *args)
         if self._copies_context:
             # Submitted from inside our context, which it copies: the task is
-            # the batch function itself, so its slow-task log names it.
-            return context.run(executor.submit, self._batch_load_fn, *args)
-        return executor.submit(context.run, self._batch_load_fn, *args)
+            # the batch function itself (or its wrapper, named as it), so its slow-task log names it.
+            return context.run(executor.submit, fn, *args)
+        return executor.submit(context.run, fn, *args)
 
     def _end_batch(self, batch: KeyQueue, result: Any, error: Optional[BaseException]) -> None:
         """Tell the batch's instrumentation context how it ended (once: it is taken)."""

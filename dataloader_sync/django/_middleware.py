@@ -12,27 +12,41 @@ Guarantees:
   carries no request, so a handler could not tell which registry to close
   when requests run on several threads.  If the view raises past Django's
   exception handling, the registry is closed at once.
-- The middleware is sync-only; under ASGI Django runs it on a thread, and
-  batch functions without an executor run on that thread with the ORM.
+- Sync and async capable (Django's middleware protocol): under WSGI it is a
+  plain sync middleware; under ASGI, above an async handler, it runs on the
+  event loop's thread with no thread hop (a sync-only middleware there costs
+  every request a hand-off to a thread and back: docs/asgi.rst has the
+  figure).  The factory then runs on the loop's thread too: one that
+  queries the database (``request.user.is_staff`` before the session is
+  loaded) fails at once with ``SynchronousOnlyOperation``, its message
+  naming the setting and the fix.
 - The first response of a graphene-django ``GraphQLView`` that ignores
   ``DATALOADER_SYNC_AUTO_RELATIONS = True`` (see ``_view_checks``) warns
   once (``RuntimeWarning``) naming ``dataloader_sync.django.GraphQLView``.
   The view is read off ``request.resolver_match`` after the response, not in
-  a ``process_view`` hook: a hook is one more call per request, and under
-  ASGI Django would adapt this sync-only one to a thread on every request.
-  Where warnings are errors, the response is closed (so is the registry)
-  and the warning raised.
+  a ``process_view`` hook, which would be one more call per request.  Where
+  warnings are errors, the response is closed (so is the registry) and the
+  warning raised.
 """
 from __future__ import annotations
 
 import functools
 from typing import Any, Callable
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.core.exceptions import SynchronousOnlyOperation
+
 from .._request_registry import close_quietly
-from ._registry_factory import get_registry_factory
+from ._registry_factory import SETTING, get_registry_factory
 from ._view_checks import ViewsSeen
 
-__all__ = ["DataLoaderMiddleware"]
+__all__ = ["FACTORY_ON_THE_LOOP", "DataLoaderMiddleware"]
+
+FACTORY_ON_THE_LOOP = (
+    f"{SETTING} queried the database on the event loop's thread: under ASGI DataLoaderMiddleware calls it"
+    " there; build the registry without queries (hand request.user to the loaders unevaluated and read it in"
+    " their batch functions, which run off the loop)"
+)
 
 
 class DataLoaderMiddleware:
@@ -45,8 +59,9 @@ class DataLoaderMiddleware:
     graphene-django, whose ``GraphQLView`` passes the request as context,
     resolvers reach the registry as ``info.context.loaders``.
 
-    Thread-safe: Django calls one instance from every request thread; the
-    instance holds only the factory, each request its own registry.
+    Thread-safe: Django calls one instance from every request thread (or
+    from the event loop's, under ASGI); the instance holds only the factory,
+    each request its own registry.
 
     Args:
         get_response: the next handler, as Django passes it.
@@ -57,12 +72,15 @@ class DataLoaderMiddleware:
     """
 
     sync_capable = True
-    async_capable = False
+    async_capable = True
 
     def __init__(self, get_response: Callable[[Any], Any]) -> None:
         self.get_response = get_response
         self.factory = get_registry_factory()
         self.views_seen = ViewsSeen()
+        self.is_async = iscoroutinefunction(get_response)
+        if self.is_async:  # Django then awaits us: no thread hop (module notes)
+            markcoroutinefunction(self)
 
     def __call__(self, request: Any) -> Any:
         """Run the request with a new registry on ``request.loaders``; close it with the response.
@@ -72,6 +90,8 @@ class DataLoaderMiddleware:
             RuntimeWarning: where warnings are errors, at the first response of a
                 graphene-django view that ignores ``DATALOADER_SYNC_AUTO_RELATIONS``.
         """
+        if self.is_async:
+            return self._acall(request)
         registry = self.factory(request)
         request.loaders = registry
         try:
@@ -79,17 +99,39 @@ class DataLoaderMiddleware:
         except BaseException:
             close_quietly(registry)
             raise
-        closers = getattr(response, "_resource_closers", None)
-        if closers is None:  # not an HttpResponseBase: nothing will call close() for us
+        return self._finish(request, _close_with(response, registry))
+
+    async def _acall(self, request: Any) -> Any:
+        try:
+            registry = self.factory(request)
+        except SynchronousOnlyOperation as exc:
+            raise SynchronousOnlyOperation(FACTORY_ON_THE_LOOP) from exc
+        request.loaders = registry
+        try:
+            response = await self.get_response(request)
+        except BaseException:
             close_quietly(registry)
-        else:
-            closers.append(functools.partial(close_quietly, registry))
+            raise
+        return self._finish(request, _close_with(response, registry))
+
+    def _finish(self, request: Any, response: Any) -> Any:
+        """The response, once its first view of a kind was looked at (``_view_checks``)."""
         match = getattr(request, "resolver_match", None)
         if match is not None and match.func not in self.views_seen.views:
             try:
                 self.views_seen.first_response(match)
             except BaseException:
-                if closers is not None:
+                if getattr(response, "_resource_closers", None) is not None:
                     response.close()  # runs the closers: the registry's too
                 raise
         return response
+
+
+def _close_with(response: Any, registry: Any) -> Any:
+    """Have *registry* closed when *response* is (at once if nothing will close *response*)."""
+    closers = getattr(response, "_resource_closers", None)
+    if closers is None:  # not an HttpResponseBase: nothing will call close() for us
+        close_quietly(registry)
+    else:
+        closers.append(functools.partial(close_quietly, registry))
+    return response
