@@ -12,7 +12,8 @@ idle or broken.
 Guarantees:
 - ``batch_connection(alias)`` wraps the queries of one ORM batch.  On a
   thread that is not serving a Django request (between ``request_started``
-  and ``request_finished`` on that thread), after the batch:
+  and ``request_finished`` on that thread, for a request started without an
+  ASGI scope: an ASGI request is served by no one thread), after the batch:
   a connection the batch opened is closed; one that was already open is
   closed if it is unusable or past ``CONN_MAX_AGE``
   (``close_if_unusable_or_obsolete``, what Django does at a request's end).
@@ -51,11 +52,27 @@ __all__ = ["batch_connection", "job_connections", "serving_request"]
 _STATE = threading.local()  # .requests: requests in progress on this thread (nested test clients count)
 
 
-def _started(**kwargs: Any) -> None:
+# The handler classes that sent request_started with an ASGI scope.  An ASGI
+# request is served by no one thread: its sync parts run where asgiref puts
+# them, and Django < 5.0's AsyncClient sends both signals on whichever thread
+# of the loop's default executor is free (thread_sensitive=False), the pool
+# the asyncio bridge's batches run on.  Counted per thread, those threads
+# looked like request threads for good.  So only requests started without a
+# scope (WSGI, the test Client) make a thread "serving"; the finish of a
+# request whose handler class sent a scope is not counted either.
+_ASGI_SENDERS: set[Any] = set()
+
+
+def _started(sender: Any = None, **kwargs: Any) -> None:
+    if "scope" in kwargs:
+        _ASGI_SENDERS.add(sender)
+        return
     _STATE.requests = getattr(_STATE, "requests", 0) + 1
 
 
-def _finished(**kwargs: Any) -> None:
+def _finished(sender: Any = None, **kwargs: Any) -> None:
+    if sender in _ASGI_SENDERS:
+        return
     _STATE.requests = max(getattr(_STATE, "requests", 0) - 1, 0)
 
 
