@@ -90,6 +90,9 @@ class Integration(Protocol):
     def relation_of(self, cls: type, name: str) -> Optional[AutoRelation]:
         """The relation *name* of *cls*, or None."""
 
+    # optional: ``user_resolver(ctx, fn)``, the resolver standing for a resolver *fn* the user wrote
+    # (it runs *fn* and may batch what *fn* returns); an integration without it leaves *fn* alone.
+
 
 #: Integrations that know ORM instances and framework resolvers: module names,
 #: imported when the library of the first name is (their ``classify`` and
@@ -341,9 +344,20 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
         if made is not None and made[0] is fn:
             return made[1]
         kind = classify(fn)
-        resolver = fn if kind is None else _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
+        if kind is None:
+            resolver = fn if opted_out(fn) else self._user_resolver(fn)
+        else:
+            resolver = _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
         self._auto_made[key] = (fn, resolver)
         return resolver
+
+    def _user_resolver(self, fn: Any) -> Any:
+        """*fn*, a resolver the user wrote, as the integrations run it (the first that wraps it)."""
+        for integration in self._auto_relations.integrations:
+            wrap = getattr(integration, "user_resolver", None)
+            if wrap is not None:
+                return wrap(self, fn)
+        return fn
 
     if _compat.OWN_FIELDS:
 
