@@ -147,7 +147,8 @@ def relation_columns(parent: type[Model], model: type[Model]) -> frozenset[Any]:
     fields: set[Any] = set()
     for field in parent._meta.get_fields(include_hidden=True):
         related: Any = getattr(field, "related_model", None)
-        if not isinstance(related, type) or related._meta.concrete_model is not model:
+        meta: Any = getattr(related, "_meta", None)
+        if not isinstance(related, type) or meta is None or meta.concrete_model is not model:
             continue
         if field.auto_created and not field.concrete:  # a reverse relation: ManyToOneRel, ManyToManyRel
             if field.many_to_many:  # Tag.books: the through table's key to the tag
