@@ -314,7 +314,7 @@ def test_one_queryset_object_returned_for_every_parent(schema, orm_db, library):
 @pytest.mark.parametrize("field", ["titles", "eitherEnd { title }"])
 def test_querysets_not_understood_run_as_they_are(schema, orm_db, library, field):
     library(orm_db, authors=5, books=4)
-    off, on, _ = compare(schema, orm_db, "{ authors { %s publishedBooks { title } } }" % field)
+    off, on, _ = compare(schema, orm_db, "{ authors { " + field + " publishedBooks { title } } }")
     assert (off, on) == (1 + 5 + 5, 1 + 5 + 1)  # values_list and union: one statement per parent
 
 
@@ -333,3 +333,48 @@ def test_only_an_execution_with_the_switch_batches(schema, orm_db, library):
     assert off == 1 + 2 * 5 and not context.loaders.keys()
     _, on, context = execute(schema, orm_db, query)
     assert on == 3 and len(context.loaders.keys()) == 2
+
+
+def test_no_auto_relations_keeps_a_resolvers_queryset_per_parent(orm_db, library):
+    import graphene
+    from graphene_django import DjangoObjectType
+    from graphene_django.registry import Registry
+    from orm_library import models
+
+    from dataloader_sync import no_auto_relations
+
+    types = Registry()
+
+    class Book(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("title",)
+            name = "RqOptBook"
+            registry = types
+
+    class Author(DjangoObjectType):
+        class Meta:
+            model = models.Author
+            fields = ("name",)
+            name = "RqOptAuthor"
+            registry = types
+
+        kept = no_auto_relations(graphene.List(graphene.NonNull(Book)))
+        batched = graphene.List(graphene.NonNull(Book))
+
+        def resolve_kept(author, info):
+            return author.books.filter(year__gte=2001)
+
+        def resolve_batched(author, info):
+            return author.books.filter(year__gte=2001)
+
+    class Query(graphene.ObjectType):
+        authors = graphene.List(graphene.NonNull(Author), required=True)
+
+        def resolve_authors(root, info):
+            return models.Author.objects.using(info.context.db).order_by("pk")
+
+    schema = graphene.Schema(query=Query)
+    library(orm_db, authors=5, books=3)
+    off, on, _ = compare(schema, orm_db, "{ authors { kept { title } batched { title } } }")
+    assert (off, on) == (1 + 5 + 5, 1 + 5 + 1)

@@ -14,8 +14,11 @@ How a field is recognised (once per field per execution, never per value):
   integration knows (``dataloader_sync.django._auto``: graphene-django's
   ``DjangoListField``, connection fields and to-one fields around a default
   resolver; ``dataloader_sync.sqlalchemy._auto``: graphene-sqlalchemy's
-  relationship and connection fields); a resolver the user wrote, or a field
-  wrapped by ``no_auto_relations``, is left alone;
+  relationship and connection fields); a field wrapped by
+  ``no_auto_relations`` is left alone; a resolver the user wrote runs as
+  written, through the integration's ``user_resolver`` when it has one
+  (``dataloader_sync.django._returned_querysets``: a relation queryset it
+  returns is loaded for the level);
 - its type is an object, interface or union (or a list of them): a scalar
   field is never looked at again;
 - then, per parent class, the integration says whether the attribute is a
@@ -310,7 +313,9 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
     relation's loader (named ``Author.books``), with the target type's
     ``get_queryset`` applied in the batch; data already on the instance
     (``select_related``, ``prefetch_related``) is used as it is.  A resolver
-    the user wrote, or a field wrapped in ``dataloader_sync.no_auto_relations``,
+    the user wrote runs as written, and a relation queryset it returns
+    (``self.books.filter(...)``) is loaded for the whole level, one statement
+    per query shape; a field wrapped in ``dataloader_sync.no_auto_relations``
     is left alone.  See the module notes.
 
     One instance runs one operation, on the calling thread; not shared between threads.
