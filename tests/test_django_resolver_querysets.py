@@ -167,13 +167,13 @@ def make_schema():
         tags = graphene.List(graphene.NonNull(Tag), required=True)
 
         def resolve_authors(root, info):
-            return models.Author.objects.using(info.context.db).order_by("pk")
+            return models.Author.objects.using(getattr(info.context, "db", "default")).order_by("pk")
 
         def resolve_books(root, info):
-            return models.Book.objects.using(info.context.db).order_by("pk")
+            return models.Book.objects.using(getattr(info.context, "db", "default")).order_by("pk")
 
         def resolve_tags(root, info):
-            return models.Tag.objects.using(info.context.db)
+            return models.Tag.objects.using(getattr(info.context, "db", "default"))
 
     return graphene.Schema(query=Query, types=[Publisher])
 
@@ -372,9 +372,32 @@ def test_no_auto_relations_keeps_a_resolvers_queryset_per_parent(orm_db, library
         authors = graphene.List(graphene.NonNull(Author), required=True)
 
         def resolve_authors(root, info):
-            return models.Author.objects.using(info.context.db).order_by("pk")
+            return models.Author.objects.using(getattr(info.context, "db", "default")).order_by("pk")
 
     schema = graphene.Schema(query=Query)
     library(orm_db, authors=5, books=3)
     off, on, _ = compare(schema, orm_db, "{ authors { kept { title } batched { title } } }")
     assert (off, on) == (1 + 5 + 5, 1 + 5 + 1)
+
+
+def test_the_setting_batches_the_views_returned_querysets(schema, library):
+    from django.db import connection
+    from django.test import Client, override_settings
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import path
+
+    from dataloader_sync.django import GraphQLView
+
+    shelf(library, "default")
+    urls = type("urls", (), {"urlpatterns": [path("graphql", GraphQLView.as_view(schema=schema))]})
+    query = "{ authors { name publishedBooks { title reviews { rating } } topTwo { title } } }"
+    bodies, counts = [], []
+    for on in (False, True):
+        with override_settings(ROOT_URLCONF=urls, DATALOADER_SYNC_AUTO_RELATIONS=on), \
+                CaptureQueriesContext(connection) as queries:
+            response = Client().post("/graphql", {"query": query}, content_type="application/json")
+        assert response.status_code == 200, response.content
+        bodies.append(response.content)
+        counts.append(len(queries))
+    assert bodies[0] == bodies[1] and b'"errors"' not in bodies[0]
+    assert counts == [1 + 51 + 150 + 51, 4]  # authors, published books, their reviews, top two
