@@ -79,6 +79,11 @@ def no_auto_relations(field: F) -> F:
                         "(wrap the field: no_auto_relations(DjangoListField(BookType)))")
     target: Any = field
     wrap: Any = getattr(target, "wrap_resolve", None)
+    if wrap is None and callable(getattr(target, "mount_as", None)) and callable(getattr(target, "Field", None)):
+        # a graphene type instance in a type body (graphene.List(Book)): mounted as the field graphene
+        # would make of it (UnmountedType.Field()), so that its resolver can be wrapped
+        field = target = target.Field()
+        wrap = getattr(target, "wrap_resolve", None)
     if callable(wrap):  # graphene: the field makes its resolver when the schema is built
         original: Callable[[Any], Any] = wrap
 

@@ -65,7 +65,7 @@ from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
-           "load_auto_related", "relation_of"]
+           "load_auto_related", "relation_of", "user_resolver"]
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -248,6 +248,14 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
     if owner.connection_resolver.__func__ is Stock.connection_resolver.__func__:  # type: ignore[attr-defined]
         return DjangoConnectionField.connection_resolver
     return None
+
+
+def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The resolver standing for a resolver the user wrote: it runs as written, and the relation
+    queryset it returns is loaded for the level (``_returned_querysets``)."""
+    from ._returned_querysets import returned_resolver
+
+    return returned_resolver(ctx, fn)
 
 
 # -- to-one hops joined into the batch --------------------------------------------------------

@@ -14,8 +14,11 @@ How a field is recognised (once per field per execution, never per value):
   integration knows (``dataloader_sync.django._auto``: graphene-django's
   ``DjangoListField``, connection fields and to-one fields around a default
   resolver; ``dataloader_sync.sqlalchemy._auto``: graphene-sqlalchemy's
-  relationship and connection fields); a resolver the user wrote, or a field
-  wrapped by ``no_auto_relations``, is left alone;
+  relationship and connection fields); a field wrapped by
+  ``no_auto_relations`` is left alone; a resolver the user wrote runs as
+  written, through the integration's ``user_resolver`` when it has one
+  (``dataloader_sync.django._returned_querysets``: a relation queryset it
+  returns is loaded for the level);
 - its type is an object, interface or union (or a list of them): a scalar
   field is never looked at again;
 - then, per parent class, the integration says whether the attribute is a
@@ -89,6 +92,9 @@ class Integration(Protocol):
 
     def relation_of(self, cls: type, name: str) -> Optional[AutoRelation]:
         """The relation *name* of *cls*, or None."""
+
+    # optional: ``user_resolver(ctx, fn)``, the resolver standing for a resolver *fn* the user wrote
+    # (it runs *fn* and may batch what *fn* returns); an integration without it leaves *fn* alone.
 
 
 #: Integrations that know ORM instances and framework resolvers: module names,
@@ -307,7 +313,9 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
     relation's loader (named ``Author.books``), with the target type's
     ``get_queryset`` applied in the batch; data already on the instance
     (``select_related``, ``prefetch_related``) is used as it is.  A resolver
-    the user wrote, or a field wrapped in ``dataloader_sync.no_auto_relations``,
+    the user wrote runs as written, and a relation queryset it returns
+    (``self.books.filter(...)``) is loaded for the whole level, one statement
+    per query shape; a field wrapped in ``dataloader_sync.no_auto_relations``
     is left alone.  See the module notes.
 
     One instance runs one operation, on the calling thread; not shared between threads.
@@ -341,9 +349,20 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
         if made is not None and made[0] is fn:
             return made[1]
         kind = classify(fn)
-        resolver = fn if kind is None else _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
+        if kind is None:
+            resolver = fn if opted_out(fn) else self._user_resolver(fn)
+        else:
+            resolver = _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
         self._auto_made[key] = (fn, resolver)
         return resolver
+
+    def _user_resolver(self, fn: Any) -> Any:
+        """*fn*, a resolver the user wrote, as the integrations run it (the first that wraps it)."""
+        for integration in self._auto_relations.integrations:
+            wrap = getattr(integration, "user_resolver", None)
+            if wrap is not None:
+                return wrap(self, fn)
+        return fn
 
     if _compat.OWN_FIELDS:
 

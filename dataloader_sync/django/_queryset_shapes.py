@@ -1,0 +1,219 @@
+"""The shape of a queryset a resolver returns: what is the same for every parent, and the parent's key.
+
+``self.books.filter(year__gte=2001).order_by("-year")`` is, to Django,
+the queryset ``Book.objects.filter(year__gte=2001).order_by("-year")`` with
+one more condition ANDed in, ``author_id = <this author's id>``, added by
+the related manager (its ``core_filters``) or by the user
+(``Book.objects.filter(author=self)``).  ``shape_of`` finds that condition
+among the top-level conditions of the queryset's ``WHERE``, and splits the
+queryset into a ``Shape``:
+
+- ``queryset``: a copy of the queryset without that condition, without its
+  slice (``low``, ``high``) and without the instance it knows
+  (``known``): equal for every parent of a level whose resolver built the
+  same query, so one loader, keyed by its SQL, serves them all;
+- ``column``: the condition's column (``book.author_id``, a many-to-many
+  through table's ``book_id`` in the join the query already has,
+  ``note.object_id`` of a ``GenericRelation``); ``value``: the key it was
+  compared with.
+
+The rows of ``queryset`` whose ``column`` equals ``value`` are exactly the
+rows of the original queryset, whatever else it does (joins, annotations,
+aggregates, ``distinct``): a condition ANDed at the top of ``WHERE`` keeps or
+drops each row of the rest of the query, and the column is read through the
+very join the condition used.  A slice is the same window per parent
+(``ROW_NUMBER() OVER (PARTITION BY column ORDER BY ...)``, as Django's sliced
+prefetches do).  ``rows(values)`` is that: one queryset for all the parents'
+values, each row annotated with its parent's value.
+
+Everything this module reads is Django's private query structure (there is
+no public reader for it): ``Query.where`` and its lookups (``Exact`` with a
+``Col`` on the left), ``Query.low_mark``/``high_mark``, ``combinator``,
+``select_for_update``, ``distinct_fields``, ``group_by``,
+``QuerySet._result_cache``, ``_iterable_class``, ``_fields``,
+``_known_related_objects``.  Tests cover Django 4.2, 5.2 and 6.1.
+
+Guarantees:
+- ``shape_of`` returns None (the queryset runs as it is, one statement per
+  parent) for anything it does not recognise: an evaluated queryset,
+  ``values()``/``values_list()``, ``union()`` and the other combinators,
+  ``select_for_update()``, ``distinct(*fields)``, a queryset that matches
+  nothing, a ``WHERE`` that is not a conjunction, no equality on a column of
+  a relation to the parent's model, a slice with ``distinct()`` or on a
+  backend without window functions, a step.  Never a wrong answer.
+- The queryset given is not changed (reading ``.query`` applies a filter
+  Django deferred, as any reader does).
+- No lock: the cache of relation columns is filled without one (two threads
+  may both compute an entry; either is right).
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any, Optional
+
+from django.db import connections
+from django.db.models import F, Model, QuerySet, Window
+from django.db.models.expressions import Col
+from django.db.models.functions import RowNumber
+from django.db.models.lookups import Exact
+from django.db.models.query import ModelIterable
+from django.db.models.sql.where import AND
+
+from ._connections import batch_connection
+from ._querysets import key_chunks, ordering_of, queryset_key
+
+__all__ = ["PARENT", "Shape", "relation_columns", "shape_of"]
+
+PARENT = "_dataloader_sync_parent"  # annotation: the value of the parent's column a row belongs to
+_ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent's window
+
+
+class Shape:
+    """A queryset split into its common part and one parent's key (see the module notes).  Immutable.
+
+    Attributes:
+        queryset: the queryset without the parent's condition, slice and known instance.
+        column: the condition's column (a Django ``Col``).
+        value: the value the column was compared with: the parent's key.
+        low, high: the slice (``high`` None: no end); ``0, None`` without one.
+        known: ``(field, instance)``: the related manager's instance, set on every row's
+            forward field as Django does (``_known_related_objects``), or None.
+        key: what two shapes that load alike have equal (hashable).
+    """
+
+    __slots__ = ("column", "high", "key", "known", "low", "queryset", "value")
+
+    def __init__(self, queryset: QuerySet[Any], column: Any, value: Any, low: int, high: Optional[int],
+                 known: Optional[tuple[Any, Any]]) -> None:
+        self.queryset = queryset
+        self.column = column
+        self.value = value
+        self.low = low
+        self.high = high
+        self.known = known
+        self.key: Hashable = (queryset_key(queryset), queryset.db, column.alias, column.target, low, high,
+                              None if known is None else known[0])
+
+    def load(self, values: Sequence[Any], known: Sequence[Any] = ()) -> dict[Any, list[Any]]:
+        """``{key: its rows}`` for the parents' keys *values*: one statement (per chunk, see
+        ``key_chunks``), the rows in the queryset's order (the primary key breaking ties), sliced per
+        parent.  *known*: instances of the parents, set on the rows' ``known`` field as the related
+        manager's queryset would."""
+        found: dict[Any, list[Any]] = {}
+        with batch_connection(self.queryset.db):
+            for chunk in self._chunks(values, known):
+                for row in chunk:
+                    key = row.__dict__.pop(PARENT)
+                    row.__dict__.pop(_ROW, None)
+                    found.setdefault(key, []).append(row)
+        return found
+
+    def _chunks(self, values: Sequence[Any], known: Sequence[Any]) -> list[QuerySet[Any]]:
+        queryset = self.queryset
+        ordering = ordering_of(queryset)
+        base = queryset.annotate(**{PARENT: self.column})
+        if self.low or self.high is not None:
+            base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(PARENT), order_by=ordering)})
+            if self.low:
+                base = base.filter(**{f"{_ROW}__gt": self.low})
+            if self.high is not None:
+                base = base.filter(**{f"{_ROW}__lte": self.high})
+        base = base.order_by(*ordering)
+        if self.known is not None and known:
+            field = self.known[0]
+            base._known_related_objects = {field: {getattr(i, field.target_field.attname): i for i in known}}
+        return key_chunks(base, PARENT, self.column.output_field, values)
+
+
+def _windows(db: str) -> bool:
+    return bool(connections[db].features.supports_over_clause)
+
+
+# (parent model, row model) -> the fields whose column equals a parent's key in a relation between them
+_COLUMNS: dict[tuple[type, type], frozenset[Any]] = {}
+
+
+def relation_columns(parent: type[Model], model: type[Model]) -> frozenset[Any]:
+    """The fields of *model* (or of a many-to-many through model) that hold a key of a *parent*
+    instance in the relations from *parent* to *model*: ``Book.author`` for ``Author.books``, the
+    through table's foreign key to ``Book`` for ``Book.tags``, the ``object_id`` field for a
+    ``GenericRelation``."""
+    parent = parent._meta.concrete_model
+    model = model._meta.concrete_model
+    key = (parent, model)
+    found = _COLUMNS.get(key)
+    if found is not None:
+        return found
+    fields: set[Any] = set()
+    for field in parent._meta.get_fields(include_hidden=True):
+        related: Any = getattr(field, "related_model", None)
+        meta: Any = getattr(related, "_meta", None)
+        if not isinstance(related, type) or meta is None or meta.concrete_model is not model:
+            continue
+        if field.auto_created and not field.concrete:  # a reverse relation: ManyToOneRel, ManyToManyRel
+            if field.many_to_many:  # Tag.books: the through table's key to the tag
+                through = field.through._meta
+                fields.add(through.get_field(field.field.m2m_reverse_field_name()))
+            elif field.one_to_many or field.one_to_one:  # Author.books: Book.author
+                fields.add(field.field)
+        elif field.many_to_many and getattr(field, "remote_field", None) is not None \
+                and getattr(field.remote_field, "through", None) is not None:  # Book.tags
+            fields.add(field.remote_field.through._meta.get_field(field.m2m_field_name()))
+        elif field.one_to_many and hasattr(field, "object_id_field_name"):  # a GenericRelation
+            fields.add(model._meta.get_field(field.object_id_field_name))
+    found = _COLUMNS[key] = frozenset(fields)
+    return found
+
+
+def shape_of(queryset: Any, parent: Model) -> Optional[Shape]:
+    """The ``Shape`` of *queryset*, a queryset a resolver returned for *parent*, or None (see the module notes)."""
+    if not isinstance(queryset, QuerySet) or queryset._result_cache is not None \
+            or queryset._iterable_class is not ModelIterable or queryset._fields is not None:
+        return None
+    query = queryset.query
+    if query.combinator is not None or query.select_for_update or query.distinct_fields \
+            or query.values_select or isinstance(query.group_by, tuple) or query.is_empty():
+        return None
+    where = query.where
+    if where.connector != AND or where.negated:
+        return None
+    columns = relation_columns(type(parent), queryset.model)
+    if not columns:
+        return None
+    found = None
+    for i, child in enumerate(where.children):
+        if isinstance(child, Exact) and isinstance(child.lhs, Col) and child.lhs.target in columns:
+            value = child.rhs
+            if hasattr(value, "resolve_expression") or isinstance(value, Model):
+                continue
+            try:
+                hash(value)
+            except TypeError:
+                continue
+            found = i
+            break
+    if found is None:
+        return None
+    low, high = query.low_mark, query.high_mark
+    sliced = bool(low) or high is not None
+    if sliced and (query.distinct or not _windows(queryset.db)):
+        return None
+    lookup = where.children[found]
+    shape = queryset._chain()
+    shape_query = shape.query
+    del shape_query.where.children[found]  # the chain's where is a clone: same children, same order
+    shape_query.clear_limits()
+    known = _known(queryset)
+    shape._known_related_objects = {}
+    return Shape(shape, lookup.lhs, lookup.rhs, low, high, known)
+
+
+def _known(queryset: QuerySet[Any]) -> Optional[tuple[Any, Any]]:
+    """The one instance a related manager's queryset sets on its rows, as ``(field, instance)``, or None."""
+    known = queryset._known_related_objects
+    if len(known) != 1:
+        return None
+    ((field, instances),) = known.items()
+    if len(instances) != 1 or getattr(field, "target_field", None) is None:
+        return None
+    return field, next(iter(instances.values()))

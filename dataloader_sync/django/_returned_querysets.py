@@ -1,0 +1,113 @@
+"""Querysets a resolver returns, loaded for the whole level: one statement per query shape.
+
+With auto relations on, a field whose resolver the user wrote keeps it: the
+resolver runs for every parent, as without the switch.  What it returns is
+looked at: an unevaluated queryset that is a relation of the parent
+(``self.books.filter(...)``, ``Book.objects.filter(author=self)``; see
+``_queryset_shapes``) becomes a load of the ``load_returned`` family's
+loader for its shape, keyed by the parent's key.  Parents whose resolvers
+built the same query share one loader: one statement for the level; two
+shapes (two filters) are two loaders, two statements.  Anything else is
+returned as it is.
+
+The value a parent gets is the list of the rows its own queryset would give,
+in its order (the primary key breaking ties), its slice applied per parent
+(graphene's list completion iterates either alike).  What graphene-django
+applies to a returned queryset (``DjangoListField``: the type's
+``get_queryset``) is applied before the shape is read, as without the switch.
+
+Each loader is named after the field: ``Author.published_books`` (the
+parent's model, the resolver's name without ``resolve_``, else the field's).
+
+Guarantees:
+- Only inside an execution with the switch (the execution context wraps the
+  user's resolvers of that execution; nothing else changes).
+- A resolver result that is not a queryset costs one ``isinstance`` check.
+"""
+from __future__ import annotations
+
+import functools
+from collections.abc import Hashable, Sequence
+from typing import Any, Callable, Optional
+
+from django.db.models import Model, QuerySet
+
+from ._queryset_shapes import Shape, shape_of
+from ._querysets import queryset_label
+
+__all__ = ["ParentKey", "load_returned", "returned_resolver"]
+
+
+class ParentKey:
+    """A parent's key in a ``load_returned`` loader: equal by *value* (the key its queryset compared
+    with); *instance* is the parent a related manager knows (set on its rows), or None.  Immutable."""
+
+    __slots__ = ("instance", "value")
+
+    def __init__(self, value: Any, instance: Any) -> None:
+        self.value = value
+        self.instance = instance
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ParentKey) and self.value == other.value
+
+    def __repr__(self) -> str:
+        return f"ParentKey({self.value!r})"
+
+
+def load_returned(keys: Sequence[ParentKey], shape: Shape, label: str = "") -> list[list[Any]]:
+    """The rows of each parent's queryset of *shape*, in one statement.  *label* names the loader only."""
+    values = list(dict.fromkeys(key.value for key in keys))
+    known = [key.instance for key in keys if key.instance is not None]
+    found = shape.load(values, known)
+    return [list(found.get(key.value, ())) for key in keys]
+
+
+def _returned_key(shape: Shape, label: str = "") -> Hashable:
+    return shape.key
+
+
+def _returned_name(shape: Shape, label: str = "") -> str:
+    return label or f"load_returned({queryset_label(shape.queryset)})"
+
+
+load_returned.dataloader_key = _returned_key  # type: ignore[attr-defined]
+load_returned.dataloader_name = _returned_name  # type: ignore[attr-defined]
+load_returned.dataloader_name_is_label = True  # type: ignore[attr-defined]
+
+
+def _python_name(fn: Any) -> Optional[str]:
+    """The field name a graphene resolver's function says (``resolve_published_books``), or None."""
+    if isinstance(fn, functools.partial):  # DjangoListField: partial(list_resolver, type, resolver, manager)
+        inner = fn.args[1] if len(fn.args) == 3 else fn.func
+        return _python_name(inner)
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str) and name.startswith("resolve_") and len(name) > 8:
+        return name[8:]
+    return None
+
+
+def returned_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A resolver that calls the user's *fn* and loads what it returns through a level loader when
+    that is a relation queryset of the parent (see the module notes)."""
+    python_name = _python_name(fn)
+    labels: dict[type, str] = {}
+
+    def resolve_returned(root: Any, info: Any, **args: Any) -> Any:
+        value = fn(root, info, **args)
+        if not isinstance(value, QuerySet) or not isinstance(root, Model):
+            return value
+        shape = shape_of(value, root)
+        if shape is None:
+            return value
+        cls = root.__class__
+        label = labels.get(cls)
+        if label is None:
+            label = labels[cls] = f"{cls.__name__}.{python_name or info.field_name}"
+        loader = ctx.auto_loaders().loader_for(load_returned, shape, label=label)
+        return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
+
+    return resolve_returned
