@@ -164,6 +164,25 @@ def test_no_auto_relations_leaves_a_field_to_strawberry_django(orm_db, library):
     assert statements == 2 + 6  # authors, books, then each book's tags
 
 
+TYPENAMES = """{ __typename authors { ...Author } authorList { ...Author } }
+fragment Author on AuthorType { __typename name publisher { __typename name } profile { __typename bio }
+    books { __typename title author { __typename name } tags { __typename name } reviews { __typename rating } } }"""
+INTROSPECTION = """{ __schema { queryType { name } } __type(name: "AuthorType") { name fields { name } }
+    authorList { name books { title __type: __typename } } }"""
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
+@pytest.mark.parametrize("query", [TYPENAMES, INTROSPECTION], ids=["__typename on every object", "__schema, __type"])
+def test_meta_fields_answer_as_without_the_extension(orm_db, library, optimizer, query):
+    # Apollo and Relay clients add __typename to every selection set: four levels of objects here
+    library(orm_db, authors=4, books=2, reviews=2)
+    auto, statements, _ = run(make_schema(True, optimizer), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert ('"__typename": "ReviewType"' if query is TYPENAMES else '"queryType": {"name": "Query"}') in auto
+    assert statements < plain_statements  # the relations below authorList are still batched
+
+
 def make_connection_schema(auto: bool, optimizer: bool):
     import strawberry
     import strawberry_django

@@ -150,7 +150,9 @@ class AutoRelationsExtension(SchemaExtension):
         """The field's value: its relation's loader future, or what strawberry-django gives."""
         if not isinstance(root, Model):
             return _next(root, info, *args, **kwargs)
-        graphql_field = info.parent_type.fields[info.field_name]
+        graphql_field = info.parent_type.fields.get(info.field_name)
+        if graphql_field is None:  # a meta field (__typename): not the type's, resolved as without us
+            return _next(root, info, *args, **kwargs)
         known = self._fields.get(id(graphql_field))
         if known is None or known[0] is not graphql_field:
             known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field))
