@@ -88,3 +88,21 @@ def test_the_messages_of_a_loader_future_in_an_execution_that_is_not_ours_are_qu
     result = graphql_sync(schema, "{ items { id } }")
     assert result.errors and quoted(result.errors[0].message)
     assert quoted(NOT_OUR_EXECUTION)  # what graphene-django's own view shows (tests/test_foreign_execution.py)
+
+
+def test_the_message_of_auto_relations_extension_beside_an_execution_context_class_not_ours_is_quoted() -> None:
+    pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
+    import strawberry
+    from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry.type
+    class Query:
+        hello: str = "hello"
+
+    logging_class = type("LoggingExecutionContext", (StrawberryGraphQLCoreExecutionContext,),
+                         {"__module__": "myapp.schema"})
+    schema = strawberry.Schema(query=Query, extensions=[AutoRelationsExtension], execution_context_class=logging_class)
+    result = schema.execute_sync("{ hello }")
+    assert result.errors and quoted(result.errors[0].message)

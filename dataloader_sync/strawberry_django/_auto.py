@@ -29,9 +29,13 @@ Guarantees:
   execution and closes it when the execution ends.
 - Which fields qualify is decided once per schema field (cached on the
   extension class, without a lock: two threads may both decide, alike).
-- The execution must wait for loader futures: the schema executes with
-  ``dataloader_sync.graphql.DataLoaderExecutionContext`` (synchronous
-  ``execute_sync``).
+- The extension alone is the switch: a schema built with no
+  ``execution_context_class`` executes synchronously with
+  ``dataloader_sync.graphql.DataLoaderExecutionContext`` and asynchronously
+  with strawberry's own class (``_execution``); one built with a subclass of
+  ``DataLoaderExecutionContext`` keeps it; with another class a synchronous
+  execution fails at once, naming the fix.
+- Meta fields (``__typename``) are strawberry's, as without the extension.
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
 from ..graphql._auto_relations import join_paths
+from ._execution import run_with_ours
 
 __all__ = ["AutoRelationsExtension"]
 
@@ -109,10 +114,10 @@ def _pages_of(field: Any) -> Any:
 class AutoRelationsExtension(SchemaExtension):
     """strawberry-django's relation fields, batched through their relation's loader (see the module notes).
 
-    ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension],
-    execution_context_class=DataLoaderExecutionContext)``, with or without
-    ``DjangoOptimizerExtension``.  strawberry makes one instance per
-    execution; not shared between threads.
+    ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension])``,
+    with or without ``DjangoOptimizerExtension``; ``execute_sync``, strawberry's
+    sync and async views and ``await schema.execute`` alike.  strawberry makes
+    one instance per execution; not shared between threads.
     """
 
     #: id(graphql-core field) -> (that field, its strawberry-django field or None)
@@ -126,7 +131,9 @@ class AutoRelationsExtension(SchemaExtension):
         self.auto_memo: dict[Any, Any] = {}  # per execution: the joins of each selection (join_paths)
 
     def on_execute(self) -> Iterator[None]:
-        """The execution; then the registry the extension made for it, if any, is closed."""
+        """The execution, with a class that waits for loader futures (``_execution``); then the registry
+        the extension made for it, if any, is closed."""
+        run_with_ours(self.execution_context.schema)
         try:
             yield None
         finally:
