@@ -259,3 +259,44 @@ def test_connection_fields_on_relations_page_in_the_batch(orm_db, library, optim
     plain, plain_statements, _ = run(make_connection_schema(False, optimizer), orm_db, query)
     assert auto == plain and '"errors": []' in auto
     assert statements == 3 < plain_statements  # the authors; the pages; their counts
+
+
+def make_cursor_schema(auto: bool):
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+    from strawberry import relay
+    from strawberry_django.relay import DjangoCursorConnection
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.order_type(models.Book)
+    class CursorBookOrder:
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Book)
+    class CursorBook(relay.Node):
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class CursorAuthor(relay.Node):
+        name: strawberry.auto
+        books: DjangoCursorConnection[CursorBook] = strawberry_django.connection(order=CursorBookOrder)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[CursorAuthor]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    return strawberry.Schema(query=Query, extensions=[AutoRelationsExtension] if auto else [])
+
+
+def test_a_cursor_connection_is_left_to_strawberry_django(orm_db, library):
+    # DjangoCursorConnection pages a queryset (its cursors are the order's values), not a batch's list
+    library(orm_db, authors=3, books=3)
+    query = "{ authors { name books(first: 2, order: {title: DESC}) { edges { cursor node { title } } } } }"
+    auto, statements, _ = run(make_cursor_schema(True), orm_db, query)
+    plain, plain_statements, _ = run(make_cursor_schema(False), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == plain_statements

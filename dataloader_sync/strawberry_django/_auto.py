@@ -16,7 +16,8 @@ A connection field on a relation pages in the batch as
 page and ``totalCount`` applied inside the batch.  What is left to
 strawberry-django: a field with a resolver, a field wrapped in
 ``dataloader_sync.no_auto_relations``, paginated fields, a connection field
-with a connection extension of its own, and a relation already on the instance (prefetched by the optimizer,
+with a connection extension of its own or a connection type that pages only
+querysets (``DjangoCursorConnection``), and a relation already on the instance (prefetched by the optimizer,
 ``select_related``): read with no statement, as without the extension.
 
 The to-one relations the child selection reads (strawberry-django fields
@@ -97,13 +98,18 @@ def _default_resolution(field: Any) -> bool:
 
 def _pages_of(field: Any) -> Any:
     """A ``DataLoaderConnectionExtension`` standing for *field*'s connection extension (strawberry-django's
-    own, or ours), or None when the field has another."""
+    own, or ours), or None when the field has another, or its connection type pages only querysets (one
+    that is not a ``relay.ListConnection``: ``DjangoCursorConnection``'s cursors are its order's values)."""
+    from strawberry.relay import ListConnection
     from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
 
     from ._connection import DataLoaderConnectionExtension
 
     found = [e for e in field.extensions if isinstance(e, StrawberryDjangoConnectionExtension)]
     if len(found) != 1 or type(found[0]) not in (StrawberryDjangoConnectionExtension, DataLoaderConnectionExtension):
+        return None
+    connection_type = getattr(found[0], "connection_type", None)
+    if not (isinstance(connection_type, type) and issubclass(connection_type, ListConnection)):
         return None
     pages = object.__new__(DataLoaderConnectionExtension)
     pages.__dict__.update(found[0].__dict__)  # applied to the field already: its connection type, max_results
