@@ -21,7 +21,9 @@ Guarantees:
   for an execution with no running event loop (``execute_sync``, strawberry's
   sync views) and builds strawberry's own class for one under a running loop
   (``await schema.execute``, strawberry's async views, subscriptions): an
-  async execution runs exactly as without the extension.
+  async execution runs exactly as without the extension.  (``execute_sync``
+  called on a thread where a loop runs is taken for an async execution:
+  such a schema is given ``DataLoaderExecutionContext`` itself.)
 - The replacement is one class for every schema, set without a lock: two
   threads' first executions set the same value.
 - Per execution: one attribute read and one identity test once replaced.
