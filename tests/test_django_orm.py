@@ -166,6 +166,19 @@ def test_related_loader_first_costs_one_statement_whatever_the_number_of_parents
     assert counts == [1, 1, 1]
 
 
+def test_related_loader_first_reads_whole_rows_when_the_order_names_a_joined_column(orm_db, library, models):
+    # strawberry-django's own suite orders a type's rows so (Milestone: order_by("project__name", "pk")):
+    # the rows of the window's subquery came back one column short (IndexError)
+    library(orm_db, authors=3, books=3)
+    authors = list(using(orm_db, models.Author.objects).order_by("pk"))
+    by_author_name = models.Book.objects.order_by("author__name", "-year")
+    values, sql = run(orm_db, [(related(models.Author.books, queryset=by_author_name, first=2), a)
+                               for a in authors])
+    assert [[(b.title, b.author_id) for b in books] for books in values] == [
+        [(f"book {a}.2", author.pk), (f"book {a}.1", author.pk)] for a, author in enumerate(authors)]
+    assert len(sql) == 1
+
+
 def test_related_loader_ties_are_broken_by_primary_key(orm_db, library, models):
     lib = library(orm_db, authors=2, books=4)
     author = lib.authors[0]

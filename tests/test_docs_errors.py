@@ -123,3 +123,21 @@ def test_the_message_of_a_registry_factory_that_queries_the_database_under_asgi_
     from dataloader_sync.django._middleware import FACTORY_ON_THE_LOOP
 
     assert quoted(FACTORY_ON_THE_LOOP)  # raised for real in tests/test_django_asgi.py
+
+
+def test_the_message_of_auto_relations_extension_beside_an_execution_context_class_not_ours_is_quoted() -> None:
+    pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
+    import strawberry
+    from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry.type
+    class Query:
+        hello: str = "hello"
+
+    logging_class = type("LoggingExecutionContext", (StrawberryGraphQLCoreExecutionContext,),
+                         {"__module__": "myapp.schema"})
+    schema = strawberry.Schema(query=Query, extensions=[AutoRelationsExtension], execution_context_class=logging_class)
+    result = schema.execute_sync("{ hello }")
+    assert result.errors and quoted(result.errors[0].message)

@@ -67,8 +67,13 @@ QUERY = "{ authors { name publisher { name } books { title tags { name } reviews
 AUTHORS, BOOKS, REVIEWS, TAGS = 4, 2, 2, 3
 
 
-def make_view(alias):
-    """An ``AsyncGraphQLView`` whose context carries the request's registry (DataLoaderMiddleware's, docs/asgi.rst)."""
+def make_view(alias, auto=False):
+    """An ``AsyncGraphQLView`` whose context carries the request's registry (DataLoaderMiddleware's, docs/asgi.rst).
+
+    *auto*: the relations are fields with no resolver, batched by ``AutoRelationsExtension`` alone.
+    """
+    if auto:
+        return make_auto_view(alias)
     from typing import Optional
 
     import strawberry
@@ -151,6 +156,55 @@ def expected(lib):
 def batch_calls(registry):
     """Batch calls per loader name of one request's registry."""
     return {name: loader.statistics().batch_invoke_count for name, loader in registry.items()}
+
+
+def make_auto_view(alias):
+    from typing import Optional
+
+    import strawberry
+    import strawberry_django
+    from orm_library.models import Author, Book, Publisher, Review, Tag
+    from strawberry.django.views import AsyncGraphQLView
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.type(Publisher)
+    class PublisherType:
+        name: strawberry.auto
+
+    @strawberry_django.type(Tag)
+    class TagType:
+        name: strawberry.auto
+
+    @strawberry_django.type(Review)
+    class ReviewType:
+        rating: strawberry.auto
+
+    @strawberry_django.type(Book)
+    class BookType:
+        title: strawberry.auto
+        tags: list[TagType]
+        reviews: list[ReviewType]
+
+    @strawberry_django.type(Author)
+    class AuthorType:
+        name: strawberry.auto
+        publisher: Optional[PublisherType]
+        books: list[BookType]
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self) -> list[AuthorType]:
+            return Author.objects.using(alias).order_by("id")
+
+    class View(AsyncGraphQLView):
+        async def get_context(self, request, response):
+            context = await super().get_context(request, response)
+            context.loaders = request.loaders  # one registry per request, closed with the response
+            return context
+
+    return View.as_view(schema=strawberry.Schema(query=Query, extensions=[AutoRelationsExtension]))
 
 
 def post_all(view, n, made):
@@ -254,3 +308,27 @@ def test_bench_asgi_quick_runs_and_every_variant_answers_alike(tmp_path):
     report = json.loads((tmp_path / "out.json").read_text())
     assert set(report["variants"]) == {"ours-async", "sd-dataloader", "optimizer", "ours-sync"}
     assert report["variants"]["ours-async"]["statements"] == 5.0  # statements = levels
+
+
+
+
+def test_auto_relations_extension_alone_serves_the_async_view_and_the_same_schema_synchronously(
+        orm_db, committed_library):
+    from types import SimpleNamespace
+
+    from dataloader_sync import DataLoaderRegistry
+
+    lib = committed_library(orm_db, authors=AUTHORS, books=BOOKS, reviews=REVIEWS, tags=TAGS)
+    made = []
+    view = make_view(orm_db, auto=True)
+    (response,) = post_all(view, 1, made)
+    body = json.loads(response.content)
+    assert body == {"data": {"authors": expected(lib)}}, body
+    calls = batch_calls(made[0])
+    assert sorted(name.split(",")[0] for name in calls) == ["Author.books", "Author.publisher", "Book.reviews",
+                                                             "Book.tags"]
+    assert sorted(calls.values()) == [1, 1, 1, 1]  # one batch per relation per level
+    with DataLoaderRegistry() as registry:  # the same schema, executed synchronously
+        result = view.view_initkwargs["schema"].execute_sync(QUERY, context_value=SimpleNamespace(loaders=registry))
+        assert result.errors is None and result.data == {"authors": expected(lib)}
+        assert sorted(batch_calls(registry).values()) == [1, 1, 1, 1]

@@ -18,14 +18,14 @@ from orm_fixtures import library, orm_db  # noqa: F401
 pytestmark = pytest.mark.usefixtures("django_example_project")
 
 
-def make_schema(auto: bool, optimizer: bool, opt_out: bool = False):
+def make_schema(auto: bool, optimizer: bool, opt_out: bool = False, context_class=None):
+    """With *auto*, the extension alone (no ``execution_context_class`` unless *context_class*)."""
     import strawberry
     import strawberry_django
     from orm_library import models
     from strawberry_django.optimizer import DjangoOptimizerExtension
 
     from dataloader_sync import no_auto_relations
-    from dataloader_sync.graphql import DataLoaderExecutionContext
     from dataloader_sync.strawberry_django import AutoRelationsExtension
 
     @strawberry_django.filter_type(models.Book, lookups=True)
@@ -89,7 +89,7 @@ def make_schema(auto: bool, optimizer: bool, opt_out: bool = False):
             return list(models.Author.objects.using(info.context.alias).order_by("id"))
 
     extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
-    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=DataLoaderExecutionContext)
+    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=context_class)
 
 
 class Context:
@@ -164,6 +164,59 @@ def test_no_auto_relations_leaves_a_field_to_strawberry_django(orm_db, library):
     assert statements == 2 + 6  # authors, books, then each book's tags
 
 
+TYPENAMES = """{ __typename authors { ...Author } authorList { ...Author } }
+fragment Author on AuthorType { __typename name publisher { __typename name } profile { __typename bio }
+    books { __typename title author { __typename name } tags { __typename name } reviews { __typename rating } } }"""
+INTROSPECTION = """{ __schema { queryType { name } } __type(name: "AuthorType") { name fields { name } }
+    authorList { name books { title __type: __typename } } }"""
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
+@pytest.mark.parametrize("query", [TYPENAMES, INTROSPECTION], ids=["__typename on every object", "__schema, __type"])
+def test_meta_fields_answer_as_without_the_extension(orm_db, library, optimizer, query):
+    # Apollo and Relay clients add __typename to every selection set: four levels of objects here
+    library(orm_db, authors=4, books=2, reviews=2)
+    auto, statements, _ = run(make_schema(True, optimizer), orm_db, query)
+    plain, plain_statements, _ = run(make_schema(False, optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert ('"__typename": "ReviewType"' if query is TYPENAMES else '"queryType": {"name": "Query"}') in auto
+    assert statements < plain_statements  # the relations below authorList are still batched
+
+
+def test_execution_context_class_stays_optional_and_a_subclass_of_ours_is_kept(orm_db, library):
+    from dataloader_sync.graphql import DataLoaderExecutionContext
+
+    class Patient(DataLoaderExecutionContext):
+        stall_timeout = 60.0
+
+    library(orm_db, authors=4, books=2, reviews=2)
+    plain, plain_statements, _ = run(make_schema(False, False), orm_db, QUERY)
+    for context_class in (None, DataLoaderExecutionContext, Patient):
+        schema = make_schema(True, False, context_class=context_class)
+        auto, statements, _ = run(schema, orm_db, QUERY)
+        assert auto == plain and '"errors": []' in auto
+        assert statements == 6 < plain_statements
+        if context_class is not None:
+            assert schema.execution_context_class is context_class
+
+
+def test_a_schema_with_an_execution_context_class_not_ours_fails_naming_the_fix(orm_db, library):
+    from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+
+    class Logging(StrawberryGraphQLCoreExecutionContext):
+        pass
+
+    library(orm_db, authors=2)
+    schema = make_schema(True, False, context_class=Logging)
+    result = schema.execute_sync("{ authors { name } }", context_value=Context(orm_db))
+    name = f"{__name__}.test_a_schema_with_an_execution_context_class_not_ours_fails_naming_the_fix.<locals>.Logging"
+    assert result.data is None and [e.message for e in result.errors] == [(
+        f"AutoRelationsExtension: the schema executes with {name}, which does not wait for loader futures in a"
+        " synchronous execution: give strawberry.Schema no execution_context_class (the extension then runs it"
+        " with dataloader_sync.graphql.DataLoaderExecutionContext), or a subclass of DataLoaderExecutionContext")]
+    assert schema.execution_context_class is Logging
+
+
 def make_connection_schema(auto: bool, optimizer: bool):
     import strawberry
     import strawberry_django
@@ -172,7 +225,6 @@ def make_connection_schema(auto: bool, optimizer: bool):
     from strawberry_django.optimizer import DjangoOptimizerExtension
     from strawberry_django.relay import DjangoListConnection
 
-    from dataloader_sync.graphql import DataLoaderExecutionContext
     from dataloader_sync.strawberry_django import AutoRelationsExtension
 
     @strawberry_django.filter_type(models.Book, lookups=True)
@@ -195,7 +247,7 @@ def make_connection_schema(auto: bool, optimizer: bool):
             return list(models.Author.objects.using(info.context.alias).order_by("id"))
 
     extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
-    return strawberry.Schema(query=Query, extensions=extensions, execution_context_class=DataLoaderExecutionContext)
+    return strawberry.Schema(query=Query, extensions=extensions)
 
 
 @pytest.mark.parametrize("optimizer", [False, True], ids=["optimizer off", "optimizer on"])
@@ -207,3 +259,44 @@ def test_connection_fields_on_relations_page_in_the_batch(orm_db, library, optim
     plain, plain_statements, _ = run(make_connection_schema(False, optimizer), orm_db, query)
     assert auto == plain and '"errors": []' in auto
     assert statements == 3 < plain_statements  # the authors; the pages; their counts
+
+
+def make_cursor_schema(auto: bool):
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+    from strawberry import relay
+    from strawberry_django.relay import DjangoCursorConnection
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.order_type(models.Book)
+    class CursorBookOrder:
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Book)
+    class CursorBook(relay.Node):
+        title: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class CursorAuthor(relay.Node):
+        name: strawberry.auto
+        books: DjangoCursorConnection[CursorBook] = strawberry_django.connection(order=CursorBookOrder)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[CursorAuthor]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    return strawberry.Schema(query=Query, extensions=[AutoRelationsExtension] if auto else [])
+
+
+def test_a_cursor_connection_is_left_to_strawberry_django(orm_db, library):
+    # DjangoCursorConnection pages a queryset (its cursors are the order's values), not a batch's list
+    library(orm_db, authors=3, books=3)
+    query = "{ authors { name books(first: 2, order: {title: DESC}) { edges { cursor node { title } } } } }"
+    auto, statements, _ = run(make_cursor_schema(True), orm_db, query)
+    plain, plain_statements, _ = run(make_cursor_schema(False), orm_db, query)
+    assert auto == plain and '"errors": []' in auto
+    assert statements == plain_statements

@@ -41,7 +41,7 @@ from typing import Any, Optional, Union
 
 from django.core.exceptions import ValidationError
 from django.db import router
-from django.db.models import F, Model, QuerySet, Window
+from django.db.models import F, Func, Model, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .._core import DataLoader
@@ -205,8 +205,14 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
     if rel.generic is not None:
         base = base.filter(**generic_filter(rel, db))
     ordering = ordering_of(base)
-    base = base.annotate(**{_PARENT: F(rel.path)})
-    if first is not None:
+    if first is None:
+        base = base.annotate(**{_PARENT: F(rel.path)})
+    else:
+        # Django filters on a window (ROW_NUMBER <= first) by selecting from a subquery whose columns it
+        # keys by expression: a parent key equal to a column of the row (Book.author_id) was selected
+        # once, and the rows were read one column short (IndexError) whenever the order named a joined
+        # column (order_by("author__name")).  The same column, as an expression of its own.
+        base = base.annotate(**{_PARENT: Func(F(rel.path), template="%(expressions)s")})
         base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(_PARENT), order_by=ordering)})
         base = base.filter(**{f"{_ROW}__lte": first})
     base = base.order_by(*ordering)

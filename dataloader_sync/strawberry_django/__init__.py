@@ -9,6 +9,11 @@
 - ``AutoRelationsExtension``: a schema extension that resolves the relation
   fields strawberry-django resolves by itself through the relation's loader
   (``Author.books``): batching with no resolver written.
+  ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension])``
+  is all it takes: the extension makes the schema's synchronous executions
+  run with ``dataloader_sync.graphql.DataLoaderExecutionContext``
+  (``AutoRelationsExecutionContext``: strawberry's own class for its async
+  executions).
 
 Needs strawberry-graphql-django (``pip install "dataloader_sync[strawberry-django]"``),
 which needs graphql-core 3.3.
@@ -25,5 +30,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from ._auto import AutoRelationsExtension as AutoRelationsExtension
 from ._connection import DataLoaderConnectionExtension as DataLoaderConnectionExtension
 from ._connection import connection as connection
+from ._execution import AutoRelationsExecutionContext as AutoRelationsExecutionContext
 
-__all__ = ["AutoRelationsExtension", "DataLoaderConnectionExtension", "connection"]
+__all__ = ["AutoRelationsExecutionContext", "AutoRelationsExtension", "DataLoaderConnectionExtension", "connection"]

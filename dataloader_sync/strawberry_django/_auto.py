@@ -16,7 +16,8 @@ A connection field on a relation pages in the batch as
 page and ``totalCount`` applied inside the batch.  What is left to
 strawberry-django: a field with a resolver, a field wrapped in
 ``dataloader_sync.no_auto_relations``, paginated fields, a connection field
-with a connection extension of its own, and a relation already on the instance (prefetched by the optimizer,
+with a connection extension of its own or a connection type that pages only
+querysets (``DjangoCursorConnection``), and a relation already on the instance (prefetched by the optimizer,
 ``select_related``): read with no statement, as without the extension.
 
 The to-one relations the child selection reads (strawberry-django fields
@@ -29,9 +30,13 @@ Guarantees:
   execution and closes it when the execution ends.
 - Which fields qualify is decided once per schema field (cached on the
   extension class, without a lock: two threads may both decide, alike).
-- The execution must wait for loader futures: the schema executes with
-  ``dataloader_sync.graphql.DataLoaderExecutionContext`` (synchronous
-  ``execute_sync``).
+- The extension alone is the switch: a schema built with no
+  ``execution_context_class`` executes synchronously with
+  ``dataloader_sync.graphql.DataLoaderExecutionContext`` and asynchronously
+  with strawberry's own class (``_execution``); one built with a subclass of
+  ``DataLoaderExecutionContext`` keeps it; with another class a synchronous
+  execution fails at once, naming the fix.
+- Meta fields (``__typename``) are strawberry's, as without the extension.
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
 from ..graphql._auto_relations import join_paths
+from ._execution import run_with_ours
 
 __all__ = ["AutoRelationsExtension"]
 
@@ -92,13 +98,18 @@ def _default_resolution(field: Any) -> bool:
 
 def _pages_of(field: Any) -> Any:
     """A ``DataLoaderConnectionExtension`` standing for *field*'s connection extension (strawberry-django's
-    own, or ours), or None when the field has another."""
+    own, or ours), or None when the field has another, or its connection type pages only querysets (one
+    that is not a ``relay.ListConnection``: ``DjangoCursorConnection``'s cursors are its order's values)."""
+    from strawberry.relay import ListConnection
     from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
 
     from ._connection import DataLoaderConnectionExtension
 
     found = [e for e in field.extensions if isinstance(e, StrawberryDjangoConnectionExtension)]
     if len(found) != 1 or type(found[0]) not in (StrawberryDjangoConnectionExtension, DataLoaderConnectionExtension):
+        return None
+    connection_type = getattr(found[0], "connection_type", None)
+    if not (isinstance(connection_type, type) and issubclass(connection_type, ListConnection)):
         return None
     pages = object.__new__(DataLoaderConnectionExtension)
     pages.__dict__.update(found[0].__dict__)  # applied to the field already: its connection type, max_results
@@ -109,10 +120,10 @@ def _pages_of(field: Any) -> Any:
 class AutoRelationsExtension(SchemaExtension):
     """strawberry-django's relation fields, batched through their relation's loader (see the module notes).
 
-    ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension],
-    execution_context_class=DataLoaderExecutionContext)``, with or without
-    ``DjangoOptimizerExtension``.  strawberry makes one instance per
-    execution; not shared between threads.
+    ``strawberry.Schema(query=Query, extensions=[AutoRelationsExtension])``,
+    with or without ``DjangoOptimizerExtension``; ``execute_sync``, strawberry's
+    sync and async views and ``await schema.execute`` alike.  strawberry makes
+    one instance per execution; not shared between threads.
     """
 
     #: id(graphql-core field) -> (that field, its strawberry-django field or None)
@@ -126,7 +137,9 @@ class AutoRelationsExtension(SchemaExtension):
         self.auto_memo: dict[Any, Any] = {}  # per execution: the joins of each selection (join_paths)
 
     def on_execute(self) -> Iterator[None]:
-        """The execution; then the registry the extension made for it, if any, is closed."""
+        """The execution, with a class that waits for loader futures (``_execution``); then the registry
+        the extension made for it, if any, is closed."""
+        run_with_ours(self.execution_context.schema)
         try:
             yield None
         finally:
@@ -150,7 +163,9 @@ class AutoRelationsExtension(SchemaExtension):
         """The field's value: its relation's loader future, or what strawberry-django gives."""
         if not isinstance(root, Model):
             return _next(root, info, *args, **kwargs)
-        graphql_field = info.parent_type.fields[info.field_name]
+        graphql_field = info.parent_type.fields.get(info.field_name)
+        if graphql_field is None:  # a meta field (__typename): not the type's, resolved as without us
+            return _next(root, info, *args, **kwargs)
         known = self._fields.get(id(graphql_field))
         if known is None or known[0] is not graphql_field:
             known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field))

@@ -32,10 +32,21 @@ from typing import Any, Callable, Optional
 from strawberry.relay.utils import SliceMetadata
 from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
 from strawberry_django.fields.field import connection as _stock_connection
-from strawberry_django.relay.utils import resolve_edge_class
 
 from ..django._connection_scope import requesting
 from ..django._pages import PageRequest, selects
+
+try:
+    from strawberry_django.relay.utils import resolve_edge_class
+except ImportError:  # strawberry-django < 0.93: the same steps, from strawberry's own API
+    def resolve_edge_class(connection: Any) -> Any:
+        """The edge type of *connection*: its ``edges`` field's type, unwrapped."""
+        from strawberry.types import get_object_definition
+        from strawberry_django.utils.typing import unwrap_type
+
+        type_def = get_object_definition(connection, strict=True)
+        edges: Any = type_def.get_field("edges")  # a connection type has one
+        return unwrap_type(edges.resolve_type(type_definition=type_def))
 
 __all__ = ["DataLoaderConnectionExtension", "connection"]
 
