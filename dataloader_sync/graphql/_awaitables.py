@@ -120,13 +120,15 @@ def refuse_awaitable(value: Any, _known: Any = _by_type.get) -> bool:
         AwaitableNotSupportedError: the value is awaitable (it was closed first
             when it is a coroutine); graphql-core makes it the field's error.
     """
-    if _known(value.__class__) is False:  # the hot path: a type seen before, never awaitable
+    if _known(type(value)) is False:  # the hot path: a type seen before, never awaitable (type(): see _refuse_slow)
         return False
     return _refuse_slow(value)
 
 
 def _refuse_slow(value: Any) -> bool:
-    cls = value.__class__
+    # type(value), not value.__class__: a loader future's __class__ is a property (its guard against
+    # executions that take it for data, _core._future), a Python call on every read.
+    cls = type(value)
     kind = _by_type.get(cls)
     if kind is None:
         if len(_by_type) >= _MAX_TYPES:

@@ -198,7 +198,7 @@ def _resume_done(ctx: Execution, run: Run, unwatched: list[Any], still: list[Any
         value = future._result if state is FINISHED and future._exception is None else FAILED
         if frame is None:  # a placeholder other than a field of an object: its Pending
             resume_pending(ctx, run, pending, value, direct)
-        elif (value is FAILED or not clean or _known_type(value.__class__) is not False
+        elif (value is FAILED or not clean or _known_type(type(value)) is not False  # type(): see _awaitables
               or isinstance(value, _Future)):  # not is_plain(...)
             resume(ctx, run, pending_of(future, frame, nodes, return_type), None)
         elif frame.results is not None:  # else its object failed: nothing to write
