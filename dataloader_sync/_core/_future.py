@@ -387,7 +387,8 @@ class Future(cf.Future[T], Generic[T]):
             escaped: Optional[BaseException] = None
             for fn in callbacks if type(callbacks) is list else (callbacks,):
                 try:
-                    if type(fn) is _Chain:  # a then() future waiting on this one (see _add_chain); type(): a future's __class__ is a property (above)
+                    # a then() future waiting on this one (see _add_chain); type(): __class__ is a property (above)
+                    if type(fn) is _Chain:
                         fn._step(self)
                     else:
                         fn(self)
