@@ -65,7 +65,7 @@ from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
-           "load_auto_related", "relation_of", "user_resolver"]
+           "load_auto_related", "relation_of", "user_resolver", "with_level_mode"]
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -120,6 +120,15 @@ def level_queryset(field: Any, queryset: Optional[QuerySet[Any]]) -> Optional[Qu
         base = relation(field).manager().all().fetch_mode(mode)
         _LEVEL_BASES[id(field)] = (field, base)
         return base
+    return with_level_mode(queryset)
+
+
+def with_level_mode(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """*queryset* with ``FETCH_LEVEL`` (Django >= 6.1) when its fetch mode is Django's default
+    (``FETCH_ONE``); *queryset* itself when someone chose its mode, or on an older Django."""
+    mode = _level_mode()
+    if mode is None:
+        return queryset
     # QuerySet._fetch_mode: Django keeps the mode there and offers no reader for it
     from django.db.models import FETCH_ONE
 
