@@ -260,11 +260,13 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
 
 
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The resolver standing for a resolver the user wrote: it runs as written, and the relation
-    queryset it returns is loaded for the level (``_returned_querysets``)."""
+    """The resolver standing for a resolver the user wrote: it runs as written, the queryset it
+    returns is planned for the field's selection (``_planned_querysets``: the to-one hops it reads
+    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``)."""
+    from ._planned_querysets import planned
     from ._returned_querysets import returned_resolver
 
-    return returned_resolver(ctx, fn)
+    return returned_resolver(ctx, fn, functools.partial(planned, joins=joins, level=with_level_mode))
 
 
 # -- to-one hops joined into the batch --------------------------------------------------------
