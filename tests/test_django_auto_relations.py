@@ -191,7 +191,8 @@ def test_zero_resolvers_one_statement_per_relation_per_level(schema, orm_db, lib
     auto, statements = execute(schema, orm_db, PLAIN)
     plain, plain_statements = execute(schema, orm_db, PLAIN, auto=False)
     assert auto == plain
-    assert statements == 6  # authors, publishers, profiles, books, tags, reviews
+    # authors with their profiles (the root's queryset joins them), publishers, books, tags, reviews
+    assert statements == 5
     assert plain_statements > 6 * authors // 3
 
 
@@ -270,7 +271,8 @@ def test_loaders_are_named_after_their_relation(schema, orm_db, library):
     context = Context()
     execute(schema, orm_db, PLAIN, context=context)
     names = sorted(context.loaders.statistics_by_loader())
-    assert {"Author.books", "Author.profile", "Book.tags"} <= set(names)
+    assert {"Author.books", "Book.tags"} <= set(names)
+    assert "Author.profile" not in names  # joined into the root's queryset: no batch
     assert any(n.startswith("Author.publisher, queryset=Publisher WHERE") for n in names)
     assert any(n.startswith("Book.reviews, queryset=Review WHERE") for n in names)
     assert all(context.loaders.statistics_by_loader()[n].batch_invoke_count == 1 for n in names)
@@ -299,7 +301,7 @@ def test_a_context_registry_is_left_open(schema, orm_db, library):
     library(orm_db, authors=2, books=1)
     context = Context()
     execute(schema, orm_db, PLAIN, context=context)
-    assert not context.loaders.closed and len(context.loaders.keys()) == 5
+    assert not context.loaders.closed and len(context.loaders.keys()) == 4  # the profiles joined: no loader
     context.loaders.close()
 
 
@@ -309,7 +311,7 @@ def test_no_auto_relations_opts_a_field_out(orm_db, library):
     auto, statements = execute(schema, orm_db, PLAIN)
     plain, _ = execute(schema, orm_db, PLAIN, auto=False)
     assert auto == plain
-    assert statements == 5 + 6  # the tags of each of the 6 books: one statement each
+    assert statements == 4 + 6  # the tags of each of the 6 books: one statement each (profiles joined)
 
 
 def test_a_resolver_the_user_wrote_is_kept(orm_db, library):
@@ -318,7 +320,7 @@ def test_a_resolver_the_user_wrote_is_kept(orm_db, library):
     auto, statements = execute(schema, orm_db, PLAIN)
     plain, _ = execute(schema, orm_db, PLAIN, auto=False)
     assert auto == plain and '"tag 00"' not in auto  # the resolver's filter
-    assert statements == 6  # its queryset is loaded for the level (test_django_resolver_querysets)
+    assert statements == 5  # its queryset is loaded for the level (test_django_resolver_querysets)
 
 
 def make_connection_schema(stock_fields=True):
@@ -450,7 +452,8 @@ def test_the_setting_turns_the_view_s_execution_to_auto_relations(library):
     query = PLAIN.replace("} } }", "} } } _debug { sql { rawSql } }", 1)
     auto, statements = post(schema, query, DATALOADER_SYNC_AUTO_RELATIONS=True)
     plain, plain_statements = post(schema, query)
-    assert statements == len(auto["data"]["_debug"]["sql"]) == 6  # every level's batch, listed last
+    # every level's batch, listed last (the profiles joined into the root's queryset)
+    assert statements == len(auto["data"]["_debug"]["sql"]) == 5
     assert plain_statements == len(plain["data"]["_debug"]["sql"]) > 6
     assert auto["data"]["authors"] == plain["data"]["authors"]
     assert "errors" not in auto
@@ -478,9 +481,10 @@ JOINED = {
     # authors; their books with each book's author and that author's profile; the reviews with their book
     "lists": ("""query ($db: String!) { authors(db: $db) { name books { title author { name profile { bio } }
         reviews { rating book { title year } } } } }""", 3),
-    # one statement per level: the to-one hops ride along with the list that holds them
+    # one statement per level: the to-one hops ride along with the list that holds them (the root's
+    # queryset too: the books with their author and profile, then the authors' books)
     "under a to-one": ("""query ($db: String!) { books(db: $db) { title author { name profile { bio author { name } }
-        books { title author { name } } } } }""", 3),
+        books { title author { name } } } } }""", 2),
 }
 
 
@@ -630,7 +634,7 @@ def test_spans_name_the_relations(schema, orm_db, library):
         provider.shutdown()
     names = {span.attributes["dataloader.name"] for span in exporter.get_finished_spans()
              if span.name.startswith("dataloader.batch")}
-    assert {"Author.books", "Author.profile", "Book.tags"} <= names
+    assert {"Author.books", "Book.tags"} <= names  # Author.profile: joined into the root's queryset
 
 
 def test_the_debug_toolbar_panel_names_the_relations(schema, library):
@@ -646,5 +650,5 @@ def test_the_debug_toolbar_panel_names_the_relations(schema, library):
     finally:
         recorder.stop()
     batches = recorder.stats()["batches"]
-    assert {"Author.books", "Author.profile", "Book.tags"} <= {b["loader"] for b in batches}
+    assert {"Author.books", "Book.tags"} <= {b["loader"] for b in batches}  # Author.profile: joined
     assert all(len(b["sql"]) == 1 for b in batches)  # each batch's one statement, attributed to it

@@ -65,7 +65,7 @@ from ._orm import _related_key, _related_name, load_related
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
-           "load_auto_related", "relation_of", "user_resolver"]
+           "load_auto_related", "relation_of", "user_resolver", "with_level_mode"]
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -120,6 +120,15 @@ def level_queryset(field: Any, queryset: Optional[QuerySet[Any]]) -> Optional[Qu
         base = relation(field).manager().all().fetch_mode(mode)
         _LEVEL_BASES[id(field)] = (field, base)
         return base
+    return with_level_mode(queryset)
+
+
+def with_level_mode(queryset: QuerySet[Any]) -> QuerySet[Any]:
+    """*queryset* with ``FETCH_LEVEL`` (Django >= 6.1) when its fetch mode is Django's default
+    (``FETCH_ONE``); *queryset* itself when someone chose its mode, or on an older Django."""
+    mode = _level_mode()
+    if mode is None:
+        return queryset
     # QuerySet._fetch_mode: Django keeps the mode there and offers no reader for it
     from django.db.models import FETCH_ONE
 
@@ -251,11 +260,13 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
 
 
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The resolver standing for a resolver the user wrote: it runs as written, and the relation
-    queryset it returns is loaded for the level (``_returned_querysets``)."""
+    """The resolver standing for a resolver the user wrote: it runs as written, the queryset it
+    returns is planned for the field's selection (``_planned_querysets``: the to-one hops it reads
+    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``)."""
+    from ._planned_querysets import planned
     from ._returned_querysets import returned_resolver
 
-    return returned_resolver(ctx, fn)
+    return returned_resolver(ctx, fn, functools.partial(planned, joins=joins, level=with_level_mode))
 
 
 # -- to-one hops joined into the batch --------------------------------------------------------

@@ -7,8 +7,10 @@ looked at: an unevaluated queryset that is a relation of the parent
 ``_queryset_shapes``) becomes a load of the ``load_returned`` family's
 loader for its shape, keyed by the parent's key.  Parents whose resolvers
 built the same query share one loader: one statement for the level; two
-shapes (two filters) are two loaders, two statements.  Anything else is
-returned as it is.
+shapes (two filters) are two loaders, two statements.  Every unevaluated
+queryset is first planned for the field's selection (``_planned_querysets``:
+its to-one hops joined, ``FETCH_LEVEL``); a queryset that is no relation of
+the parent (a root's) is returned planned, anything else as it is.
 
 The value a parent gets is the list of the rows its own queryset would give,
 in its order (the primary key breaking ties), its slice applied per parent
@@ -90,15 +92,20 @@ def _python_name(fn: Any) -> Optional[str]:
     return None
 
 
-def returned_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+def returned_resolver(ctx: Any, fn: Callable[..., Any],
+                      plan: Callable[[Any, Any, QuerySet[Any]], QuerySet[Any]]) -> Callable[..., Any]:
     """A resolver that calls the user's *fn* and loads what it returns through a level loader when
-    that is a relation queryset of the parent (see the module notes)."""
+    that is a relation queryset of the parent, any queryset planned for the field's selection first
+    (``plan(ctx, info, queryset)``, see ``_planned_querysets``; see the module notes)."""
     python_name = _python_name(fn)
     labels: dict[type, str] = {}
 
     def resolve_returned(root: Any, info: Any, **args: Any) -> Any:
         value = fn(root, info, **args)
-        if not isinstance(value, QuerySet) or not isinstance(root, Model):
+        if not isinstance(value, QuerySet):
+            return value
+        value = plan(ctx, info, value)
+        if not isinstance(root, Model):
             return value
         shape = shape_of(value, root)
         if shape is None:

@@ -28,6 +28,11 @@ class Author(models.Model):
         """A computed field that reads a column (deferred by ``only()``, for FETCH_LEVEL's tests)."""
         return self.name.title()
 
+    @property
+    def publisher_name(self) -> str:
+        """A computed field that reads a to-one relation (FETCH_LEVEL on a resolver's queryset)."""
+        return self.publisher.name if self.publisher is not None else ""
+
 
 class AuthorProfile(models.Model):
     author = models.OneToOneField(Author, on_delete=models.CASCADE, related_name="profile")
