@@ -68,11 +68,15 @@ def make_schema():
             registry = types
 
         late_tags = graphene.List(graphene.NonNull(Tag))
+        last_tag = graphene.List(graphene.NonNull(Tag))
         good_reviews = DjangoListField(Review)
         notes = graphene.List(graphene.NonNull(Note))
 
         def resolve_late_tags(book, info):  # many-to-many, forward side
             return book.tags.filter(name__gte="tag 01")
+
+        def resolve_last_tag(book, info):  # reverse() of Tag's Meta.ordering, sliced
+            return book.tags.all().reverse()[:1]
 
         def resolve_good_reviews(book, info):  # Review.get_queryset applies (DjangoListField)
             return book.reviews.order_by("-rating")
@@ -103,6 +107,7 @@ def make_schema():
         top_two = graphene.List(graphene.NonNull(Book))
         top_ten = graphene.List(graphene.NonNull(Book))
         second_and_third = graphene.List(graphene.NonNull(Book))
+        last_two = graphene.List(graphene.NonNull(Book))
         reviewed = graphene.List(graphene.NonNull(Book))
         not_2001 = DjangoListField(Book)
         by_author = graphene.List(graphene.NonNull(Book))
@@ -126,6 +131,9 @@ def make_schema():
 
         def resolve_second_and_third(author, info):
             return author.books.order_by("year")[1:3]
+
+        def resolve_last_two(author, info):  # reverse() of a sliced ordering: the window is reversed too
+            return author.books.order_by("year", "title").reverse()[:2]
 
         def resolve_reviewed(author, info):
             return author.books.annotate(n=Count("reviews")).filter(n__gte=3).order_by("title")
@@ -231,6 +239,8 @@ PER_LEVEL = {
     "{ authors { topTwo { title year } } }": 2,
     "{ authors { topTen { title } } }": 2,
     "{ authors { secondAndThird { title } } }": 2,
+    "{ authors { lastTwo { title year } } }": 2,
+    "{ books { lastTag { name } } }": 2,
     "{ authors { reviewed { title } } }": 2,
     "{ authors { not2001 { title } } }": 2,
     "{ authors { byAuthor { title } } }": 2,

@@ -23,8 +23,9 @@ aggregates, ``distinct``): a condition ANDed at the top of ``WHERE`` keeps or
 drops each row of the rest of the query, and the column is read through the
 very join the condition used.  A slice is the same window per parent
 (``ROW_NUMBER() OVER (PARTITION BY column ORDER BY ...)``, as Django's sliced
-prefetches do).  ``rows(values)`` is that: one queryset for all the parents'
-values, each row annotated with its parent's value.
+prefetches do), ordered as the statement is (``reverse()`` included).
+``rows(values)`` is that: one queryset for all the parents' values, each
+row annotated with its parent's value.
 
 Everything this module reads is Django's private query structure (there is
 no public reader for it): ``Query.where`` and its lookups (``Exact`` with a
@@ -53,7 +54,7 @@ from typing import Any, Optional
 
 from django.db import connections
 from django.db.models import F, Model, QuerySet, Window
-from django.db.models.expressions import Col
+from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
 from django.db.models.query import ModelIterable
@@ -113,7 +114,8 @@ class Shape:
         ordering = ordering_of(queryset)
         base = queryset.annotate(**{PARENT: self.column})
         if self.low or self.high is not None:
-            base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(PARENT), order_by=ordering)})
+            window = ordering if queryset.query.standard_ordering else [_reversed(o) for o in ordering]
+            base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(PARENT), order_by=window)})
             if self.low:
                 base = base.filter(**{f"{_ROW}__gt": self.low})
             if self.high is not None:
@@ -123,6 +125,18 @@ class Shape:
             field = self.known[0]
             base._known_related_objects = {field: {getattr(i, field.target_field.attname): i for i in known}}
         return key_chunks(base, PARENT, self.column.output_field, values)
+
+
+def _reversed(term: Any) -> Any:
+    """An ``order_by()`` term the other way round: what ``QuerySet.reverse()`` makes of it in the
+    statement's ``ORDER BY`` (a window's ``ORDER BY`` is not reversed by Django, so it is given so)."""
+    if isinstance(term, str):
+        return term[1:] if term.startswith("-") else "-" + term
+    if isinstance(term, OrderBy):
+        flipped = term.copy()
+        flipped.reverse_ordering()
+        return flipped
+    return term.desc()
 
 
 def _windows(db: str) -> bool:
