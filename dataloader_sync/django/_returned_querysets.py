@@ -82,7 +82,11 @@ load_returned.dataloader_name_is_label = True  # type: ignore[attr-defined]
 
 
 def _python_name(fn: Any) -> Optional[str]:
-    """The field name a graphene resolver's function says (``resolve_published_books``), or None."""
+    """The field name a graphene resolver's function says (``resolve_published_books``), or None.
+    A wrapper that names what it wraps (``__wrapped__``: another integration's, a decorator) is
+    read through."""
+    while getattr(fn, "__wrapped__", None) is not None:
+        fn = fn.__wrapped__
     if isinstance(fn, functools.partial):  # DjangoListField: partial(list_resolver, type, resolver, manager)
         inner = fn.args[1] if len(fn.args) == 3 else fn.func
         return _python_name(inner)
@@ -117,4 +121,5 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
         loader = ctx.auto_loaders().loader_for(load_returned, shape, label=label)
         return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
 
+    resolve_returned.__wrapped__ = fn  # type: ignore[attr-defined]  # what it stands for (``_python_name``)
     return resolve_returned

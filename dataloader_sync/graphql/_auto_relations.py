@@ -95,6 +95,7 @@ class Integration(Protocol):
 
     # optional: ``user_resolver(ctx, fn)``, the resolver standing for a resolver *fn* the user wrote
     # (it runs *fn* and may batch what *fn* returns); an integration without it leaves *fn* alone.
+    # Each integration's wraps the one before: a value it does not know it must return as it is.
 
 
 #: Integrations that know ORM instances and framework resolvers: module names,
@@ -357,12 +358,15 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
         return resolver
 
     def _user_resolver(self, fn: Any) -> Any:
-        """*fn*, a resolver the user wrote, as the integrations run it (the first that wraps it)."""
+        """*fn*, a resolver the user wrote, as the integrations run it: each integration's
+        ``user_resolver`` wraps what the one before made (Django's, then SQLAlchemy's), so a
+        resolver returning either ORM's query is looked at by the integration that knows it."""
+        resolver = fn
         for integration in self._auto_relations.integrations:
             wrap = getattr(integration, "user_resolver", None)
             if wrap is not None:
-                return wrap(self, fn)
-        return fn
+                resolver = wrap(self, resolver)
+        return resolver
 
     if _compat.OWN_FIELDS:
 
