@@ -411,3 +411,51 @@ def test_the_setting_batches_the_views_returned_querysets(schema, library):
         counts.append(len(queries))
     assert bodies[0] == bodies[1] and b'"errors"' not in bodies[0]
     assert counts == [1 + 51 + 150 + 51, 4]  # authors, published books, their reviews, top two
+
+
+def test_a_batched_resolver_field_is_named_in_statistics_spans_metrics_and_the_panel(schema, library):
+    """``Author.published_books`` (a resolver's queryset) and ``Author.top_two`` (a slice) under their
+    readable names in every place a team looks: statistics, OpenTelemetry spans and metrics, and the
+    debug-toolbar panel's batches, each batch its one statement."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from dataloader_sync import ChainedInstrumentation
+    from dataloader_sync.django._batch_recorder import BatchRecorder
+    from dataloader_sync.otel import OpenTelemetryInstrumentation, OpenTelemetryMetrics
+
+    library("default", authors=4, books=3)
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    tracer_provider, meter_provider = TracerProvider(), MeterProvider(metric_readers=[reader])
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    recorder = BatchRecorder()
+    recorder.start()
+    try:
+        context = Context("default")  # its registry made while the recorder runs, as in a request
+        context.loaders = DataLoaderRegistry(instrumentation=ChainedInstrumentation([
+            OpenTelemetryInstrumentation(tracer_provider=tracer_provider),
+            OpenTelemetryMetrics(meter_provider=meter_provider)]))
+        execute(schema, "default", "{ authors { publishedBooks { title } topTwo { title } } }", context=context)
+        stats = context.loaders.statistics_by_loader()
+        context.loaders.close()
+    finally:
+        recorder.stop()
+    wanted = {"Author.published_books", "Author.top_two"}
+    assert wanted <= set(stats) and all(stats[name].batch_invoke_count == 1 for name in wanted)
+    spans = {s.attributes["dataloader.name"] for s in exporter.get_finished_spans()
+             if s.name.startswith("dataloader.batch")}
+    assert wanted <= spans
+    data = reader.get_metrics_data()
+    measured = {dict(point.attributes).get("dataloader.name")
+                for resource in data.resource_metrics for scope in resource.scope_metrics
+                for metric in scope.metrics if metric.name == "dataloader.batch.size"
+                for point in metric.data.data_points}
+    assert wanted <= measured
+    batches = {b["loader"]: b for b in recorder.stats()["batches"]}
+    assert wanted <= set(batches) and all(len(batches[name]["sql"]) == 1 for name in wanted)
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
