@@ -59,6 +59,7 @@ from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
 from django.db.models.query import ModelIterable
 from django.db.models.sql.where import AND
+from django.utils.hashable import make_hashable
 
 from ._connections import batch_connection
 from ._querysets import key_chunks, ordering_of, queryset_key
@@ -92,7 +93,7 @@ class Shape:
         self.low = low
         self.high = high
         self.known = known
-        self.key: Hashable = (queryset_key(queryset), queryset.db, column.alias, column.target, low, high,
+        self.key: Hashable = (_sql_key(queryset), queryset.db, column.alias, column.target, low, high,
                               None if known is None else known[0])
 
     def load(self, values: Sequence[Any], known: Sequence[Any] = ()) -> dict[Any, list[Any]]:
@@ -137,6 +138,40 @@ def _reversed(term: Any) -> Any:
         flipped.reverse_ordering()
         return flipped
     return term.desc()
+
+
+# The SQL keys of shapes already compiled, by the structure of their query (``_fingerprint``): a resolver
+# builds its queryset anew for every parent, and compiling each to SQL cost more than the statement saved.
+# Bounded (cleared when full); no lock (dict reads and writes are atomic; two threads may both compile).
+_SQL_KEYS: dict[Hashable, Hashable] = {}
+_SQL_KEYS_MAX = 1024
+
+
+def _fingerprint(queryset: QuerySet[Any]) -> Optional[Hashable]:
+    """What the SQL of *queryset* is made from, hashable and equal for two querysets built alike,
+    or None.  Django's query parts compare by what they are made of (expressions, lookups and
+    ``WHERE`` nodes by their ``identity``; ``make_hashable`` is Django's own); a part that only
+    compares as itself (no ``__eq__``) differs per queryset, so it costs a compile, never a wrong
+    key.  Every attribute of the ``Query`` is read, so a part Django adds later is not missed."""
+    try:
+        return (queryset.model, queryset._db, queryset._prefetch_related_lookups,
+                make_hashable(queryset.query.__dict__))
+    except TypeError:  # a part neither hashable nor iterable, or keys that do not sort
+        return None
+
+
+def _sql_key(queryset: QuerySet[Any]) -> Hashable:
+    """``queryset_key(queryset)``, compiled once per query structure (see ``_fingerprint``)."""
+    fingerprint = _fingerprint(queryset)
+    if fingerprint is None:
+        return queryset_key(queryset)
+    key = _SQL_KEYS.get(fingerprint)
+    if key is None:
+        key = queryset_key(queryset)
+        if len(_SQL_KEYS) >= _SQL_KEYS_MAX:
+            _SQL_KEYS.clear()
+        _SQL_KEYS[fingerprint] = key
+    return key
 
 
 def _windows(db: str) -> bool:
