@@ -41,4 +41,9 @@ def test_bench_auto_tiny_runs_give_the_statement_counts_it_promises(tmp_path):
         # the user's own resolver runs once per author, and the queryset it returns is loaded for the level
         # (one statement), as hand-written's related_loader with that queryset; the tags below it are one batch
         assert sql[("custom", "auto")] == sql[("custom", "hand-written")] == 3
+        # a slice (a window over the parent key), an annotated filter, a DjangoListField's resolver: the
+        # authors and one statement for the level, as hand-written
+        for shape in ("sliced", "annotated", "list-field"):
+            assert sql[(shape, "auto")] == sql[(shape, "hand-written")] == 2, shape
+            assert sql[(shape, "n-plus-one")] == 1 + authors, shape
         assert all(sql[(shape, "n-plus-one")] > sql[(shape, "auto")] for shape in ("plain", "joined", "reverse-m2m"))

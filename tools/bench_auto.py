@@ -24,6 +24,12 @@ Shapes (``--shapes``):
   reverse-m2m  { publishers { name authors { name books { title tags { name } } } } }
   custom       { authors { name recentBooks { title tags { name } } } }  -- recentBooks: a resolver of
                the user's returning a filtered queryset (a related_loader with that queryset in hand-written)
+  sliced       { authors { name topTwo { title } } }  -- author.books.order_by("-year")[:2] (hand-written:
+               the ordered relation's loader, sliced in Python)
+  annotated    { authors { name reviewed { title } } }  -- author.books.annotate(n=Count("reviews"))
+               .filter(n__gte=2) (hand-written: a related_loader with that queryset)
+  list-field   { authors { name not2001 { title } } }  -- a DjangoListField whose resolver returns
+               author.books.exclude(year=2001) (hand-written: a related_loader with that queryset)
 
 Every variant executes as ``dataloader_sync.django.GraphQLView`` does: with
 ``DjangoDebugExecutionContext``, or ``AutoRelationsExecutionContext`` (which is
@@ -59,6 +65,9 @@ SHAPES = {
     "joined": "{ authors { name books { title author { name publisher { name } } } } }",
     "reverse-m2m": "{ publishers { name authors { name books { title tags { name } } } } }",
     "custom": "{ authors { name recentBooks { title tags { name } } } }",
+    "sliced": "{ authors { name topTwo { title } } }",
+    "annotated": "{ authors { name reviewed { title } } }",
+    "list-field": "{ authors { name not2001 { title } } }",
 }
 VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "fetch-peers"]
 STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
@@ -84,7 +93,12 @@ def schema_for(variant: str) -> Any:
     hand = variant == "hand-written"
     optimizer = variant == "optimizer"
     peers = variant == "fetch-peers"
+    from django.db.models import Count
+
     recent = models.Book.objects.filter(year__gte=2001).order_by("pk")
+    by_year = models.Book.objects.order_by("-year", "pk")
+    reviewed = models.Book.objects.annotate(n=Count("reviews")).filter(n__gte=2).order_by("title", "pk")
+    not_2001 = models.Book.objects.exclude(year=2001).order_by("pk")
 
     def meta(model: Any, fields: tuple[str, ...]) -> type:
         return type("Meta", (), {"model": model, "fields": fields, "registry": registry})
@@ -98,14 +112,32 @@ def schema_for(variant: str) -> Any:
     if hand:
         extra["book"] = {"resolve_tags": loader(models.Book.tags), "resolve_reviews": loader(models.Book.reviews),
                          "resolve_author": loader(models.Book.author)}
+        def resolve_top_two(root: Any, info: Any) -> Any:
+            return related_loader(info.context.loaders, models.Author.books, by_year).load(root).then(
+                lambda books: books[:2])
+
         extra["author"] = {"resolve_books": loader(models.Author.books),
                            "resolve_publisher": loader(models.Author.publisher),
-                           "resolve_recent_books": loader(models.Author.books, recent)}
+                           "resolve_recent_books": loader(models.Author.books, recent),
+                           "resolve_top_two": resolve_top_two,
+                           "resolve_reviewed": loader(models.Author.books, reviewed),
+                           "resolve_not_2001": loader(models.Author.books, not_2001)}
         extra["publisher"] = {"resolve_authors": loader(models.Publisher.authors)}
-    else:
+    else:  # the resolvers as a team writes them: the relation's queryset, returned
         def resolve_recent_books(author: Any, info: Any) -> Any:
             return author.books.filter(year__gte=2001).order_by("pk")
-        extra["author"] = {"resolve_recent_books": resolve_recent_books}
+
+        def resolve_top_two(author: Any, info: Any) -> Any:
+            return author.books.order_by("-year", "pk")[:2]
+
+        def resolve_reviewed(author: Any, info: Any) -> Any:
+            return author.books.annotate(n=Count("reviews")).filter(n__gte=2).order_by("title", "pk")
+
+        def resolve_not_2001(author: Any, info: Any) -> Any:
+            return author.books.exclude(year=2001).order_by("pk")
+
+        extra["author"] = {"resolve_recent_books": resolve_recent_books, "resolve_top_two": resolve_top_two,
+                           "resolve_reviewed": resolve_reviewed, "resolve_not_2001": resolve_not_2001}
 
     tag = type("Tag", (DjangoObjectType,), {"Meta": meta(models.Tag, ("name",)), **extra["tag"]})
     review = type("Review", (DjangoObjectType,), {"Meta": meta(models.Review, ("rating",)), **extra["review"]})
@@ -119,6 +151,10 @@ def schema_for(variant: str) -> Any:
         "Meta": meta(models.Author, ("name", "publisher", "books")),
         "recent_books": (graphene.List(graphene.NonNull(book), required=True) if hand
                          else DjangoListField(book, required=True)),
+        "top_two": graphene.List(graphene.NonNull(book), required=True),
+        "reviewed": graphene.List(graphene.NonNull(book), required=True),
+        "not_2001": (graphene.List(graphene.NonNull(book), required=True) if hand
+                     else DjangoListField(book, required=True)),
         **({"books": graphene.List(graphene.NonNull(book), required=True)} if hand else {}),
         **extra["author"]})
     publisher = type("Publisher", (DjangoObjectType,), {
