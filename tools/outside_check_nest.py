@@ -1,14 +1,15 @@
 """Outside check: OWASP Nest's strawberry-django schema, ported, under four switches; SQL statements per query.
 
-    /work/venv-sd/bin/python tools/outside_check_nest.py [--quick] [--scale S] [--query NAME [--sql]] [--diff]
-                                                         [--json PATH]
+    /work/venv-sd/bin/python tools/outside_check_nest.py [--quick] [--scale S] [--seed N] [--ties]
+                                                         [--query NAME [--sql]] [--diff] [--json PATH]
 
 The schema, models and queries are OWASP Nest's (``tools/outside_nest/``: upstream repository, commit and files
 in its docstring): resolvers that return related querysets (``root.issues.order_by("-created_at")[:5]``),
 count in place (``self.issues.count()``), read relations in model properties (``release.url`` reads
 ``repository.owner``), and field hints (``prefetch_related=[Prefetch(..., to_attr=...)]``) that only the
 optimizer reads.  Django is configured in-process on SQLite in memory, filled by ``outside_nest.fixtures``
-(``--scale``: 1 is ~1,700 rows; ``--quick`` is 0.25, ~190).
+(``--scale``: 1 is ~1,700 rows; ``--quick`` is 0.25, ~190; ``--seed``; ``--ties``: timestamps repeat, so
+orders among equal values are the database's, which SQL leaves undefined).
 
 Each query runs once per variant, on a schema of its own, with a fresh context object (no registry: the
 switch makes one per execution):
@@ -37,6 +38,7 @@ import difflib
 import json
 import os
 import sys
+import textwrap
 import time
 from typing import Any, Callable, Optional
 
@@ -190,6 +192,9 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a small data set (scale 0.25)")
     p.add_argument("--scale", type=float, default=1.0, help="data set size (1: ~1,700 rows)")
+    p.add_argument("--seed", type=int, default=40, help="the data set's random seed")
+    p.add_argument("--ties", action="store_true",
+                   help="timestamps repeat (SQL leaves the order among ties undefined: answers may differ)")
     p.add_argument("--query", help="run only this query (a name in the table)")
     p.add_argument("--diff", action="store_true", help="print where answers differ from off's")
     p.add_argument("--sql", action="store_true", help="print each variant's statements (with --query)")
@@ -213,11 +218,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         print(f"--query: unknown query {args.query!r}; the queries: {', '.join(QUERIES)}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    counts = fixtures.populate(args.scale)
+    counts = fixtures.populate(args.scale, args.seed, args.ties)
     ContentType.objects.get_for_models(*[m for m in vars(models).values() if isinstance(m, type)
                                          and issubclass(m, models.models.Model) and not m._meta.abstract])
     rows = check(QUERIES, args.query)
-    print(f"OWASP Nest (ported), {sum(counts.values())} rows (scale {args.scale:g}); SQL statements per query:\n")
+    print(f"OWASP Nest (ported), {sum(counts.values())} rows (scale {args.scale:g}, seed {args.seed});"
+          " SQL statements per query:\n")
     print(table(rows))
     costlier = [r["query"] for r in rows if r["both"]["statements"] > r["switch"]["statements"]]
     if costlier:
@@ -234,7 +240,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"scale": args.scale, "rows": rows}, out, indent=1)
     failed = not all(map(passed, rows))
-    print(f"\n{LEGEND}\n{'FAILED: answers differ or a variant erred' if failed else 'passed'}"
+    print("\n" + textwrap.fill(LEGEND, 116) + f"\n{'FAILED: answers differ or a variant erred' if failed else 'passed'}"
           f" ({time.perf_counter() - started:.1f} s)")
     return 1 if failed else 0
 

@@ -21,6 +21,12 @@ the tool on SQLite in memory.
   organization,user}Queries.ts) with ``__typename`` in every selection, as Apollo sends them, plus two list
   pages of our own.
 
+Deviations, each marked where it is made: ``Project.open_issues`` leaves out OpenIssueManager's 90-day window (the
+fixtures' dates are fixed), ``User.get_non_indexable_logins`` leaves out the organizations' logins (upstream
+caches them for the process), ``GenericIssueModel``'s ``repository_id`` and ``project`` properties are left out
+(no resolver reads them; the first shadows the foreign key's column attribute).  Python 3.11 or later (the
+upstream code's ``match`` and ``StrEnum``).
+
 Left out: the mentorship app (IssueNode's ``interested_users`` and ``task_deadline``), entity channels (their
 channel is a Slack conversation), chapters, committees, posts, events, sponsors and stats.
 """

@@ -21,10 +21,10 @@ NAMES = ("Ada Lovelace", "Alan Turing", "Grace Hopper", "Linus T.", "Barbara Lis
 
 
 class Clock:
-    """Distinct, shuffled timestamps: ``next()`` never repeats one."""
+    """Distinct, shuffled timestamps: ``next()`` never repeats one (with *ties*, one of 40 values)."""
 
-    def __init__(self, rng: random.Random, size: int) -> None:
-        self._minutes = list(range(size))
+    def __init__(self, rng: random.Random, size: int, ties: bool = False) -> None:
+        self._minutes = [i % 40 for i in range(size)] if ties else list(range(size))
         rng.shuffle(self._minutes)
 
     def next(self) -> datetime.datetime:
@@ -142,10 +142,11 @@ def _projects(rng: random.Random, clock: Clock, repos: list[m.Repository], orgs:
                                                   unanswered_issues_count=rng.randrange(30), **_stamps(clock))
 
 
-def populate(scale: float = 1.0, seed: int = 40) -> dict[str, int]:
-    """The data set (into the configured database); the row count per model."""
+def populate(scale: float = 1.0, seed: int = 40, ties: bool = False) -> dict[str, int]:
+    """The data set (into the configured database); the row count per model.  With *ties*, timestamps repeat
+    (40 values): orders among equal timestamps are the database's, which SQL leaves undefined."""
     rng = random.Random(seed)
-    clock = Clock(rng, 200_000)
+    clock = Clock(rng, 200_000, ties)
     orgs = [m.Organization.objects.create(login=login, name=login.upper(), description=f"{login} org",
                                           created_at=clock.next(), updated_at=clock.next(), **_stamps(clock))
             for login in ORGANIZATIONS]
