@@ -15,7 +15,7 @@ if importlib.util.find_spec("graphene_sqlalchemy") is None:
     pytest.skip("graphene-sqlalchemy is not installed", allow_module_level=True)
 
 from sqlalchemy import select  # noqa: E402
-from sqlalchemy.orm import Session, with_parent  # noqa: E402
+from sqlalchemy.orm import Session, joinedload, with_parent  # noqa: E402
 from sqlalchemy_helpers import (  # noqa: E402
     Author,
     Book,
@@ -69,6 +69,14 @@ class AuthorResolvers:
     @staticmethod
     def resolve_by_hand(author, info):
         return info.context["session"].query(Book).filter(Book.author_id == author.id, Book.year == 2000)
+
+    @staticmethod
+    def resolve_tags_joined(author, info):  # a joined eager load of a collection: rows made unique
+        return author.book_query.options(joinedload(Book.tags)).order_by(Book.title)
+
+    @staticmethod
+    def resolve_no_autoflush(author, info):  # a load option: runs as written
+        return author.book_query.autoflush(False).order_by(Book.title)
 
     @staticmethod
     def resolve_distinct_titles(author, info):  # distinct: not recognised, runs as written
@@ -182,12 +190,18 @@ def test_the_dynamic_query_itself_with_parent_and_a_criterion_by_hand(schema, sh
     assert (off, on) == (1 + 5, 1 + 1)
 
 
+def test_loader_options_are_kept(schema, shelf):
+    # (the tags' order is not asked for: Book.tags has no order_by, so a join gives them in any order)
+    off, on, _ = compare(schema, shelf, "{ authors { tagsJoined { title } } }")
+    assert (off, on) == (1 + 5, 1 + 1)  # a book per row of its tags joined, made unique
+
+
 def test_a_many_to_many_dynamic_query_and_the_level_below(schema, shelf):
     off, on, _ = compare(schema, shelf, "{ authors { publishedBooks { title tagsDesc { name } } } }")
     assert (off, on) == (1 + 5 + 8, 1 + 1 + 1)  # 8 books of 2001 (two per author with books)
 
 
-@pytest.mark.parametrize("field", ["distinctTitles", "neighbours"])
+@pytest.mark.parametrize("field", ["distinctTitles", "neighbours", "noAutoflush"])
 def test_a_query_not_recognised_runs_per_parent(schema, shelf, field):
     off, on, _ = compare(schema, shelf, "{ authors { " + field + " { title } publishedBooks { title } } }")
     assert (off, on) == (1 + 5 + 5, 1 + 5 + 1)

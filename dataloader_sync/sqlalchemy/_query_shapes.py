@@ -113,7 +113,8 @@ class QueryShape:
         """
         check_thread(self.session, name)
         found: dict[tuple[Any, ...], list[Any]] = {}
-        for row, key in run_keyed(self.session, self._statement, self.mapper, self.columns, list(values)):
+        rows = run_keyed(self.session, self._statement, self.mapper, self.columns, list(values), unique=True)
+        for row, key in rows:
             found.setdefault(key, []).append(row)
         return found
 
@@ -165,9 +166,9 @@ def _bound(criterion: Any, column: Any) -> Any:
 
 _NO: Any = object()
 
-# load options a query may have and still be batched: the defaults, and autoflush either way
-_PLAIN_LOADS = {"_populate_existing": False, "_yield_per": None, "_version_check": False, "_refresh_state": None,
-                "_identity_token": None, "_only_return_tuples": False}
+# load options a query may have and still be batched: the defaults
+_PLAIN_LOADS = {"_autoflush": True, "_populate_existing": False, "_yield_per": None, "_version_check": False,
+                "_refresh_state": None, "_identity_token": None, "_only_return_tuples": False}
 
 
 def _plain(query: Query[Any]) -> Optional[Mapper[Any]]:

@@ -334,7 +334,8 @@ def criteria_for(relation: Relation, where: Clauses, order_by: Clauses, first: O
 
 
 def run_rows(
-    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]],
+    unique: bool = False,
 ) -> Iterator[Any]:
     """Run ``build(key_clause)`` for *keys*, in as few statements as the dialect allows; yield the rows.
 
@@ -344,6 +345,8 @@ def run_rows(
         mapper: the mapper of what is selected (for the session's bind).
         columns: the key columns.
         keys: distinct key tuples.
+        unique: each statement's rows made unique (``Result.unique()``), as a legacy ``Query`` of
+            entities makes its rows.
     """
     dialect = session.get_bind(mapper=mapper).dialect
     limit = max_parameters(dialect)
@@ -351,11 +354,13 @@ def run_rows(
         connection = session.connection(bind_arguments={"mapper": mapper})
         limit = max_parameters(dialect, connection.connection.driver_connection)
     for clause in key_filters(columns, keys, dialect, limit):
-        yield from session.execute(build(clause))
+        result = session.execute(build(clause))
+        yield from result.unique() if unique else result
 
 
 def run_keyed(
-    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]],
+    unique: bool = False,
 ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     """:func:`run_rows` for statements selecting an entity, then one value per key column.
 
@@ -363,5 +368,5 @@ def run_keyed(
         ``(entity, key)`` per row.
     """
     width = len(columns)
-    for row in run_rows(session, build, mapper, columns, keys):
+    for row in run_rows(session, build, mapper, columns, keys, unique):
         yield row[0], tuple(row[1:width + 1])
