@@ -15,7 +15,7 @@ if importlib.util.find_spec("graphene_sqlalchemy") is None:
     pytest.skip("graphene-sqlalchemy is not installed", allow_module_level=True)
 
 from sqlalchemy import select  # noqa: E402
-from sqlalchemy.orm import Session, joinedload, with_parent  # noqa: E402
+from sqlalchemy.orm import Query, Session, joinedload, with_parent  # noqa: E402
 from sqlalchemy_helpers import (  # noqa: E402
     Author,
     Book,
@@ -28,6 +28,13 @@ from sqlalchemy_helpers import (  # noqa: E402
 
 from dataloader_sync import DataLoaderRegistry  # noqa: E402
 from dataloader_sync.graphql import AutoRelationsExecutionContext, DataLoaderExecutionContext  # noqa: E402
+
+
+class ReversedQuery(Query):
+    """A Query class that runs its own way (its rows the other way round)."""
+
+    def __iter__(self):
+        return iter(list(super().__iter__())[::-1])
 
 
 class AuthorResolvers:
@@ -85,6 +92,10 @@ class AuthorResolvers:
     @staticmethod
     def resolve_neighbours(author, info):  # another author's books: not this parent's relation, runs as written
         return info.context["session"].query(Book).filter(Book.author_id == author.id % 5 + 1).order_by(Book.id)
+
+    @staticmethod
+    def resolve_reversed_by_its_class(author, info):  # a Query subclass with its own __iter__: runs as written
+        return ReversedQuery(Book, info.context["session"]).filter(with_parent(author, Author.books))
 
     @staticmethod
     def resolve_as_select(author, info):  # a Select: no list without the switch, nor with it
@@ -201,10 +212,15 @@ def test_a_many_to_many_dynamic_query_and_the_level_below(schema, shelf):
     assert (off, on) == (1 + 5 + 8, 1 + 1 + 1)  # 8 books of 2001 (two per author with books)
 
 
-@pytest.mark.parametrize("field", ["distinctTitles", "neighbours", "noAutoflush"])
+@pytest.mark.parametrize("field", ["distinctTitles", "neighbours", "noAutoflush", "reversedByItsClass"])
 def test_a_query_not_recognised_runs_per_parent(schema, shelf, field):
     off, on, _ = compare(schema, shelf, "{ authors { " + field + " { title } publishedBooks { title } } }")
     assert (off, on) == (1 + 5 + 5, 1 + 5 + 1)
+
+
+def test_graphene_sqlalchemy_s_own_field_of_a_dynamic_relationship(schema, shelf):
+    off, on, _ = compare(schema, shelf, "{ authors { bookQuery { title tagQuery { name } } } }")
+    assert (off, on) == (1 + 5 + 12, 1 + 1 + 1)  # auto relations load each dynamic relationship for the level
 
 
 def test_a_select_returned_fails_alike(schema, shelf):
@@ -240,3 +256,15 @@ def test_ariadne_and_plain_graphql_resolvers(shelf):
             answers.append((json.dumps(result.formatted), statements.count))
     assert answers[0][0] == answers[1][0] and '"errors"' not in answers[0][0]
     assert (answers[0][1], answers[1][1]) == (1 + 5, 1 + 1)
+
+
+def test_with_django_s_integration_in_the_chain(schema, shelf):
+    pytest.importorskip("django")
+    import django.db.models  # noqa: F401  # Django's user_resolver wraps first, SQLAlchemy's wraps that
+
+    from dataloader_sync.graphql._auto_relations import _integrations
+
+    assert [m.__name__ for m in _integrations()] == ["dataloader_sync.django._auto", "dataloader_sync.sqlalchemy._auto"]
+    off, on, registry = compare(schema, shelf, "{ authors { name publishedBooks { title year } } }")
+    assert (off, on) == (1 + 5, 1 + 1)
+    assert set(registry.keys()) == {"Author.published_books"}

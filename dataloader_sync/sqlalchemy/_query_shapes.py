@@ -34,7 +34,8 @@ relationship's own ``AppenderMixin._generate`` does), ``_order_by_clauses``,
 ``_limit_clause``/``_offset_clause`` and their ``_limit_offset_value``,
 ``_statement``, ``_setup_joins``, ``_group_by_clauses``, ``_having_criteria``,
 ``_distinct``, ``_distinct_on``, ``_for_update_arg``, ``_params``,
-``_execution_options``, ``load_options`` (``_populate_existing``,
+``_execution_options``, ``_iter``/``_statement_20`` (compared with
+``Query``'s own), ``load_options`` (``_populate_existing``,
 ``_yield_per``, ``_version_check``, ``_refresh_state``, ``_autoflush``,
 ``_identity_token``, ``_only_return_tuples``);
 ``sqlalchemy.orm.dynamic.AppenderMixin`` (2.0; ``_AppenderMixin`` in 2.1: the
@@ -45,11 +46,16 @@ Guarantees:
   parent) for anything it does not recognise: a query of columns, of several
   entities or of an alias; ``from_statement()``; joins; ``group_by``,
   ``having``, ``distinct``; ``with_for_update``; ``params()``; execution or
-  load options (``populate_existing``, ``yield_per``, ...); a ``LIMIT`` or
+  load options (``populate_existing``, ``yield_per``, ...); a ``Query``
+  subclass that overrides how it runs (``__iter__``, ``_iter``,
+  ``_statement_20``); a ``LIMIT`` or
   ``OFFSET`` that is not a plain int; a dynamic query of a parent not in a
   session (its in-memory collection); no criterion equal to a relationship's
   to this parent; a ``None`` key.  Never a wrong answer.
 - The query given is not changed.
+- A parent's key is taken only when its values are of the key columns'
+  Python type (``TypeEngine.python_type``), so the rows' keys the database
+  gives back are the parents' keys (asserted as the rows are placed).
 - Loader options of a query with no ``LIMIT``/``OFFSET`` are kept; a limited
   query's rows are read from a subquery, where they do not apply (the rows
   are the same; what the options would have loaded is loaded when read).
@@ -112,10 +118,13 @@ class QueryShape:
             RuntimeError: the query's session belongs to another thread (*name* says whose loader).
         """
         check_thread(self.session, name)
-        found: dict[tuple[Any, ...], list[Any]] = {}
+        found: dict[tuple[Any, ...], list[Any]] = {key: [] for key in values}
         rows = run_keyed(self.session, self._statement, self.mapper, self.columns, list(values), unique=True)
         for row, key in rows:
-            found.setdefault(key, []).append(row)
+            # Invariant: every row's key is a parent's (shape_of took only values of the key columns'
+            # Python type, which is what the database gives back for them).
+            assert key in found, (name, key)
+            found[key].append(row)
         return found
 
     def _order(self) -> list[Any]:
@@ -200,7 +209,7 @@ def _parent_criterion(conjuncts: list[Any], parent: Any, mapper: Mapper[Any]) ->
         for local, remote in pairs:
             value = getattr(parent, parent_mapper.get_property_by_column(local).key)
             found = next((i for i, c in enumerate(conjuncts) if i not in indexes and value is not None
-                          and _same(_bound(c, remote), value)), None)
+                          and _same(_bound(c, remote), value, remote)), None)
             if found is None:
                 break
             indexes.append(found)
@@ -212,8 +221,14 @@ def _parent_criterion(conjuncts: list[Any], parent: Any, mapper: Mapper[Any]) ->
     return None
 
 
-def _same(bound: Any, value: Any) -> bool:
+def _same(bound: Any, value: Any, column: Any) -> bool:
+    """*bound* is the parent's *value*, of *column*'s Python type."""
     if bound is _NO or type(bound) is not type(value):
+        return False
+    try:
+        if type(value) is not column.type.python_type:
+            return False
+    except NotImplementedError:  # a type that does not say
         return False
     try:
         hash(value)
@@ -231,6 +246,10 @@ def shape_of(query: Any, parent: Any) -> Optional[QueryShape]:
             return None
         query = query.filter()  # the plain query the dynamic relationship runs (its ``_generate``)
     if query.session is None:
+        return None
+    kind = type(query)
+    if kind.__iter__ is not Query.__iter__ or kind._iter is not Query._iter \
+            or kind._statement_20 is not Query._statement_20:  # a Query class that runs its own way
         return None
     mapper = _plain(query)
     limit, offset = _plain_int(query._limit_clause), _plain_int(query._offset_clause)
