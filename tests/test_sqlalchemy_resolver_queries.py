@@ -268,3 +268,23 @@ def test_with_django_s_integration_in_the_chain(schema, shelf):
     off, on, registry = compare(schema, shelf, "{ authors { name publishedBooks { title year } } }")
     assert (off, on) == (1 + 5, 1 + 1)
     assert set(registry.keys()) == {"Author.published_books"}
+
+
+def test_plain_graphene_types(shelf):
+    class BookType(graphene.ObjectType):
+        title = graphene.String()
+
+    class AuthorType(graphene.ObjectType):
+        name = graphene.String()
+        top_two = graphene.List(BookType)
+        resolve_top_two = AuthorResolvers.resolve_top_two
+
+    class Root(graphene.ObjectType):
+        authors = graphene.List(AuthorType)
+
+        def resolve_authors(root, info):
+            return info.context["session"].scalars(select(Author).order_by(Author.id)).all()
+
+    off, on, registry = compare(graphene.Schema(query=Root), shelf, "{ authors { name topTwo { title } } }")
+    assert (off, on) == (1 + 5, 1 + 1)
+    assert set(registry.keys()) == {"Author.top_two"}  # the parent's class, as on Django

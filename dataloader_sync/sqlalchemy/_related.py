@@ -25,6 +25,9 @@ Guarantees:
 - To-many lists are fresh lists, ordered by the relationship's
   ``order_by`` (then the related primary key), else by the related primary
   key; they do not touch the instance's own collection attribute.
+- ``run_rows``/``run_keyed`` (shared with ``_query_shapes``) split a batch's
+  keys into as few statements as the driver allows; ``unique=True`` makes
+  each statement's rows unique as a legacy ``Query`` of entities does.
 - ``where=``/``order_by=``/``first=`` (see ``_criteria``) shape the one
   statement; with ``where=`` no value is taken from the instance or the
   identity map (that would bypass the filter).
