@@ -92,13 +92,14 @@ class QueryShape:
         columns: the criterion's columns, one per key value.
         value: the parent's key: the values the columns were compared with (a tuple).
         low, high: the rows kept per parent, as a slice (``high`` None: no end).
-        key: what two shapes that load alike have equal (hashable).
+        key: what two shapes that load alike have equal (hashable): *sql* (the query's SQL and
+            bound values, see ``_sql_of``), the session, the columns, the slice.
     """
 
     __slots__ = ("columns", "high", "key", "low", "mapper", "query", "session", "value")
 
     def __init__(self, query: Query[Any], mapper: Mapper[Any], columns: tuple[Any, ...], value: tuple[Any, ...],
-                 low: int, high: Optional[int]) -> None:
+                 low: int, high: Optional[int], sql: Hashable) -> None:
         self.query = query
         self.mapper = mapper
         self.session = query.session
@@ -106,9 +107,7 @@ class QueryShape:
         self.value = value
         self.low = low
         self.high = high
-        compiled = query.statement.compile()
-        self.key: Hashable = (str(compiled), _freeze(compiled.params), self.session,
-                              tuple((c.table, c.name) for c in columns), low, high)
+        self.key: Hashable = (sql, self.session, tuple((c.table, c.name) for c in columns), low, high)
 
     def load(self, values: Sequence[tuple[Any, ...]], name: str) -> dict[tuple[Any, ...], list[Any]]:
         """``{key: its rows}`` for the parents' keys *values*: one statement (or as few as the driver's
@@ -169,7 +168,10 @@ def _bound(criterion: Any, column: Any) -> Any:
     for side, other in ((criterion.left, criterion.right), (criterion.right, criterion.left)):
         if isinstance(side, ColumnClause) and isinstance(other, BindParameter) and \
                 getattr(side, "table", None) is column.table and side.name == column.name:
-            return other.effective_value
+            try:
+                return other.effective_value
+            except Exception:  # a callable value that fails (as the query would when it runs)
+                return _NO
     return _NO
 
 
@@ -262,5 +264,18 @@ def shape_of(query: Any, parent: Any) -> Optional[QueryShape]:
     indexes, columns, value = found
     shape = query.limit(None).offset(None)
     shape._where_criteria = tuple(c for i, c in enumerate(conjuncts) if i not in indexes)
+    sql = _sql_of(shape, mapper)
+    if sql is None:
+        return None
     low = offset or 0
-    return QueryShape(shape, mapper, columns, value, low, None if limit is None else low + limit)
+    return QueryShape(shape, mapper, columns, value, low, None if limit is None else low + limit, sql)
+
+
+def _sql_of(query: Query[Any], mapper: Mapper[Any]) -> Optional[Hashable]:
+    """The SQL of *query* in its session's dialect and its bound values, or None when it does not compile."""
+    try:
+        assert query.session is not None
+        compiled = query.statement.compile(dialect=query.session.get_bind(mapper=mapper).dialect)
+        return str(compiled), _freeze(compiled.params)
+    except Exception:  # sqlalchemy's CompileError, a bound value's callable that fails: run it as written
+        return None
