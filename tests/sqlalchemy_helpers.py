@@ -1,7 +1,8 @@
 """Shared by the SQLAlchemy tests: the models, sample data and a statement counter.
 
 The models are a small catalogue: publishers, authors (each with at most one
-profile), books (with tags through ``book_tags``) and reviews.  Foreign keys
+profile), books (with tags through ``book_tags``) and reviews.  ``Author.book_query`` and
+``Book.tag_query`` are the same relations as ``lazy="dynamic"`` queries (view-only).  Foreign keys
 of authors and books may be ``NULL``.  ``Statements(engine)`` counts every
 statement the engine sends to the database (a ``before_cursor_execute``
 listener), so each test asserts what its loads cost.
@@ -20,7 +21,7 @@ from typing import Any, Optional
 import pytest
 from sqlalchemy import Column, ForeignKey, Integer, String, Table, create_engine, event
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import DeclarativeBase, DynamicMapped, Mapped, Session, mapped_column, relationship
 
 
 class Base(DeclarativeBase):
@@ -51,6 +52,8 @@ class Author(Base):
     publisher: Mapped[Optional[Publisher]] = relationship(back_populates="authors")
     books: Mapped[list[Book]] = relationship(back_populates="author", order_by="Book.title")
     profile: Mapped[Optional[Profile]] = relationship(back_populates="author", uselist=False)
+    # the same books as a query (lazy="dynamic"), for resolvers that filter, order and slice it
+    book_query: DynamicMapped[Book] = relationship(lazy="dynamic", viewonly=True)
 
     def __repr__(self) -> str:
         return f"<Author {self.id}>"
@@ -68,9 +71,11 @@ class Book(Base):
     __tablename__ = "book"
     id: Mapped[int] = mapped_column(primary_key=True)
     title: Mapped[str] = mapped_column(String(100))
+    year: Mapped[Optional[int]] = mapped_column(Integer)
     author_id: Mapped[Optional[int]] = mapped_column(ForeignKey("author.id"))
     author: Mapped[Optional[Author]] = relationship(back_populates="books")
     tags: Mapped[list[Tag]] = relationship(secondary=book_tags, back_populates="books")
+    tag_query: DynamicMapped[Tag] = relationship(secondary=book_tags, lazy="dynamic", viewonly=True)
     reviews: Mapped[list[Review]] = relationship(back_populates="book")
 
     def __repr__(self) -> str:
@@ -132,8 +137,9 @@ def fill(session: Session, *, publishers: int = 2, authors: int = 4, books: int 
     Publisher ``p`` (ids from 1) has the authors ``a`` with ``a % publishers == p - 1``, except
     the last author, who has none.  Author ``a`` has ``books`` books titled ``"book {a}.{b}"``,
     added in reverse title order (so id order and title order differ); odd authors have a
-    profile.  Book ``(a, b)`` has ``reviews`` reviews and the tags ``t`` with
-    ``(a + b + t) % 2 == 0``.  One more book has no author.
+    profile.  Book ``(a, b)`` is of the year ``2000 + min(b, 1)`` (its last two tie), and has
+    ``reviews`` reviews and the tags ``t`` with ``(a + b + t) % 2 == 0``.  One more book has no
+    author.
     """
     pubs = [Publisher(id=p + 1, name=f"publisher {p + 1}") for p in range(publishers)]
     all_tags = [Tag(id=t + 1, name=f"tag {t + 1}") for t in range(tags)]
@@ -148,7 +154,7 @@ def fill(session: Session, *, publishers: int = 2, authors: int = 4, books: int 
             session.add(Profile(id=a + 1, bio=f"bio {a + 1}", author_id=a + 1))
         for b in reversed(range(books)):
             book_id += 1
-            book = Book(id=book_id, title=f"book {a + 1}.{b}", author_id=a + 1)
+            book = Book(id=book_id, title=f"book {a + 1}.{b}", year=2000 + min(b, 1), author_id=a + 1)
             book.tags = [tag for t, tag in enumerate(all_tags) if (a + b + t) % 2 == 0]
             session.add(book)
             for _ in range(reviews):

@@ -18,7 +18,8 @@ How a field is recognised (once per field per execution, never per value):
   ``no_auto_relations`` is left alone; a resolver the user wrote runs as
   written, through the integration's ``user_resolver`` when it has one
   (``dataloader_sync.django._returned_querysets``: a relation queryset it
-  returns is loaded for the level);
+  returns is loaded for the level; ``dataloader_sync.sqlalchemy._returned_queries``:
+  a relation ``Query`` likewise);
 - its type is an object, interface or union (or a list of them): a scalar
   field is never looked at again;
 - then, per parent class, the integration says whether the attribute is a

@@ -12,6 +12,9 @@ as it asks ``dataloader_sync.django._auto``:
   a default resolver.  A ``resolve_<field>`` the user wrote is none of them.
 - ``relation_of(mapped class, name)``: the ``AutoRelation`` of a
   relationship attribute (``Author.books``), or None.
+- ``user_resolver(ctx, fn)``: the resolver standing for a resolver the user
+  wrote: a relation query it returns (a ``lazy="dynamic"`` relationship's,
+  ``with_parent``) is loaded for the level (``_returned_queries``).
 
 A relationship resolves through the loader of the family
 ``load_auto_related`` (``load_related`` named ``Author.books``), in the
@@ -43,7 +46,7 @@ from ._loaders import _related_key, _related_name
 from ._related import load_related
 from ._relations import relation_of as sqlalchemy_relation
 
-__all__ = ["AutoRelation", "classify", "load_auto_related", "relation_of"]
+__all__ = ["AutoRelation", "classify", "load_auto_related", "relation_of", "user_resolver"]
 
 
 #: How deep a chain of to-one hops is joined into one statement (``author.publisher`` is 2).
@@ -215,3 +218,11 @@ class AutoRelation:
             return self.value(ctx, root, info, memo, connection=True)
 
         return SQLAlchemyConnectionField.connection_resolver(resolved, *spec.args, root, info, **args)
+
+
+def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The resolver standing for a resolver the user wrote: it runs as written, and a relation query
+    it returns is loaded for the level (``_returned_queries``); anything else is returned as it is."""
+    from ._returned_queries import returned_resolver
+
+    return returned_resolver(ctx, fn)

@@ -25,6 +25,9 @@ Guarantees:
 - To-many lists are fresh lists, ordered by the relationship's
   ``order_by`` (then the related primary key), else by the related primary
   key; they do not touch the instance's own collection attribute.
+- ``run_rows``/``run_keyed`` (shared with ``_query_shapes``) split a batch's
+  keys into as few statements as the driver allows; ``unique=True`` makes
+  each statement's rows unique as a legacy ``Query`` of entities does.
 - ``where=``/``order_by=``/``first=`` (see ``_criteria``) shape the one
   statement; with ``where=`` no value is taken from the instance or the
   identity map (that would bypass the filter).
@@ -334,7 +337,8 @@ def criteria_for(relation: Relation, where: Clauses, order_by: Clauses, first: O
 
 
 def run_rows(
-    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]],
+    unique: bool = False,
 ) -> Iterator[Any]:
     """Run ``build(key_clause)`` for *keys*, in as few statements as the dialect allows; yield the rows.
 
@@ -344,6 +348,8 @@ def run_rows(
         mapper: the mapper of what is selected (for the session's bind).
         columns: the key columns.
         keys: distinct key tuples.
+        unique: each statement's rows made unique (``Result.unique()``), as a legacy ``Query`` of
+            entities makes its rows.
     """
     dialect = session.get_bind(mapper=mapper).dialect
     limit = max_parameters(dialect)
@@ -351,11 +357,13 @@ def run_rows(
         connection = session.connection(bind_arguments={"mapper": mapper})
         limit = max_parameters(dialect, connection.connection.driver_connection)
     for clause in key_filters(columns, keys, dialect, limit):
-        yield from session.execute(build(clause))
+        result = session.execute(build(clause))
+        yield from result.unique() if unique else result
 
 
 def run_keyed(
-    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]]
+    session: Session, build: Callable[[Any], Any], mapper: Any, columns: Sequence[Any], keys: list[tuple[Any, ...]],
+    unique: bool = False,
 ) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     """:func:`run_rows` for statements selecting an entity, then one value per key column.
 
@@ -363,5 +371,5 @@ def run_keyed(
         ``(entity, key)`` per row.
     """
     width = len(columns)
-    for row in run_rows(session, build, mapper, columns, keys):
+    for row in run_rows(session, build, mapper, columns, keys, unique):
         yield row[0], tuple(row[1:width + 1])
