@@ -34,6 +34,7 @@ from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 
+from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
 
@@ -82,18 +83,13 @@ load_returned.dataloader_name_is_label = True  # type: ignore[attr-defined]
 
 
 def _python_name(fn: Any) -> Optional[str]:
-    """The field name a graphene resolver's function says (``resolve_published_books``), or None.
-    A wrapper that names what it wraps (``__wrapped__``: another integration's, a decorator) is
-    read through."""
+    """``resolver_python_name``, read through graphene-django's ``DjangoListField`` partial."""
     while getattr(fn, "__wrapped__", None) is not None:
         fn = fn.__wrapped__
     if isinstance(fn, functools.partial):  # DjangoListField: partial(list_resolver, type, resolver, manager)
         inner = fn.args[1] if len(fn.args) == 3 else fn.func
         return _python_name(inner)
-    name = getattr(fn, "__name__", None)
-    if isinstance(name, str) and name.startswith("resolve_") and len(name) > 8:
-        return name[8:]
-    return None
+    return resolver_python_name(fn)
 
 
 def returned_resolver(ctx: Any, fn: Callable[..., Any],
@@ -101,8 +97,7 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
     """A resolver that calls the user's *fn* and loads what it returns through a level loader when
     that is a relation queryset of the parent, any queryset planned for the field's selection first
     (``plan(ctx, info, queryset)``, see ``_planned_querysets``; see the module notes)."""
-    python_name = _python_name(fn)
-    labels: dict[type, str] = {}
+    labels = FieldLabels(_python_name(fn))
 
     def resolve_returned(root: Any, info: Any, **args: Any) -> Any:
         value = fn(root, info, **args)
@@ -114,11 +109,7 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
         shape = shape_of(value, root)
         if shape is None:
             return value
-        cls = root.__class__
-        label = labels.get(cls)
-        if label is None:
-            label = labels[cls] = f"{cls.__name__}.{python_name or info.field_name}"
-        loader = ctx.auto_loaders().loader_for(load_returned, shape, label=label)
+        loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
         return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
 
     resolve_returned.__wrapped__ = fn  # type: ignore[attr-defined]  # what it stands for (``_python_name``)

@@ -73,7 +73,8 @@ from ._execution import DataLoaderExecutionContext
 from ._loop import LEAF_TYPES
 from ._scope import registry_of
 
-__all__ = ["AutoRelation", "AutoRelationsExecutionContext", "Integration", "auto_base", "classify", "join_paths"]
+__all__ = ["AutoRelation", "AutoRelationsExecutionContext", "FieldLabels", "Integration", "auto_base", "classify",
+           "join_paths", "resolver_python_name"]
 
 class AutoRelation(Protocol):
     """A relation of an ORM class, as an integration resolves it."""
@@ -154,6 +155,38 @@ def classify(fn: Any) -> Optional[tuple[Optional[str], Any]]:
     if attname is False:
         return None
     return attname, None
+
+
+# -- the names of a user's resolver's loaders -------------------------------------------------------
+
+def resolver_python_name(fn: Any) -> Optional[str]:
+    """The field name a graphene resolver's function says (``resolve_published_books`` gives
+    ``published_books``), or None.  A wrapper that names what it wraps (``__wrapped__``: another
+    integration's ``user_resolver``, a decorator) is read through."""
+    while getattr(fn, "__wrapped__", None) is not None:
+        fn = fn.__wrapped__
+    name = getattr(fn, "__name__", None)
+    if isinstance(name, str) and name.startswith("resolve_") and len(name) > 8:
+        return name[8:]
+    return None
+
+
+class FieldLabels:
+    """The names of the loaders a user's resolver batches through, one per parent class:
+    ``Author.published_books`` (the parent's class, then *python_name*, else the GraphQL field's
+    name).  Per execution and field; not shared between threads."""
+
+    __slots__ = ("by_class", "python_name")
+
+    def __init__(self, python_name: Optional[str]) -> None:
+        self.python_name = python_name
+        self.by_class: dict[type, str] = {}
+
+    def of(self, cls: type, info: Any) -> str:
+        label = self.by_class.get(cls)
+        if label is None:
+            label = self.by_class[cls] = f"{cls.__name__}.{self.python_name or info.field_name}"
+        return label
 
 
 # -- to-one hops the selection reads ------------------------------------------------------------

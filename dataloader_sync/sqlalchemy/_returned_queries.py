@@ -28,11 +28,12 @@ Guarantees:
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 from sqlalchemy import inspect
 from sqlalchemy.orm import InstanceState, Query
 
+from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._query_shapes import QueryShape, shape_of
 
 __all__ = ["load_returned_query", "returned_resolver"]
@@ -56,22 +57,10 @@ load_returned_query.__dict__.update(dataloader_key=_returned_key, dataloader_nam
                                     dataloader_name_is_label=True)
 
 
-def _python_name(fn: Any) -> Optional[str]:
-    """The field name a graphene resolver's function says (``resolve_published_books``), or None;
-    read through a wrapper that names what it wraps (``__wrapped__``: another integration's)."""
-    while getattr(fn, "__wrapped__", None) is not None:
-        fn = fn.__wrapped__
-    name = getattr(fn, "__name__", None)
-    if isinstance(name, str) and name.startswith("resolve_") and len(name) > 8:
-        return name[8:]
-    return None
-
-
 def returned_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """A resolver that calls the user's *fn* and loads what it returns through a level loader when
     that is a relation query of the parent (see the module notes)."""
-    python_name = _python_name(fn)
-    labels: dict[type, str] = {}
+    labels = FieldLabels(resolver_python_name(fn))
 
     def resolve_returned_query(root: Any, info: Any, **args: Any) -> Any:
         value = fn(root, info, **args)
@@ -80,11 +69,8 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
         shape = shape_of(value, root)
         if shape is None:
             return value
-        cls = type(root)
-        label = labels.get(cls)
-        if label is None:
-            label = labels[cls] = f"{cls.__name__}.{python_name or info.field_name}"
-        return ctx.auto_loaders().loader_for(load_returned_query, shape, label=label).load(shape.value)
+        return ctx.auto_loaders().loader_for(load_returned_query, shape, label=labels.of(type(root), info)).load(
+            shape.value)
 
     resolve_returned_query.__wrapped__ = fn  # type: ignore[attr-defined]  # what it stands for (``_python_name``)
     return resolve_returned_query
