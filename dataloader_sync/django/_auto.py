@@ -262,10 +262,16 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """The resolver standing for a resolver the user wrote: it runs as written, the queryset it
     returns is planned for the field's selection (``_planned_querysets``: the to-one hops it reads
-    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``)."""
+    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``;
+    inside a connection field, paged for the level: ``_returned_pages``)."""
     from ._planned_querysets import planned
+    from ._returned_pages import returned_connection
     from ._returned_querysets import returned_resolver
 
+    paged = returned_connection(ctx, fn, functools.partial(planned, joins=functools.partial(joins, connection=True),
+                                                           level=with_level_mode))
+    if paged is not None:
+        return paged
     return returned_resolver(ctx, fn, functools.partial(planned, joins=joins, level=with_level_mode))
 
 
