@@ -69,7 +69,7 @@ def make_schema():
     class Book(DjangoObjectType):
         class Meta:
             model = models.Book
-            fields = ("title", "year", "author")
+            fields = ("title", "year", "author", "reviews")
             interfaces = (graphene.relay.Node,)
             filterset_class = BookFilter
             name = "CrBook"
@@ -84,7 +84,7 @@ def make_schema():
     class Author(DjangoObjectType):
         class Meta:
             model = models.Author
-            fields = ("name",)
+            fields = ("name", "books")
             interfaces = (graphene.relay.Node,)
             name = "CrAuthor"
             registry = types
@@ -142,7 +142,7 @@ def make_schema():
     class Tag(DjangoObjectType):
         class Meta:
             model = models.Tag
-            fields = ("name",)
+            fields = ("name", "books")
             interfaces = (graphene.relay.Node,)
             name = "CrTag"
             registry = types
@@ -288,3 +288,42 @@ def test_only_an_execution_with_the_switch_batches(schema, orm_db, library):
     query = "{ authors { recent(first: 2) { totalCount edges { node { title } } } } }"
     _, off, context = execute(schema, orm_db, query, auto=False)
     assert off == 1 + 2 * 5 and not context.loaders.keys()
+
+
+#: connections with no resolver (graphene-django's own, of the fields Meta lists): the count is the page's statement
+NO_RESOLVER = {
+    "{ authors { books(first: 2) { totalCount edges { node { title } } } } }": 2,
+    "{ authors { books(first: 2, year_Gte: 2001, orderBy: \"-year\") { " + PAGE + " } } }": 2,
+    "{ tags { books(first: 1) { totalCount edges { node { title } } } } }": 2,  # many-to-many
+    "{ authors { books(first: 2) { totalCount edges { node { title reviews(first: 1) { totalCount "
+    "edges { node { rating } } } } } } } }": 3,
+}
+
+
+@pytest.mark.parametrize("query", list(NO_RESOLVER))
+def test_a_paged_relation_s_total_count_comes_from_its_page_statement(schema, orm_db, library, query):
+    shelf(library, orm_db)
+    off, on, _ = compare(schema, orm_db, query)
+    assert on == NO_RESOLVER[query] < off
+
+
+@pytest.mark.parametrize("distinct", [False, True])
+def test_load_page_counts_in_the_rows_statement_distinct_or_not(orm_db, library, distinct):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library.models import Author, Book
+
+    from dataloader_sync.django import load_related
+    from dataloader_sync.django._pages import load_page
+
+    library(orm_db, authors=6, books=4, tags=3)
+    authors = list(Author.objects.using(orm_db).order_by("pk"))
+    queryset = Book.objects.filter(tags__name__gte="tag 01").order_by("-year")  # a row per matching tag
+    if distinct:
+        queryset = queryset.distinct()
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        pages = load_page(authors, load_related, Author.books, queryset=queryset, first=2, count=True)
+    assert len(queries) == 1  # distinct(): every distinct row read (a window would number the duplicates)
+    for author, page in zip(authors, pages):
+        own = queryset.using(orm_db).filter(author=author)
+        assert page.total_count == own.count() and [b.pk for b in page] == [b.pk for b in own[:2]]

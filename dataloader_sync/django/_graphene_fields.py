@@ -15,9 +15,9 @@ connection's own family — the field's queryset (the node type's
 then slices the page from the loaded list as it would from a queryset.
 
 Guarantees:
-- One SQL query per batch (one batch per level per field), plus one for the
-  counts when ``totalCount`` is selected and the rows are limited; cursors
-  are offsets into the whole filtered list, as with a queryset.
+- One SQL query per batch (one batch per level per field), the counts in it
+  when ``totalCount`` is selected and the rows are limited (``_pages``);
+  cursors are offsets into the whole filtered list, as with a queryset.
 - ``connection.length`` (what a ``totalCount`` resolver reads) is the count
   of all the parent's matching rows (``_pages.Page``'s ``len``).
 - A filter field whose resolver returns some other future fails that field

@@ -10,9 +10,12 @@ whose values are :class:`Page` lists.
 
 Guarantees:
 - One SQL query per batch for the rows (``load_related`` with ``queryset=``
-  and ``first=``: a window function when limited), plus one for the counts
-  when ``count`` is true (``GROUP BY`` the parent link), whatever the number
-  of parents.
+  and ``first=``: a window function when limited), whatever the number of
+  parents; with ``count``, the counts are read from the same statement
+  (``COUNT(*) OVER (PARTITION BY parent)``, the batch function's
+  ``load_counted``: ``load_related_counted``), counted as the rows are.  A
+  batch function without ``load_counted`` is counted by one more query
+  (``count_related``: ``GROUP BY`` the parent link, distinct rows).
 - Equal querysets (same SQL and parameters) share a family: the key is
   ``load_related``'s own (``dataloader_key``), with the count flag.
 - The rows and the counts are read from the same database: the queryset's
@@ -123,13 +126,17 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
         instances: the parents.
         load_related: ``dataloader_sync.django.load_related``.
         field, queryset, first: as for ``load_related``.
-        count: also count each parent's rows in *queryset* (one more query).
+        count: also count each parent's rows in *queryset* (in the rows' statement, see the module notes).
 
     Returns:
         One ``Page`` per parent, in order.
     """
-    rows = load_related(instances, field, queryset=queryset, first=first)
-    totals = count_related(instances, field, queryset) if count else None
+    counted = getattr(load_related, "load_counted", None) if count and first is not None else None
+    if counted is not None:
+        rows, totals = counted(instances, field, queryset, first)  # the counts from the rows' statement
+    else:
+        rows = load_related(instances, field, queryset=queryset, first=first)
+        totals = count_related(instances, field, queryset) if count else None
     pages = []
     for i, items in enumerate(rows):
         page = Page(items)
