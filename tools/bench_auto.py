@@ -14,6 +14,7 @@ data as the first variant:
   hand-written one related_loader resolver per relation (the documented way before)
   optimizer    graphene-django-optimizer's gql_optimizer.query() in the root resolvers,
                where it is installed (never a dependency: pip install graphene-django-optimizer)
+  optimizer+auto  the optimizer's schema executed with AutoRelationsExecutionContext
   fetch-peers  Django's FETCH_PEERS fetch mode on the root querysets, no resolver written
                (Django 6.1 and later; left out, with the reason, on older Django)
 
@@ -60,7 +61,7 @@ SHAPES = {
     "reverse-m2m": "{ publishers { name authors { name books { title tags { name } } } } }",
     "custom": "{ authors { name recentBooks { title tags { name } } } }",
 }
-VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "fetch-peers"]
+VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "optimizer+auto", "fetch-peers"]
 STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
 
 
@@ -82,7 +83,7 @@ def schema_for(variant: str) -> Any:
 
     registry = Registry()
     hand = variant == "hand-written"
-    optimizer = variant == "optimizer"
+    optimizer = variant in ("optimizer", "optimizer+auto")
     peers = variant == "fetch-peers"
     recent = models.Book.objects.filter(year__gte=2001).order_by("pk")
 
@@ -164,7 +165,7 @@ def execute(schema: Any, query: str, variant: str) -> Any:
     from dataloader_sync.graphql import AutoRelationsExecutionContext
 
     context = Context()
-    cls = AutoRelationsExecutionContext if variant == "auto" else DjangoDebugExecutionContext
+    cls = AutoRelationsExecutionContext if variant in ("auto", "optimizer+auto") else DjangoDebugExecutionContext
     try:
         result = schema.execute(query, context_value=context, execution_context_class=cls)
     finally:
@@ -245,7 +246,7 @@ def _left_out() -> dict[str, str]:
 
     left_out = {}
     if importlib.util.find_spec("graphene_django_optimizer") is None:
-        left_out["optimizer"] = "graphene-django-optimizer is not installed"
+        left_out["optimizer"] = left_out["optimizer+auto"] = "graphene-django-optimizer is not installed"
     if not hasattr(django.db.models, "FETCH_PEERS"):
         left_out["fetch-peers"] = f"Django {django.get_version()} has no fetch modes (Django 6.1 has)"
     return left_out

@@ -26,7 +26,10 @@ plain default resolver           the relation's loader; what is on the instance 
 ``DjangoListField``              the loader with the target type's ``get_queryset`` (if it
                                  overrides graphene-django's) applied to the target model's
                                  default queryset, in the batch; prefetched rows as they are
-                                 when the type has no ``get_queryset`` of its own
+                                 when the type has no ``get_queryset`` of its own, or when its
+                                 ``get_queryset`` returns them evaluated (graphene-django's
+                                 ``list_resolver`` run on the parent: graphene-django-optimizer's
+                                 types keep a list field's prefetched queryset)
 connection fields                our ``DjangoConnectionField`` resolution (filters, order, the
                                  page and ``totalCount`` in the batch, see ``_graphene_fields``)
 to-one, ``get_queryset`` own     the loader with ``get_queryset(default manager, info)`` applied
@@ -402,8 +405,13 @@ class AutoRelation:
             if not spec.own and self.on_instance(root):
                 return fallback(root, info, **args)
             return spec.resolve(functools.partial(self._load_in_connection, ctx), *spec.args, root, info, **args)
-        if not spec.own and self.on_instance(root):
-            return fallback(root, info, **args)
+        if self.on_instance(root):
+            if not spec.own:
+                return fallback(root, info, **args)
+            if spec.__class__ is ListSpec:
+                value = fallback(root, info, **args)
+                if isinstance(value, QuerySet) and value._result_cache is not None:
+                    return value  # get_queryset kept the prefetched rows (graphene-django-optimizer's types)
         return self._loader(ctx, info, spec, memo).load(root)
 
     def _loader(self, ctx: Any, info: Any, spec: Any, memo: dict[Any, Any]) -> DataLoader[Any, Any]:
