@@ -42,9 +42,17 @@ def make_schema():
             abstract = True
 
         total_count = graphene.Int()
+        size = graphene.Int()  # the length under another name
+        counted = graphene.Int()  # the queryset's count(), as graphene-django's docs show
 
         def resolve_total_count(root, info):
             return root.length
+
+        def resolve_size(root, info):
+            return root.length
+
+        def resolve_counted(root, info):
+            return root.iterable.count()
 
     class BookFilter(django_filters.FilterSet):
         order_by = django_filters.OrderingFilter(fields=("title", "year", "id"))
@@ -235,6 +243,8 @@ PER_LEVEL = {
     "{ tags { lateBooks(first: 3) { " + PAGE + " } } }": 2,
     "{ authors { newest(first: 2) { edges { node { title goodReviews(first: 1) { totalCount "
     "edges { node { rating } } } } } } } }": 3,
+    "{ authors { newest(first: 1) { size counted edges { node { title } } } } }": 2,
+    "{ authors { ownFiltered(first: 1) { size counted edges { node { title } } } } }": 2,
 }
 
 
@@ -294,6 +304,7 @@ def test_only_an_execution_with_the_switch_batches(schema, orm_db, library):
 NO_RESOLVER = {
     "{ authors { books(first: 2) { totalCount edges { node { title } } } } }": 2,
     "{ authors { books(first: 2, year_Gte: 2001, orderBy: \"-year\") { " + PAGE + " } } }": 2,
+    "{ authors { books(first: 1) { size counted edges { node { title } } } } }": 2,
     "{ tags { books(first: 1) { totalCount edges { node { title } } } } }": 2,  # many-to-many
     "{ authors { books(first: 2) { totalCount edges { node { title reviews(first: 1) { totalCount "
     "edges { node { rating } } } } } } } }": 3,

@@ -53,7 +53,7 @@ from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 
-from ._pages import Page
+from ._pages import Page, reads_length
 from ._queryset_shapes import Shape, shape_of, windows
 from ._returned_querysets import ParentKey, _python_name
 
@@ -154,20 +154,6 @@ def _page(ctx: Any, root: Model, info: Any, value: Any, args: dict[str, Any], ma
     first = rows_needed(args, max_limit)
     if first is not None and (shape.queryset.query.distinct or not windows(shape.queryset.db)):
         return value
-    count = first is not None and _counted(info)
+    count = first is not None and reads_length(info)
     loader = ctx.auto_loaders().loader_for(load_returned_page, shape, first, count, label=label)
     return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
-
-
-_PAGE_FIELDS = frozenset(("edges", "pageInfo", "__typename"))
-
-
-def _counted(info: Any) -> bool:
-    """Whether the connection selects a field that may read its length: any but ``edges``, ``pageInfo``
-    and ``__typename`` (``totalCount``, or a field of the user's connection class)."""
-    from graphql import get_named_type
-
-    from ..graphql._auto_relations import subfields
-
-    selected = subfields(get_named_type(info.return_type), info.field_nodes, info.fragments)
-    return any(name not in _PAGE_FIELDS for name in selected)
