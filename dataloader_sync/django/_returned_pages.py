@@ -24,13 +24,15 @@ shape: one statement for the level, each parent's rows the page needs
 than ``edges`` and ``pageInfo`` (``totalCount``), the count of all its rows in
 the same statement.  graphene-django then slices each parent's page from its
 ``_pages.Page`` as it does for a connection over a loader's future, with the
-same cursors and ``pageInfo``; ``connection.length`` is the count.
+same cursors and ``pageInfo``; ``connection.length`` is the count.  A
+``distinct()`` queryset's rows are all read (a window would number the
+duplicates ``DISTINCT`` drops), each parent's first kept and counted.
 
 Anything else runs as written: a parent that is no model instance, a resolver
 returning something that is not a queryset (or a manager), a queryset that is
 no relation of the parent or that ``shape_of`` does not recognise, a slice of
-its own, ``distinct()`` with a limited page, a database without window
-functions, a field class with its own ``connection_resolver`` or
+its own, a limited page on a database without window functions (unless
+``distinct()``), a field class with its own ``connection_resolver`` or
 ``resolve_connection``.
 
 graphene-django internals read: the arguments of ``wrap_resolve``'s partial (their
@@ -63,11 +65,17 @@ __all__ = ["load_returned_page", "returned_connection"]
 def load_returned_page(keys: Sequence[ParentKey], shape: Shape, first: Optional[int] = None, count: bool = False,
                        label: str = "") -> list[Page]:
     """Each parent's ``Page`` of *shape*: its first *first* rows (None: all), counted when *count*, in one
-    statement.  *label* names the loader only."""
+    statement (a ``distinct()`` shape's rows all read, the first kept).  *label* names the loader only."""
     values = list(dict.fromkeys(key.value for key in keys))
     known = [key.instance for key in keys if key.instance is not None]
-    totals: Optional[dict[Any, int]] = {} if count else None
-    found = shape.load(values, known, first, totals)
+    if shape.queryset.query.distinct:  # a window would number the duplicates DISTINCT drops: every row read
+        found = shape.load(values, known)
+        totals: Optional[dict[Any, int]] = {value: len(rows) for value, rows in found.items()} if count else None
+        if first is not None:
+            found = {value: rows[:first] for value, rows in found.items()}
+    else:
+        totals = {} if count else None
+        found = shape.load(values, known, first, totals)
     pages = []
     for key in keys:
         page = Page(found.get(key.value, ()))
@@ -152,7 +160,7 @@ def _page(ctx: Any, root: Model, info: Any, value: Any, args: dict[str, Any], ma
     if shape is None or shape.low or shape.high is not None:
         return value
     first = rows_needed(args, max_limit)
-    if first is not None and (shape.queryset.query.distinct or not windows(shape.queryset.db)):
+    if first is not None and not shape.queryset.query.distinct and not windows(shape.queryset.db):
         return value
     count = first is not None and reads_length(info)
     loader = ctx.auto_loaders().loader_for(load_returned_page, shape, first, count, label=label)
