@@ -14,6 +14,7 @@ data as the first variant:
   hand-written one related_loader resolver per relation (the documented way before)
   optimizer    graphene-django-optimizer's gql_optimizer.query() in the root resolvers,
                where it is installed (never a dependency: pip install graphene-django-optimizer)
+  optimizer+auto  the optimizer's schema executed with AutoRelationsExecutionContext
   fetch-peers  Django's FETCH_PEERS fetch mode on the root querysets, no resolver written
                (Django 6.1 and later; left out, with the reason, on older Django)
 
@@ -69,7 +70,7 @@ SHAPES = {
     "annotated": "{ authors { name reviewed { title } } }",
     "list-field": "{ authors { name not2001 { title } } }",
 }
-VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "fetch-peers"]
+VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "optimizer+auto", "fetch-peers"]
 STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
 
 
@@ -91,7 +92,7 @@ def schema_for(variant: str) -> Any:
 
     registry = Registry()
     hand = variant == "hand-written"
-    optimizer = variant == "optimizer"
+    optimizer = variant in ("optimizer", "optimizer+auto")
     peers = variant == "fetch-peers"
     from django.db.models import Count
 
@@ -200,7 +201,7 @@ def execute(schema: Any, query: str, variant: str) -> Any:
     from dataloader_sync.graphql import AutoRelationsExecutionContext
 
     context = Context()
-    cls = AutoRelationsExecutionContext if variant == "auto" else DjangoDebugExecutionContext
+    cls = AutoRelationsExecutionContext if variant in ("auto", "optimizer+auto") else DjangoDebugExecutionContext
     try:
         result = schema.execute(query, context_value=context, execution_context_class=cls)
     finally:
@@ -281,7 +282,7 @@ def _left_out() -> dict[str, str]:
 
     left_out = {}
     if importlib.util.find_spec("graphene_django_optimizer") is None:
-        left_out["optimizer"] = "graphene-django-optimizer is not installed"
+        left_out["optimizer"] = left_out["optimizer+auto"] = "graphene-django-optimizer is not installed"
     if not hasattr(django.db.models, "FETCH_PEERS"):
         left_out["fetch-peers"] = f"Django {django.get_version()} has no fetch modes (Django 6.1 has)"
     return left_out

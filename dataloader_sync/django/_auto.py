@@ -26,7 +26,10 @@ plain default resolver           the relation's loader; what is on the instance 
 ``DjangoListField``              the loader with the target type's ``get_queryset`` (if it
                                  overrides graphene-django's) applied to the target model's
                                  default queryset, in the batch; prefetched rows as they are
-                                 when the type has no ``get_queryset`` of its own
+                                 when the type has no ``get_queryset`` of its own, or when its
+                                 ``get_queryset`` returns them evaluated (graphene-django's
+                                 ``list_resolver`` run on the parent: graphene-django-optimizer's
+                                 types keep a list field's prefetched queryset)
 connection fields                our ``DjangoConnectionField`` resolution (filters, order, the
                                  page and ``totalCount`` in the batch, see ``_graphene_fields``)
 to-one, ``get_queryset`` own     the loader with ``get_queryset(default manager, info)`` applied
@@ -61,7 +64,7 @@ from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
-from ._orm import _related_key, _related_name, load_related
+from ._orm import _related_key, _related_name, load_related, load_related_counted
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
@@ -79,10 +82,23 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
         joined: ``select_related`` paths from the related model: the to-one
             relations the child selection reads, joined into the same statement.
     """
+    return load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+
+
+def _auto_queryset(field: Any, queryset: Optional[QuerySet[Any]], joined: tuple[str, ...]) -> Optional[QuerySet[Any]]:
     queryset = level_queryset(field, queryset)
     if joined:
         queryset = (relation(field).manager().all() if queryset is None else queryset).select_related(*joined)
-    return load_related(instances, field, queryset, first)
+    return queryset
+
+
+def _load_auto_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
+                       first: int) -> tuple[list[Any], list[int]]:
+    """``load_related_counted`` as ``load_auto_related`` runs its statement (a connection's page)."""
+    return load_related_counted(instances, field, _auto_queryset(field, queryset, ()), first)
+
+
+load_auto_related.load_counted = _load_auto_counted  # type: ignore[attr-defined]  # _pages.load_page's
 
 
 def _level_mode() -> Any:
@@ -262,10 +278,16 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """The resolver standing for a resolver the user wrote: it runs as written, the queryset it
     returns is planned for the field's selection (``_planned_querysets``: the to-one hops it reads
-    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``)."""
+    joined, ``FETCH_LEVEL``), and a relation queryset is loaded for the level (``_returned_querysets``;
+    inside a connection field, paged for the level: ``_returned_pages``)."""
     from ._planned_querysets import planned
+    from ._returned_pages import returned_connection
     from ._returned_querysets import returned_resolver
 
+    paged = returned_connection(ctx, fn, functools.partial(planned, joins=functools.partial(joins, connection=True),
+                                                           level=with_level_mode))
+    if paged is not None:
+        return paged
     return returned_resolver(ctx, fn, functools.partial(planned, joins=joins, level=with_level_mode))
 
 
@@ -383,8 +405,13 @@ class AutoRelation:
             if not spec.own and self.on_instance(root):
                 return fallback(root, info, **args)
             return spec.resolve(functools.partial(self._load_in_connection, ctx), *spec.args, root, info, **args)
-        if not spec.own and self.on_instance(root):
-            return fallback(root, info, **args)
+        if self.on_instance(root):
+            if not spec.own:
+                return fallback(root, info, **args)
+            if spec.__class__ is ListSpec:
+                value = fallback(root, info, **args)
+                if isinstance(value, QuerySet) and value._result_cache is not None:
+                    return value  # get_queryset kept the prefetched rows (graphene-django-optimizer's types)
         return self._loader(ctx, info, spec, memo).load(root)
 
     def _loader(self, ctx: Any, info: Any, spec: Any, memo: dict[Any, Any]) -> DataLoader[Any, Any]:

@@ -11,13 +11,14 @@ connection's own family — the field's queryset (the node type's
 ``get_queryset``, then the filterset with the field's filter arguments and
 ``order_by``), the rows the page needs per parent (``first``/``offset``/
 ``after``, one more for ``hasNextPage``; all rows with ``last`` or
-``before``) and, when ``totalCount`` is selected, the count.  graphene-django
+``before``) and, when ``totalCount`` (any field of the connection besides
+``edges`` and ``pageInfo``, ``_pages.reads_length``) is selected, the count.  graphene-django
 then slices the page from the loaded list as it would from a queryset.
 
 Guarantees:
-- One SQL query per batch (one batch per level per field), plus one for the
-  counts when ``totalCount`` is selected and the rows are limited; cursors
-  are offsets into the whole filtered list, as with a queryset.
+- One SQL query per batch (one batch per level per field), the counts in it
+  when ``totalCount`` is selected and the rows are limited (``_pages``);
+  cursors are offsets into the whole filtered list, as with a queryset.
 - ``connection.length`` (what a ``totalCount`` resolver reads) is the count
   of all the parent's matching rows (``_pages.Page``'s ``len``).
 - A filter field whose resolver returns some other future fails that field
@@ -41,7 +42,7 @@ from graphql_relay import cursor_to_offset, get_offset_with_default
 
 from .._optional import missing_dependency
 from ._connection_scope import requesting
-from ._pages import PageRequest, selects
+from ._pages import PageRequest, reads_length
 
 __all__ = ["DjangoConnectionField", "filter_connection_field_class", "rows_needed"]
 
@@ -107,7 +108,7 @@ class _LoaderPages:
 
             # _meta: graphene's documented type options (the node type) and Django's Model._meta.
             request = PageRequest(connection._meta.node._meta.model, make_queryset,
-                                  rows_needed(resolver_args, max_limit), selects(info, "totalCount"),
+                                  rows_needed(resolver_args, max_limit), reads_length(info),
                                   (queryset_resolver, default_manager, _frozen(resolver_args)))
             requests.append(request)
             with requesting(request):

@@ -19,7 +19,9 @@ Guarantees:
   else the related model's ``Meta.ordering``, else the primary key), the
   primary key breaking ties; ``first=N`` keeps the first N of that order per
   parent, in the same statement (``ROW_NUMBER() OVER (PARTITION BY parent
-  ORDER BY ...)``, filtered, which Django 4.2+ compiles to a subquery).
+  ORDER BY ...)``, filtered, which Django 4.2+ compiles to a subquery; a
+  ``distinct()`` queryset's rows are all read, as a window would number the
+  duplicates ``DISTINCT`` drops, and the first N kept).
 - The rows come from the database the instances were loaded from
   (``instance._state.db``) unless the queryset names one (``.using()``).
 - Two equal querysets (same model, SQL, parameters and ``.using()`` alias)
@@ -41,7 +43,7 @@ from typing import Any, Optional, Union
 
 from django.core.exceptions import ValidationError
 from django.db import router
-from django.db.models import F, Func, Model, QuerySet, Window
+from django.db.models import Count, F, Func, Model, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .._core import DataLoader
@@ -55,6 +57,7 @@ __all__ = ["load_model", "load_related", "model_loader", "related_loader", "unli
 
 _PARENT = "_dataloader_sync_parent"  # annotation: the parent key a related row belongs to
 _ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent (first=)
+_TOTAL = "_dataloader_sync_total"  # annotation: the number of its parent's rows (load_related_counted)
 
 
 def _check_first(first: Any, rel: Relation) -> None:
@@ -113,6 +116,30 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
         queryset of another model, sliced, of values; *first* < 1 or on a
         to-one relation.
     """
+    return _load(instances, field, queryset, first, None)
+
+
+def load_related_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
+                         first: int) -> tuple[list[Any], list[int]]:
+    """``load_related``'s lists for a to-many *field* limited by *first*, and the number of all of each
+    parent's rows, read from the same statement (``COUNT(*) OVER (PARTITION BY parent)``, computed
+    before the rows past *first* are dropped; a ``distinct()`` queryset's rows are all read and
+    counted as they come): a connection's page and its ``totalCount`` (``_pages.load_page``)."""
+    counts: dict[Any, int] = {}
+    rows = _load(instances, field, queryset, first, counts)
+    rel = relation(field)
+    parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    if rel.generic is not None:
+        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
+    return rows, [counts.get(key, 0) if key is not None else 0 for key in parents]
+
+
+load_related.load_counted = load_related_counted  # type: ignore[attr-defined]  # _pages.load_page's
+
+
+def _load(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]], first: Optional[int],
+          counts: Optional[dict[Any, int]]) -> list[Any]:
+    """``load_related``; *counts*, when given, filled with ``{parent key: its rows}`` by the statement."""
     rel = _checked(field, queryset, first)
     if rel.reverse_path is not None and _by_parent_key(rel, instances, queryset):
         return _load_by_parent_key(rel, instances, queryset)
@@ -123,7 +150,7 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     found: dict[Any, Any] = {}
     if not _empty(queryset):
         for db, keys in keys_by_database(rel, queryset, instances, parents).items():
-            found.update(_fetch(rel, queryset, first, db, list(dict.fromkeys(keys))))
+            found.update(_fetch(rel, queryset, first, db, list(dict.fromkeys(keys)), counts))
     if rel.many:
         return [list(found.get(key, ())) if key is not None else [] for key in parents]
     return [found.get(key) if key is not None else None for key in parents]
@@ -199,13 +226,17 @@ def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
 
 
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
-           keys: list[Any]) -> dict[Any, Any]:
-    """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
+           keys: list[Any], counts: Optional[dict[Any, int]] = None) -> dict[Any, Any]:
+    """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``);
+    with *first*, *counts* (if given) filled with each parent's number of rows, a window of the same statement."""
     base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db)
     if rel.generic is not None:
         base = base.filter(**generic_filter(rel, db))
     ordering = ordering_of(base)
-    if first is None:
+    # a window numbers (and counts) the rows before DISTINCT drops duplicates: a distinct() queryset's
+    # rows are all read, each parent's first kept and counted here
+    windowed = first is not None and not base.query.distinct
+    if not windowed:
         base = base.annotate(**{_PARENT: F(rel.path)})
     else:
         # Django filters on a window (ROW_NUMBER <= first) by selecting from a subquery whose columns it
@@ -214,6 +245,8 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
         # column (order_by("author__name")).  The same column, as an expression of its own.
         base = base.annotate(**{_PARENT: Func(F(rel.path), template="%(expressions)s")})
         base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(_PARENT), order_by=ordering)})
+        if counts is not None:
+            base = base.annotate(**{_TOTAL: Window(Count("*"), partition_by=F(_PARENT))})
         base = base.filter(**{f"{_ROW}__lte": first})
     base = base.order_by(*ordering)
     found: dict[Any, Any] = {}
@@ -222,11 +255,23 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
             for row in chunk:
                 key = row.__dict__.pop(_PARENT)
                 row.__dict__.pop(_ROW, None)
+                if counts is not None and windowed:
+                    counts[key] = row.__dict__.pop(_TOTAL)
                 if rel.many:
                     found.setdefault(key, []).append(row)
                 else:
                     found.setdefault(key, row)
+    if first is not None and not windowed:
+        _keep_first(found, first, counts)
     return found
+
+
+def _keep_first(found: dict[Any, list[Any]], first: int, counts: Optional[dict[Any, int]]) -> None:
+    """Each parent's first *first* rows of *found* (all its rows), counted in *counts* if given."""
+    for key, rows in found.items():
+        if counts is not None:
+            counts[key] = len(rows)
+        del rows[first:]
 
 
 def unlinked(rel: Relation, queryset: QuerySet[Any]) -> QuerySet[Any]:

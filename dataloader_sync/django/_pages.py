@@ -10,9 +10,12 @@ whose values are :class:`Page` lists.
 
 Guarantees:
 - One SQL query per batch for the rows (``load_related`` with ``queryset=``
-  and ``first=``: a window function when limited), plus one for the counts
-  when ``count`` is true (``GROUP BY`` the parent link), whatever the number
-  of parents.
+  and ``first=``: a window function when limited), whatever the number of
+  parents; with ``count``, the counts are read from the same statement
+  (``COUNT(*) OVER (PARTITION BY parent)``, the batch function's
+  ``load_counted``: ``load_related_counted``), counted as the rows are.  A
+  batch function without ``load_counted`` is counted by one more query
+  (``count_related``: ``GROUP BY`` the parent link, distinct rows).
 - Equal querysets (same SQL and parameters) share a family: the key is
   ``load_related``'s own (``dataloader_key``), with the count flag.
 - The rows and the counts are read from the same database: the queryset's
@@ -22,7 +25,7 @@ Guarantees:
 from __future__ import annotations
 
 import weakref
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Any, Callable, Optional
 
 from django.db import models
@@ -35,7 +38,7 @@ from ._orm import keys_by_database, unlinked
 from ._querysets import key_chunks
 from ._relations import generic_filter, relation
 
-__all__ = ["Page", "PageRequest", "count_related", "load_page", "related_model", "selects"]
+__all__ = ["Page", "PageRequest", "count_related", "load_page", "reads_length", "related_model", "selects"]
 
 
 class Page(list):  # type: ignore[type-arg]
@@ -47,7 +50,8 @@ class Page(list):  # type: ignore[type-arg]
     filters, when it was counted (the connection's ``totalCount`` was
     selected), else None.  ``len()`` is ``total_count`` when it is known —
     what a connection reads as the length of the whole list, as it would ask
-    a queryset's ``count()`` — and the number of rows loaded otherwise.
+    a queryset's ``count()`` (``count()`` with no argument gives it too) — and
+    the number of rows loaded otherwise.
     """
 
     total_count: Optional[int] = None
@@ -55,6 +59,13 @@ class Page(list):  # type: ignore[type-arg]
     def __len__(self) -> int:
         total = self.total_count
         return list.__len__(self) if total is None else total
+
+    def count(self, *value: Any) -> int:
+        """``len()`` — what ``QuerySet.count()`` gives a connection reading ``root.iterable.count()``
+        — or, given a value, ``list.count(value)``."""
+        if value:
+            return list.count(self, *value)
+        return len(self)
 
 
 def related_model(field: Any) -> Optional[type[models.Model]]:
@@ -123,13 +134,17 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
         instances: the parents.
         load_related: ``dataloader_sync.django.load_related``.
         field, queryset, first: as for ``load_related``.
-        count: also count each parent's rows in *queryset* (one more query).
+        count: also count each parent's rows in *queryset* (in the rows' statement, see the module notes).
 
     Returns:
         One ``Page`` per parent, in order.
     """
-    rows = load_related(instances, field, queryset=queryset, first=first)
-    totals = count_related(instances, field, queryset) if count else None
+    counted = getattr(load_related, "load_counted", None) if count and first is not None else None
+    if counted is not None:
+        rows, totals = counted(instances, field, queryset, first)  # the counts from the rows' statement
+    else:
+        rows = load_related(instances, field, queryset=queryset, first=first)
+        totals = count_related(instances, field, queryset) if count else None
     pages = []
     for i, items in enumerate(rows):
         page = Page(items)
@@ -225,6 +240,22 @@ _QUERYSETS: weakref.WeakKeyDictionary[DataLoaderRegistry, dict[Hashable, Any]] =
 
 def selects(info: Any, name: str) -> bool:
     """Whether the field being resolved selects a subfield *name* (through fragments too)."""
+    return any(selected == name for selected in _selected(info))
+
+
+#: The fields of a connection that never read its length.
+_PAGE_FIELDS = frozenset(("edges", "pageInfo", "__typename"))
+
+
+def reads_length(info: Any) -> bool:
+    """Whether the connection field being resolved selects a field that may read the connection's
+    length: any but ``edges``, ``pageInfo`` and ``__typename`` (``totalCount``, or a field of the
+    user's connection class reading ``root.length`` or ``root.iterable.count()``)."""
+    return any(name not in _PAGE_FIELDS for name in _selected(info))
+
+
+def _selected(info: Any) -> Iterator[str]:
+    """The names of the subfields the field being resolved selects (through fragments too)."""
     stack = [node.selection_set for node in info.field_nodes]
     while stack:
         selection_set = stack.pop()
@@ -232,12 +263,10 @@ def selects(info: Any, name: str) -> bool:
             continue
         for selection in selection_set.selections:
             if isinstance(selection, FieldNode):
-                if selection.name.value == name:
-                    return True
+                yield selection.name.value
             elif isinstance(selection, InlineFragmentNode):
                 stack.append(selection.selection_set)
             elif isinstance(selection, FragmentSpreadNode):
                 fragment = info.fragments.get(selection.name.value)
                 if fragment is not None:
                     stack.append(fragment.selection_set)
-    return False

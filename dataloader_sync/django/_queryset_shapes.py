@@ -23,7 +23,10 @@ aggregates, ``distinct``): a condition ANDed at the top of ``WHERE`` keeps or
 drops each row of the rest of the query, and the column is read through the
 very join the condition used.  A slice is the same window per parent
 (``ROW_NUMBER() OVER (PARTITION BY column ORDER BY ...)``, as Django's sliced
-prefetches do), ordered as the statement is (``reverse()`` included).
+prefetches do), ordered as the statement is (``reverse()`` included); a
+connection's page is that window too, with the count of each parent's rows
+read from the same statement (``COUNT(*) OVER (PARTITION BY column)``, see
+``_returned_pages``).
 ``rows(values)`` is that: one queryset for all the parents' values, each
 row annotated with its parent's value.
 
@@ -53,7 +56,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Optional
 
 from django.db import connections
-from django.db.models import F, Model, QuerySet, Window
+from django.db.models import Count, F, Model, QuerySet, Window
 from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
@@ -64,10 +67,11 @@ from django.utils.hashable import make_hashable
 from ._connections import batch_connection
 from ._querysets import key_chunks, ordering_of, queryset_key
 
-__all__ = ["PARENT", "Shape", "relation_columns", "shape_of"]
+__all__ = ["PARENT", "Shape", "relation_columns", "shape_of", "windows"]
 
 PARENT = "_dataloader_sync_parent"  # annotation: the value of the parent's column a row belongs to
 _ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent's window
+_TOTAL = "_dataloader_sync_total"  # annotation: the number of its parent's rows (a connection's totalCount)
 
 
 class Shape:
@@ -96,31 +100,44 @@ class Shape:
         self.key: Hashable = (_sql_key(queryset), queryset.db, column.alias, column.target, low, high,
                               None if known is None else known[0])
 
-    def load(self, values: Sequence[Any], known: Sequence[Any] = ()) -> dict[Any, list[Any]]:
+    def load(self, values: Sequence[Any], known: Sequence[Any] = (), first: Optional[int] = None,
+             totals: Optional[dict[Any, int]] = None) -> dict[Any, list[Any]]:
         """``{key: its rows}`` for the parents' keys *values*: one statement (per chunk, see
         ``key_chunks``), the rows in the queryset's order (the primary key breaking ties), sliced per
         parent.  *known*: instances of the parents, set on the rows' ``known`` field as the related
-        manager's queryset would."""
+        manager's queryset would.
+
+        A connection's page (``_returned_pages``; a shape without a slice of its own): *first* keeps
+        each parent's first rows, a window as a slice's; *totals*, when given, is filled with
+        ``{key: the number of all its rows}``, read from the same statement (``COUNT(*) OVER
+        (PARTITION BY column)``, computed before the window's rows are kept); a key without rows is
+        not in it."""
         found: dict[Any, list[Any]] = {}
         with batch_connection(self.queryset.db):
-            for chunk in self._chunks(values, known):
+            for chunk in self._chunks(values, known, first, totals is not None):
                 for row in chunk:
                     key = row.__dict__.pop(PARENT)
                     row.__dict__.pop(_ROW, None)
+                    if totals is not None:
+                        totals[key] = row.__dict__.pop(_TOTAL)
                     found.setdefault(key, []).append(row)
         return found
 
-    def _chunks(self, values: Sequence[Any], known: Sequence[Any]) -> list[QuerySet[Any]]:
+    def _chunks(self, values: Sequence[Any], known: Sequence[Any], first: Optional[int],
+                count: bool) -> list[QuerySet[Any]]:
         queryset = self.queryset
         ordering = ordering_of(queryset)
+        low, high = self.low, self.high if first is None else first
         base = queryset.annotate(**{PARENT: self.column})
-        if self.low or self.high is not None:
+        if count:
+            base = base.annotate(**{_TOTAL: Window(Count("*"), partition_by=F(PARENT))})
+        if low or high is not None:
             window = ordering if queryset.query.standard_ordering else [_reversed(o) for o in ordering]
             base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(PARENT), order_by=window)})
-            if self.low:
-                base = base.filter(**{f"{_ROW}__gt": self.low})
-            if self.high is not None:
-                base = base.filter(**{f"{_ROW}__lte": self.high})
+            if low:
+                base = base.filter(**{f"{_ROW}__gt": low})
+            if high is not None:
+                base = base.filter(**{f"{_ROW}__lte": high})
         base = base.order_by(*ordering)
         if self.known is not None and known:
             field = self.known[0]
@@ -174,7 +191,8 @@ def _sql_key(queryset: QuerySet[Any]) -> Hashable:
     return key
 
 
-def _windows(db: str) -> bool:
+def windows(db: str) -> bool:
+    """Whether the database *db* has window functions (a slice, a page, a count per parent)."""
     return bool(connections[db].features.supports_over_clause)
 
 
@@ -245,7 +263,7 @@ def shape_of(queryset: Any, parent: Model) -> Optional[Shape]:
         return None
     low, high = query.low_mark, query.high_mark
     sliced = bool(low) or high is not None
-    if sliced and (query.distinct or not _windows(queryset.db)):
+    if sliced and (query.distinct or not windows(queryset.db)):
         return None
     lookup = where.children[found]
     shape = queryset._chain()

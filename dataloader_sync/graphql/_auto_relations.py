@@ -18,8 +18,10 @@ How a field is recognised (once per field per execution, never per value):
   ``no_auto_relations`` is left alone; a resolver the user wrote runs as
   written, through the integration's ``user_resolver`` when it has one
   (``dataloader_sync.django._returned_querysets``: a relation queryset it
-  returns is loaded for the level; ``dataloader_sync.sqlalchemy._returned_queries``:
-  a relation ``Query`` likewise);
+  returns is loaded for the level; ``_returned_pages``: inside a
+  graphene-django connection field, paged for the level;
+  ``dataloader_sync.sqlalchemy._returned_queries``: a relation ``Query``
+  likewise);
 - its type is an object, interface or union (or a list of them): a scalar
   field is never looked at again;
 - then, per parent class, the integration says whether the attribute is a
@@ -74,7 +76,7 @@ from ._loop import LEAF_TYPES
 from ._scope import registry_of
 
 __all__ = ["AutoRelation", "AutoRelationsExecutionContext", "FieldLabels", "Integration", "auto_base", "classify",
-           "join_paths", "resolver_python_name"]
+           "join_paths", "resolver_python_name", "subfields"]
 
 class AutoRelation(Protocol):
     """A relation of an ORM class, as an integration resolves it."""
@@ -233,7 +235,7 @@ def _default_attname(ctx: Any, field_def: Any, name: str) -> Optional[str]:
     return kind[0] or name
 
 
-def _subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
+def subfields(gql_type: Any, nodes: Any, fragments: Any) -> dict[str, list[Any]]:
     """``{field name: its field nodes}`` of *nodes*' selections on the object type *gql_type*."""
     found: dict[str, list[Any]] = {}
     stack = [node.selection_set for node in nodes]
@@ -260,17 +262,17 @@ def _connection_nodes(gql_type: Any, nodes: Any, fragments: Any) -> tuple[Any, l
     if not isinstance(gql_type, GraphQLObjectType) or "edges" not in gql_type.fields:
         return None, []
     edge_type = get_named_type(gql_type.fields["edges"].type)
-    edges = _subfields(gql_type, nodes, fragments).get("edges", [])
+    edges = subfields(gql_type, nodes, fragments).get("edges", [])
     if not isinstance(edge_type, GraphQLObjectType) or "node" not in edge_type.fields:
         return None, []
-    return get_named_type(edge_type.fields["node"].type), _subfields(edge_type, edges, fragments).get("node", [])
+    return get_named_type(edge_type.fields["node"].type), subfields(edge_type, edges, fragments).get("node", [])
 
 
 def _paths(ctx: Any, gql_type: Any, nodes: list[Any], fragments: Any, model: Any, hop: Callable[[Any, str], Any],
            separator: str, prefix: str, depth: int, attname_of: Callable[[Any, Any, str], Any]) -> Iterator[str]:
     if not isinstance(gql_type, GraphQLObjectType) or not nodes or depth < 1:
         return
-    for name, sub_nodes in _subfields(gql_type, nodes, fragments).items():
+    for name, sub_nodes in subfields(gql_type, nodes, fragments).items():
         field_def = gql_type.fields.get(name)
         if field_def is None:
             continue
