@@ -55,9 +55,9 @@ from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 
+from ..graphql._auto_relations import FieldLabels
 from ._pages import Page, reads_length
 from ._queryset_shapes import Shape, shape_of, windows
-from ..graphql._auto_relations import FieldLabels
 from ._returned_querysets import ParentKey, _python_name
 
 __all__ = ["load_returned_page", "returned_connection"]
