@@ -160,6 +160,13 @@ def make_schema():
         def resolve_one_author(root, info):
             return models.Author.objects.using(info.context.db).order_by("pk").first()
 
+        add_book = graphene.Boolean()
+
+        def resolve_add_book(root, info):  # a write in a query: what was learned before it is dropped
+            author = models.Author.objects.using(info.context.db).order_by("pk").first()
+            models.Book.objects.using(info.context.db).create(title="book 0.9", year=2009, author=author)
+            return True
+
     return graphene.Schema(query=Query, types=[AuthorWithPublisher])
 
 
@@ -311,22 +318,54 @@ def test_outside_an_execution_the_same_code_costs_as_before(orm_db, library):
     assert found[0] == (4, "book 0.0", 2003, 3, 4) and found[-1] == (0, "", None, 0, 0)
 
 
+def test_a_write_during_the_execution_drops_what_was_learned(schema, orm_db, library):
+    from django.db import transaction
+
+    shelf(library, orm_db)
+    query = "{ before: authors { bookCount rList { title } } addBook after: authors { bookCount rList { title } } }"
+    answers = []
+    for auto in (False, True):
+        with transaction.atomic(using=orm_db):
+            answers.append(execute(schema, orm_db, query, auto=auto))
+            transaction.set_rollback(True, using=orm_db)
+    (plain, off), (auto, on) = answers
+    assert auto == plain and '"errors"' not in plain
+    assert '"bookCount": 5' in plain
+    assert off == 1 + 2 * 51 + 2 + 1 + 2 * 51  # authors, theirs; the write (its author, the book); again
+    assert on == 1 + 2 + 2 + 1 + 2 * 51  # after the write: as written
+
+
 def test_a_mutation_runs_as_written(orm_db, library):
     import graphene
     from django.db import connections
     from django.test.utils import CaptureQueriesContext
+    from graphene_django import DjangoObjectType
+    from graphene_django.registry import Registry
     from orm_library import models
 
     from dataloader_sync.graphql import AutoRelationsExecutionContext
 
+    class Author(DjangoObjectType):
+        class Meta:
+            model = models.Author
+            fields = ("name",)
+            name = "IpMAuthor"
+            registry = Registry()
+
+        book_count = graphene.Int()
+
     class Add(graphene.Mutation):
-        counts = graphene.List(graphene.Int)
+        before = graphene.List(Author)
+        grow = graphene.Boolean()
+        after = graphene.List(Author)
 
         def mutate(root, info):
             authors = list(models.Author.objects.using(orm_db).order_by("pk"))
-            before = [a.book_count for a in authors]
-            models.Book.objects.using(orm_db).create(title="new", author=authors[0])
-            return Add(counts=before + [a.book_count for a in authors])
+            return Add(before=authors, after=authors)
+
+        def resolve_grow(payload, info):  # a write no signal tells of
+            models.Book.objects.using(orm_db).bulk_create([models.Book(title="new", author=payload.before[0])])
+            return True
 
     class Mutation(graphene.ObjectType):
         add = Add.Field()
@@ -337,6 +376,9 @@ def test_a_mutation_runs_as_written(orm_db, library):
     library(orm_db, authors=3, books=2)
     schema = graphene.Schema(query=Query, mutation=Mutation)
     with CaptureQueriesContext(connections[orm_db]) as queries:
-        result = schema.execute("mutation { add { counts } }", execution_context_class=AutoRelationsExecutionContext)
-    assert result.data == {"add": {"counts": [2, 2, 2, 3, 2, 2]}}
+        result = schema.execute("mutation { add { before { bookCount } grow after { bookCount } } }",
+                                execution_context_class=AutoRelationsExecutionContext)
+    assert result.errors is None, result.errors
+    counts = [[a["bookCount"] for a in result.data["add"][k]] for k in ("before", "after")]
+    assert counts == [[2, 2, 2], [3, 2, 2]]
     assert len(queries) == 1 + 3 + 1 + 3

@@ -45,7 +45,8 @@ Outside an execution with the switch each wrapper costs one context-variable
 read and one more Python call before the original (``tools/bench_inplace.py``
 measures it: about 100 ns per call on CPython 3.11).  The Django internals read: ``QuerySet._hints``
 (``instance``), ``QuerySet._result_cache``, ``_prefetch_done``,
-``_known_related_objects`` (through ``Shape``), ``Query.distinct``,
+``_known_related_objects`` (through ``Shape``), ``Model._state``
+(``fields_cache``, and ``peers`` on Django >= 6.1), ``Query.distinct``,
 ``group_by``, ``extra``, ``annotations``, ``low_mark``/``high_mark``, and a
 relation field's ``target_field``/``get_cached_value``/``is_cached``; the
 rest is ``_queryset_shapes``'.  Tests cover Django 4.2, 5.2 and 6.1.
@@ -178,6 +179,10 @@ class InPlace:
             served = rows
         else:
             served = [_fresh(row, loaded_with, instance) for row in rows]
+            if served and "peers" in rows[0]._state.__dict__:  # Django >= 6.1, FETCH_PEERS: its own rows
+                peers = [weakref.ref(row) for row in served]
+                for row in served:
+                    row._state.peers = peers
         group = entry.group
         for row in served:
             self.groups[id(row)] = (row, group)
