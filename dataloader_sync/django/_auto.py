@@ -269,7 +269,7 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
 
 def execution(ctx: Any) -> Optional[Callable[[], None]]:
     """Start the in-place answers of the execution *ctx* (``_inplace``); returns what ends them."""
-    return _inplace.start(ctx)
+    return _inplace.start(ctx, _inplace.is_mutation(ctx))
 
 
 def left_alone(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:

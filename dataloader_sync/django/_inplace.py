@@ -56,7 +56,9 @@ Guarantees:
   is the answer of one shape (its SQL, database, parent column and slice)
   for one parent key, whatever predicted the siblings.  A row's related
   manager instance is the asking parent's, as Django sets it.
-- Nothing outlives the execution: the state lives on the execution context,
+- Nothing outlives the execution: the state lives on the execution context
+  (or strawberry-django's ``AutoRelationsExtension``, whose ``on_execute``
+  starts it),
   the context variable holds it weakly and is reset when the operation
   returns; the memo is cleared then.
 - No lock is held while Django or user code runs; ``install`` takes one
@@ -74,11 +76,12 @@ from typing import Any, Callable, Optional
 from django.db.models import Count, Model, QuerySet
 from django.db.models.signals import m2m_changed, post_delete, post_save
 
+from .._execution_levels import current_levels
 from ._connections import batch_connection
 from ._queryset_shapes import PARENT, Shape, shape_of
 from ._querysets import key_chunks, queryset_key
 
-__all__ = ["InPlace", "install", "left_alone", "start"]
+__all__ = ["InPlace", "install", "is_mutation", "left_alone", "run_alone", "start"]
 
 _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
@@ -102,10 +105,9 @@ class _Rows:
 class InPlace:
     """One execution's in-place answers (its thread only; see the module notes)."""
 
-    __slots__ = ("ctx", "thread", "memo", "groups", "alone", "busy", "off", "__weakref__")
+    __slots__ = ("thread", "memo", "groups", "alone", "busy", "off", "__weakref__")
 
-    def __init__(self, ctx: Any) -> None:
-        self.ctx = ctx  # its _levels: the objects of each level
+    def __init__(self) -> None:
         self.thread = threading.get_ident()
         self.memo: dict[Any, Any] = {}
         self.groups: dict[int, tuple[Any, list[Any]]] = {}  # id(row served) -> (the row, its level)
@@ -126,24 +128,33 @@ class InPlace:
         return shape, parent
 
     def level(self, shape: Shape, parent: Model, loaded: Any) -> Optional[dict[Any, Any]]:
-        """``{key: instance}`` of the parents of *parent*'s level to load *shape* for (not in
-        *loaded*), *parent* first; None when the level is unknown or holds no other parent."""
-        levels = getattr(self.ctx, "_levels", None)
+        """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
+        *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
+        other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
+        *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
+        have written a sibling there; a key is what a parent is recognised by)."""
+        if shape.known is not None:
+            parent = shape.known[1]
+        levels = current_levels()  # the running execution's (DataLoaderExecutionContext's Levels)
         peers = levels.peers_of(parent) if levels is not None else None
         if peers is None:  # a row served in place: the rows of its load are its level
             known = self.groups.get(id(parent))
             peers = known[1] if known is not None and known[0] is parent else None
         value_of = _value_reader(shape, parent)
-        if peers is None or value_of is None or value_of(parent) != shape.value:
+        if peers is None or value_of is None:
             return None
         cls, db = parent.__class__, parent._state.db
-        found = {shape.value: shape.known[1] if shape.known is not None else parent}
+        found: dict[Any, Any] = {}
         for peer in peers:
             if peer.__class__ is cls and peer._state.db == db:
                 value = value_of(peer)
                 if value is not None and value not in loaded:
                     found.setdefault(value, peer)
-        return found if len(found) > 1 else None
+        if shape.value not in found or len(found) < 2:
+            return None
+        if shape.known is not None:
+            found[shape.value] = parent
+        return found
 
     def load(self, fn: Callable[..., Any], *args: Any) -> Any:
         self.busy = True
@@ -226,6 +237,8 @@ class InPlace:
     def aggregate(self, queryset: QuerySet[Any], original: Callable[..., Any], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
         """``queryset.aggregate(*args, **kwargs)`` from the level's grouped aggregate, or ``_MISSING``."""
+        if queryset._result_cache is not None:  # Django aggregates in SQL all the same (a prefetched relation)
+            queryset = queryset._chain()
         found = self.shape(queryset)
         if found is None:
             return _MISSING
@@ -342,13 +355,14 @@ def _named_aggregates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional
 
 # -- the execution's state ------------------------------------------------------------
 
-def start(ctx: Any) -> Optional[Callable[[], None]]:
-    """Make in-place answers current for the execution *ctx* (not a mutation's); returns what ends it."""
-    operation = getattr(getattr(ctx, "operation", None), "operation", None)
-    if getattr(operation, "value", None) == "mutation":
+def start(owner: Any, mutation: bool = False) -> Optional[Callable[[], None]]:
+    """Make in-place answers current for the execution *owner* runs (none for a *mutation*); returns
+    what ends them.  The state lives on *owner* (the execution context, or strawberry-django's
+    extension) for as long as the execution runs."""
+    if mutation:
         return None
-    state = InPlace(ctx)
-    ctx._dataloader_sync_inplace = state  # keeps it alive for as long as the execution runs
+    state = InPlace()
+    owner._dataloader_sync_inplace = state
     token = _current.set(weakref.ref(state))
 
     def end() -> None:
@@ -357,9 +371,15 @@ def start(ctx: Any) -> Optional[Callable[[], None]]:
         state.groups.clear()
         state.alone.clear()
         state.off = True
-        ctx._dataloader_sync_inplace = None
+        owner._dataloader_sync_inplace = None
 
     return end
+
+
+def is_mutation(ctx: Any) -> bool:
+    """Whether the graphql-core execution *ctx* runs a mutation."""
+    operation = getattr(getattr(ctx, "operation", None), "operation", None)
+    return getattr(operation, "value", None) == "mutation"
 
 
 def left_alone(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -367,20 +387,26 @@ def left_alone(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     queryset it returns (graphql-core iterates it after the call)."""
 
     def resolve_left_alone(root: Any, info: Any, **args: Any) -> Any:
-        state: Optional[InPlace] = getattr(ctx, "_dataloader_sync_inplace", None)
-        if state is None or state.busy:
-            return fn(root, info, **args)
-        state.busy = True
-        try:
-            value = fn(root, info, **args)
-        finally:
-            state.busy = False
-        if isinstance(value, QuerySet):
-            state.alone[id(value)] = value
-        return value
+        return run_alone(ctx, fn, root, info, **args)
 
     resolve_left_alone.__wrapped__ = fn  # type: ignore[attr-defined]
     return resolve_left_alone
+
+
+def run_alone(owner: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with no in-place answers of the execution *owner* runs, nor for the
+    queryset it returns."""
+    state: Optional[InPlace] = getattr(owner, "_dataloader_sync_inplace", None)
+    if state is None or state.busy:
+        return fn(*args, **kwargs)
+    state.busy = True
+    try:
+        value = fn(*args, **kwargs)
+    finally:
+        state.busy = False
+    if isinstance(value, QuerySet):
+        state.alone[id(value)] = value
+    return value
 
 
 def _written(sender: Any, **kwargs: Any) -> None:
