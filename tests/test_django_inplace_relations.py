@@ -160,6 +160,14 @@ def make_schema():
         def resolve_one_author(root, info):
             return models.Author.objects.using(info.context.db).order_by("pk").first()
 
+        prefetched_authors = graphene.List(graphene.NonNull(Author), required=True)
+
+        def resolve_prefetched_authors(root, info):  # a Prefetch queryset: Django shares its hints dict
+            from django.db.models import Prefetch
+
+            books = Prefetch("books", queryset=models.Book.objects.order_by("title"))
+            return models.Author.objects.using(info.context.db).order_by("pk").prefetch_related(books)
+
         add_book = graphene.Boolean()
 
         def resolve_add_book(root, info):  # a write in a query: what was learned before it is dropped
@@ -316,6 +324,13 @@ def test_outside_an_execution_the_same_code_costs_as_before(orm_db, library):
         found = [(a.book_count, a.first_title, a.newest_year, a.recent_count, len(a.book_list)) for a in authors]
     assert len(queries) == 5 * 51
     assert found[0] == (4, "book 0.0", 2003, 3, 4) and found[-1] == (0, "", None, 0, 0)
+
+
+def test_relations_prefetched_with_a_prefetch_queryset(schema, orm_db, library):
+    shelf(library, orm_db)
+    off, on = compare(schema, orm_db, "{ prefetchedAuthors { bookCount rFirst rAggregate rList { title } } }")
+    assert off == 2 + 51 * 3  # the authors, their books (prefetched: bookCount reads them), three shapes each
+    assert on == 2 + 3 + 1  # + the empty set's aggregate
 
 
 def test_a_write_during_the_execution_drops_what_was_learned(schema, orm_db, library):
