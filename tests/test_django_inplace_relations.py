@@ -397,3 +397,16 @@ def test_a_mutation_runs_as_written(orm_db, library):
     counts = [[a["bookCount"] for a in result.data["add"][k]] for k in ("before", "after")]
     assert counts == [[2, 2, 2], [3, 2, 2]]
     assert len(queries) == 1 + 3 + 1 + 3
+
+
+def test_nothing_outlives_the_execution(schema, orm_db, library):
+    import gc
+
+    from dataloader_sync.django import _inplace
+
+    library(orm_db, authors=5, books=2)
+    auto, _ = execute(schema, orm_db, "{ authors { bookCount rList { title } } }")
+    assert '"errors"' not in auto
+    assert _inplace._current.get() is None  # the context variable is reset
+    gc.collect()
+    assert not [o for o in gc.get_objects() if isinstance(o, _inplace.InPlace)]
