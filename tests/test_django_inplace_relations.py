@@ -77,6 +77,8 @@ def make_schema():
         r_twice = graphene.String()
         r_distinct_count = graphene.Int()
         r_tags = graphene.Int()
+        r_annotated_count = graphene.Int()
+        r_joined_count = graphene.Int()
 
         def resolve_r_count(author, info):
             return author.books.filter(year__gte=2001).count()
@@ -118,6 +120,14 @@ def make_schema():
 
         def resolve_r_distinct_count(author, info):  # not grouped: as written
             return author.books.filter(tags__name__gte="tag 00").distinct().count()
+
+        def resolve_r_annotated_count(author, info):  # a condition on an annotation: in the WHERE
+            from django.db.models import F
+
+            return author.books.annotate(next_year=F("year") + 1).filter(next_year__gt=2002).count()
+
+        def resolve_r_joined_count(author, info):  # a multi-valued join: its rows counted, duplicates too
+            return author.books.filter(tags__name__gte="tag 01").count()
 
         def resolve_r_tags(author, info):  # many-to-many, through the books
             return sum(book.tags.count() for book in author.books.order_by("pk"))
@@ -237,6 +247,8 @@ FIELDS = {  # field -> what it evaluates in place
     "rLen": "resolver: len()",
     "rIteration": "resolver: iteration of a slice",
     "rList { title }": "resolver: list()",
+    "rAnnotatedCount": "resolver: count() of an annotated queryset",
+    "rJoinedCount": "resolver: count() through a many-to-many join",
 }
 
 
