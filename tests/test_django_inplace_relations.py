@@ -421,4 +421,4 @@ def test_nothing_outlives_the_execution(schema, orm_db, library):
     assert '"errors"' not in auto
     assert _inplace._current.get() is None  # the context variable is reset
     gc.collect()
-    assert not [o for o in gc.get_objects() if isinstance(o, _inplace.InPlace)]
+    assert not [o for o in gc.get_objects() if type(o) is _inplace.InPlace]  # type(): lazy objects stay lazy
