@@ -21,35 +21,42 @@ the other parents are answered from the memo:
   parent with no row gets the answer of an empty set, computed once, by the
   first such parent running its own as written.
 
-Only a queryset a related manager made (it names its instance: the
-``instance`` hint) is looked at.  Anything not recognised runs as written:
-outside an execution with the switch, on another thread than the
-execution's, in a mutation's execution, in a field wrapped by
-``no_auto_relations`` (its resolver and the queryset it returns), a parent the execution does not
-hold at a level, a queryset ``shape_of`` rejects, a ``count``/``exists``
-of a ``distinct()`` or aggregating queryset, an ``aggregate`` of an
-annotated, sliced or ``distinct()`` one, rows
-that carry prefetched relations once they have been served (a second
-evaluation of the same rows otherwise gets fresh copies, as Django gives
-fresh instances), and everything after a row is saved or deleted in the execution
-(``post_save``, ``post_delete``, ``m2m_changed``: the memo is dropped and
-the seam steps aside for the rest of the execution).
+Only a queryset a related manager made is looked at: it names its instance
+(the ``instance`` hint; Django shares one hints dict between clones, so a
+``Prefetch`` queryset's may name a sibling: the parent is the related
+manager's known instance where there is one, and a parent is recognised by
+its key).  Anything not recognised runs as written: outside an execution
+with the switch, on another thread than the execution's, in a mutation's
+execution, in a field wrapped by ``no_auto_relations`` (its resolver and
+the queryset it returns), a parent the execution does not hold at a level,
+a queryset ``shape_of`` rejects, a ``count``/``exists`` of a
+``distinct()`` or aggregating queryset, an ``aggregate`` of an annotated,
+sliced or ``distinct()`` one, rows that carry prefetched relations once
+they have been served (other rows are served as fresh copies each time, as
+Django gives fresh instances), and everything after a row is saved or
+deleted in the execution (``post_save``, ``post_delete``,
+``m2m_changed``: the memo is dropped and the seam steps aside for the rest
+of the execution).  A write no signal tells of (``update()``,
+``bulk_create()``, raw SQL) made by a query's resolver between two reads
+of one shape is not seen by the second: in mutations the seam is off.
 
 The seam: Django offers no hook for a related manager's queryset
 evaluated in place, so ``install()`` (called once, when the Django
 integration of auto relations is imported) replaces four methods of
 Django's ``QuerySet`` with wrappers that call the originals: ``count``,
 ``exists``, ``aggregate`` and the private ``_fetch_all`` (what iteration,
-``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()`` run).
-Outside an execution with the switch each wrapper costs one context-variable
-read and one more Python call before the original (``tools/bench_inplace.py``
-measures it: about 100 ns per call on CPython 3.11).  The Django internals read: ``QuerySet._hints``
-(``instance``), ``QuerySet._result_cache``, ``_prefetch_done``,
-``_known_related_objects`` (through ``Shape``), ``Model._state``
-(``fields_cache``, and ``peers`` on Django >= 6.1), ``Query.distinct``,
-``group_by``, ``extra``, ``annotations``, ``low_mark``/``high_mark``, and a
-relation field's ``target_field``/``get_cached_value``/``is_cached``; the
-rest is ``_queryset_shapes``'.  Tests cover Django 4.2, 5.2 and 6.1.
+``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()``
+run), and connects the three signals above.  Outside an execution with the
+switch each wrapper costs one context-variable read and one more Python
+call before the original (``tools/bench_inplace.py`` measures it: about
+100 ns per call on CPython 3.11).  The Django internals read:
+``QuerySet._hints`` (``instance``), ``_result_cache``, ``_prefetch_done``,
+``_chain()``, ``_known_related_objects`` (through ``Shape``),
+``Model._state`` (``fields_cache``, and ``peers`` on Django >= 6.1, kept
+by copies as ``FETCH_PEERS`` sets them), ``Query.distinct``, ``group_by``,
+``extra``, ``annotations``, a relation field's ``target_field`` and
+``get_cached_value``; the rest is ``_queryset_shapes``'.  Tests cover
+Django 4.2, 5.2 and 6.1.
 
 Guarantees:
 - The answers are the ones the queryset would give as written: a memo entry
@@ -58,9 +65,8 @@ Guarantees:
   manager instance is the asking parent's, as Django sets it.
 - Nothing outlives the execution: the state lives on the execution context
   (or strawberry-django's ``AutoRelationsExtension``, whose ``on_execute``
-  starts it),
-  the context variable holds it weakly and is reset when the operation
-  returns; the memo is cleared then.
+  starts it), the context variable holds it weakly and is reset when the
+  operation returns; the memo is cleared then.
 - No lock is held while Django or user code runs; ``install`` takes one
   only to replace the methods once.
 """
