@@ -300,3 +300,67 @@ def test_a_cursor_connection_is_left_to_strawberry_django(orm_db, library):
     plain, plain_statements, _ = run(make_cursor_schema(False), orm_db, query)
     assert auto == plain and '"errors": []' in auto
     assert statements == plain_statements
+
+
+def _in_place_schema(auto: bool, optimizer: bool):
+    import strawberry
+    import strawberry_django
+    from django.db.models import Max
+    from orm_library import models
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.type(models.Book)
+    class InPlaceBook:
+        title: strawberry.auto
+        review_count: int  # a plain @property of the model
+
+    @strawberry_django.type(models.Author)
+    class InPlaceAuthor:
+        name: strawberry.auto
+        book_count: int  # plain @properties of the model
+        latest_title: str
+        titles_by_year: str  # a strawberry_django.model_property (added to the model by the test)
+        books: list[InPlaceBook]
+
+        @strawberry_django.field
+        def newest_year(self) -> Optional[int]:
+            return self.books.aggregate(Max("year"))["year__max"]
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[InPlaceAuthor]:
+            return models.Author.objects.using(info.context.alias).order_by("id")
+
+    extensions = ([DjangoOptimizerExtension] if optimizer else []) + ([AutoRelationsExtension] if auto else [])
+    return strawberry.Schema(query=Query, extensions=extensions)
+
+
+@pytest.fixture
+def titles_by_year(monkeypatch):
+    """``Author.titles_by_year``: a ``model_property`` that iterates a relation in place."""
+    from orm_library.models import Author
+    from strawberry_django.descriptors import model_property
+
+    def titles_by_year(self) -> str:
+        return ", ".join(book.title for book in self.books.order_by("year", "title"))
+
+    prop = model_property(titles_by_year)
+    monkeypatch.setattr(Author, "titles_by_year", prop, raising=False)
+    prop.__set_name__(Author, "titles_by_year")
+
+
+@pytest.mark.parametrize("optimizer", [False, True], ids=["plain", "optimizer"])
+def test_relations_evaluated_in_place_by_properties_and_resolvers_cost_one_statement_per_level(
+        orm_db, library, titles_by_year, optimizer):
+    library(orm_db, authors=20, books=3, reviews=2)
+    query = "{ authors { name bookCount latestTitle titlesByYear newestYear books { title reviewCount } } }"
+    plain, off, _ = run(_in_place_schema(auto=False, optimizer=optimizer), orm_db, query)
+    auto, on, _ = run(_in_place_schema(auto=True, optimizer=optimizer), orm_db, query)
+    assert auto == plain and '"errors": []' in plain
+    # with the optimizer the books are prefetched with the authors (count() reads them: no statement), and each
+    # author's books are a list of their own, completed after the previous author's: their reviews' count is
+    # one statement per author
+    assert (off, on) == ((1 + 1 + 20 * 3 + 60, 1 + 1 + 3 + 20) if optimizer else (1 + 20 * 4 + 20 + 60, 1 + 4 + 1 + 1))

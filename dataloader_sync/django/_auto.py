@@ -13,6 +13,11 @@ two things (see its module notes):
   resolver inside any of them leaves the field alone.
 - ``relation_of(model class, name)``: the ``AutoRelation`` of a relation
   attribute (``Author.books``), or None.
+- ``execution(ctx)``: at the start of each execution, makes the in-place
+  answers of related managers' querysets current for it (``_inplace``:
+  ``self.books.count()`` in a resolver or a property, once per level);
+  importing this module installs that seam on ``QuerySet``; ``left_alone``
+  keeps it out of a field wrapped by ``no_auto_relations``.
 
 How each resolves (``AutoRelation.resolve``), with the loader of the family
 ``load_auto_related`` (``related_loader``'s batch function under the name
@@ -62,13 +67,16 @@ from django.db.models.fields.related_descriptors import ForwardManyToOneDescript
 
 from .._core import DataLoader
 from .._registry import DataLoaderRegistry
+from . import _inplace
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
 from ._orm import _related_key, _related_name, load_related, load_related_counted
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
-           "load_auto_related", "relation_of", "user_resolver", "with_level_mode"]
+           "execution", "left_alone", "load_auto_related", "relation_of", "user_resolver", "with_level_mode"]
+
+_inplace.install()
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
@@ -273,6 +281,16 @@ def _connection_resolve(owner: type) -> Optional[Callable[..., Any]]:
     if owner.connection_resolver.__func__ is Stock.connection_resolver.__func__:  # type: ignore[attr-defined]
         return DjangoConnectionField.connection_resolver
     return None
+
+
+def execution(ctx: Any) -> Optional[Callable[[], None]]:
+    """Start the in-place answers of the execution *ctx* (``_inplace``); returns what ends them."""
+    return _inplace.start(ctx, _inplace.is_mutation(ctx))
+
+
+def left_alone(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A resolver wrapped by ``no_auto_relations``: no in-place answers for what it evaluates (``_inplace``)."""
+    return _inplace.left_alone(ctx, fn)
 
 
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:

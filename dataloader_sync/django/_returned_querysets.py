@@ -10,7 +10,10 @@ built the same query share one loader: one statement for the level; two
 shapes (two filters) are two loaders, two statements.  Every unevaluated
 queryset is first planned for the field's selection (``_planned_querysets``:
 its to-one hops joined, ``FETCH_LEVEL``); a queryset that is no relation of
-the parent (a root's) is returned planned, anything else as it is.
+the parent (a root's) is returned planned, as the list of its rows when the
+field is a list (the same statement, run by the resolver rather than by
+graphql-core's list completion: the execution then holds the rows as one
+level, for ``_inplace``), anything else as it is.
 
 The value a parent gets is the list of the rows its own queryset would give,
 in its order (the primary key breaking ties), its slice applied per parent
@@ -33,6 +36,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
+from graphql import is_list_type, is_non_null_type
 
 from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._queryset_shapes import Shape, shape_of
@@ -92,6 +96,16 @@ def _python_name(fn: Any) -> Optional[str]:
     return resolver_python_name(fn)
 
 
+def _listed(info: Any, queryset: QuerySet[Any]) -> Any:
+    """*queryset*'s rows as a list when the field is a list (graphql-core iterates it alike), so
+    that the execution knows them as one level (``_inplace``: their relations evaluated in place
+    are answered for the level); the queryset itself for any other field."""
+    return_type = info.return_type
+    if is_non_null_type(return_type):
+        return_type = return_type.of_type
+    return list(queryset) if is_list_type(return_type) else queryset
+
+
 def returned_resolver(ctx: Any, fn: Callable[..., Any],
                       plan: Callable[[Any, Any, QuerySet[Any]], QuerySet[Any]]) -> Callable[..., Any]:
     """A resolver that calls the user's *fn* and loads what it returns through a level loader when
@@ -104,11 +118,9 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
         if not isinstance(value, QuerySet):
             return value
         value = plan(ctx, info, value)
-        if not isinstance(root, Model):
-            return value
-        shape = shape_of(value, root)
+        shape = shape_of(value, root) if isinstance(root, Model) else None
         if shape is None:
-            return value
+            return _listed(info, value)
         loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
         return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
 

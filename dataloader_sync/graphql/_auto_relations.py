@@ -100,6 +100,10 @@ class Integration(Protocol):
     # optional: ``user_resolver(ctx, fn)``, the resolver standing for a resolver *fn* the user wrote
     # (it runs *fn* and may batch what *fn* returns); an integration without it leaves *fn* alone.
     # Each integration's wraps the one before: a value it does not know it must return as it is.
+    # optional: ``left_alone(ctx, fn)``, the resolver standing for a resolver *fn* wrapped by
+    # ``no_auto_relations``: *fn* as it runs without the switch.
+    # optional: ``execution(ctx)``, called as each execution starts; what it returns (a callable,
+    # or None) is called when the operation returns (Django's: in-place answers, ``_inplace``).
 
 
 #: Integrations that know ORM instances and framework resolvers: module names,
@@ -387,7 +391,7 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
             return made[1]
         kind = classify(fn)
         if kind is None:
-            resolver = fn if opted_out(fn) else self._user_resolver(fn)
+            resolver = self._left_alone(fn) if opted_out(fn) else self._user_resolver(fn)
         else:
             resolver = _auto_resolver(self, fn, kind[0] or field_name, kind[1], takes_args)
         self._auto_made[key] = (fn, resolver)
@@ -400,6 +404,16 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
         resolver = fn
         for integration in self._auto_relations.integrations:
             wrap = getattr(integration, "user_resolver", None)
+            if wrap is not None:
+                resolver = wrap(self, resolver)
+        return resolver
+
+    def _left_alone(self, fn: Any) -> Any:
+        """*fn*, a resolver wrapped by ``no_auto_relations``, as the integrations leave it alone
+        (Django's: no in-place answers while it runs nor for the queryset it returns)."""
+        resolver = fn
+        for integration in self._auto_relations.integrations:
+            wrap = getattr(integration, "left_alone", None)
             if wrap is not None:
                 resolver = wrap(self, resolver)
         return resolver
@@ -432,21 +446,40 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
             self._auto_registry = None
             close_quietly(own)
 
+    def _start_integrations(self) -> list[Callable[[], None]]:
+        """Each integration's ``execution(ctx)`` for this execution: what ends each, in order."""
+        ends = []
+        for integration in self._auto_relations.integrations:
+            start = getattr(integration, "execution", None)
+            end = start(self) if start is not None else None
+            if end is not None:
+                ends.append(end)
+        return ends
+
+    def _end(self, ends: list[Callable[[], None]]) -> None:
+        try:
+            for end in reversed(ends):
+                end()
+        finally:
+            self._close_own()
+
     if _compat.IS_EXECUTOR:
 
         def execute_root_grouped_field_set(self, *args: Any) -> Any:
+            ends = self._start_integrations()
             try:
                 return super().execute_root_grouped_field_set(*args)
             finally:
-                self._close_own()
+                self._end(ends)
 
     else:
 
         def execute_operation(self, *args: Any) -> Any:
+            ends = self._start_integrations()
             try:
                 return super().execute_operation(*args)
             finally:
-                self._close_own()
+                self._end(ends)
 
 
 _NO_ARGS: dict[str, Any] = {}  # the arguments of a field that defines none (never written to)

@@ -37,18 +37,27 @@ Guarantees:
   ``DataLoaderExecutionContext`` keeps it; with another class a synchronous
   execution fails at once, naming the fix.
 - Meta fields (``__typename``) are strawberry's, as without the extension.
+- Relations evaluated in place (``self.books.count()`` in a resolver, a
+  ``@property`` or a ``model_property`` a field reads) are answered for the
+  level in a synchronous execution that is not a mutation's
+  (``dataloader_sync.django._inplace``, started by ``on_execute``); a root
+  field's queryset is listed (outside an event loop) so its rows are a level;
+  a relation field left to strawberry-django runs without them.
 """
 from __future__ import annotations
 
+from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from django.db.models import Model
+from django.db.models import Model, QuerySet
+from graphql import is_list_type, is_non_null_type
 from strawberry.extensions import SchemaExtension
 
 from .._auto import MARK
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
+from ..django import _inplace
 from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
 from ..graphql._auto_relations import join_paths
 from ._execution import run_with_ours
@@ -57,6 +66,36 @@ __all__ = ["AutoRelationsExtension"]
 
 #: strawberry's key, in a graphql-core field's extensions, of its StrawberryField.
 _DEFINITION = "strawberry-definition"
+
+
+def _is_mutation(execution_context: Any) -> bool:
+    try:
+        return str(getattr(execution_context.operation_type, "value", "")) == "mutation"
+    except Exception:  # no document (strawberry raises): nothing to step aside for
+        return False
+
+
+def _listed(value: Any, info: Any) -> Any:
+    """A root's queryset for a list field as the list of its rows, outside an event loop (the same
+    statement graphql-core's list completion runs): the execution then holds them as one level, whose
+    relations evaluated in place are answered for the level (``dataloader_sync.django._inplace``)."""
+    if not isinstance(value, QuerySet) or _get_running_loop() is not None:
+        return value
+    return_type = info.return_type
+    if is_non_null_type(return_type):
+        return_type = return_type.of_type
+    return list(value) if is_list_type(return_type) else value
+
+
+def _left_to_strawberry(graphql_field: Any) -> bool:
+    """Whether *graphql_field* is a relation field strawberry-django resolves by itself although auto
+    relations know relation fields (``no_auto_relations``, paginated, a cursor connection): its
+    querysets run as strawberry-django makes them, with no in-place answers."""
+    from strawberry_django.fields.field import StrawberryDjangoField
+
+    field = (graphql_field.extensions or {}).get(_DEFINITION)
+    return isinstance(field, StrawberryDjangoField) and _default_resolution(field) and bool(field.is_relation) \
+        and _relation_field(graphql_field) is None
 
 
 def _relation_field(graphql_field: Any) -> Optional[Any]:
@@ -126,8 +165,8 @@ class AutoRelationsExtension(SchemaExtension):
     one instance per execution; not shared between threads.
     """
 
-    #: id(graphql-core field) -> (that field, its strawberry-django field or None)
-    _fields: dict[int, tuple[Any, Any]] = {}
+    #: id(graphql-core field) -> (that field, its strawberry-django field or None, left to strawberry-django)
+    _fields: dict[int, tuple[Any, Any, bool]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -140,9 +179,12 @@ class AutoRelationsExtension(SchemaExtension):
         """The execution, with a class that waits for loader futures (``_execution``); then the registry
         the extension made for it, if any, is closed."""
         run_with_ours(self.execution_context.schema)
+        end = _inplace.start(self, _is_mutation(self.execution_context)) if _get_running_loop() is None else None
         try:
             yield None
         finally:
+            if end is not None:
+                end()
             own, self._own = self._own, None
             self._querysets.clear()
             self.auto_memo.clear()
@@ -162,15 +204,18 @@ class AutoRelationsExtension(SchemaExtension):
     def resolve(self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
         """The field's value: its relation's loader future, or what strawberry-django gives."""
         if not isinstance(root, Model):
-            return _next(root, info, *args, **kwargs)
+            return _listed(_next(root, info, *args, **kwargs), info)
         graphql_field = info.parent_type.fields.get(info.field_name)
         if graphql_field is None:  # a meta field (__typename): not the type's, resolved as without us
             return _next(root, info, *args, **kwargs)
         known = self._fields.get(id(graphql_field))
         if known is None or known[0] is not graphql_field:
-            known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field))
+            known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field),
+                                                       _left_to_strawberry(graphql_field))
         field = known[1]
         if field is None:
+            if known[2]:
+                return _inplace.run_alone(self, _next, root, info, *args, **kwargs)
             return _next(root, info, *args, **kwargs)
         auto = relation_of(root.__class__, field.django_name or field.python_name)
         if not isinstance(auto, AutoRelation) or auto.on_instance(root):

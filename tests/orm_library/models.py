@@ -33,6 +33,41 @@ class Author(models.Model):
         """A computed field that reads a to-one relation (FETCH_LEVEL on a resolver's queryset)."""
         return self.publisher.name if self.publisher is not None else ""
 
+    # Computed fields that evaluate a relation in place (tests/test_django_inplace_relations.py).
+    @property
+    def book_count(self) -> int:
+        return self.books.count()
+
+    @property
+    def has_early_books(self) -> bool:
+        return self.books.filter(year__lt=2002).exists()
+
+    @property
+    def first_title(self) -> str:
+        book = self.books.order_by("title").first()
+        return book.title if book is not None else ""
+
+    @property
+    def latest_title(self) -> str:
+        book = self.books.order_by("year", "title").last()
+        return book.title if book is not None else ""
+
+    @property
+    def newest_year(self) -> "int | None":
+        return self.books.aggregate(models.Max("year"))["year__max"]  # type: ignore[no-any-return]
+
+    @property
+    def recent_count(self) -> int:
+        return len(self.books.filter(year__gte=2001))
+
+    @property
+    def joined_titles(self) -> str:
+        return ", ".join(book.title for book in self.books.order_by("-title"))
+
+    @property
+    def book_list(self) -> list:  # type: ignore[type-arg]
+        return list(self.books.order_by("-year"))
+
 
 class AuthorProfile(models.Model):
     author = models.OneToOneField(Author, on_delete=models.CASCADE, related_name="profile")
@@ -61,6 +96,11 @@ class Book(models.Model):
 
     def __str__(self) -> str:
         return self.title
+
+    @property
+    def review_count(self) -> int:
+        """Evaluates a relation in place (tests/test_django_inplace_relations.py)."""
+        return self.reviews.count()
 
 
 class Review(models.Model):

@@ -1,0 +1,499 @@
+"""Relations evaluated in place: ``self.books.count()`` in a resolver or a property, once per level.
+
+A resolver (or a model ``@property`` or method a field reads) that
+evaluates a related manager's queryset where it stands —
+``self.books.count()``, ``.exists()``, ``.first()``/``.last()``,
+``.aggregate(...)``, ``len()``, iteration, ``list()`` — needs its answer
+at once: it cannot be a loader's future.  So the answer is learned for the
+level: when the first parent of a level evaluates a query shape
+(``_queryset_shapes.shape_of``: the queryset minus the parent's condition),
+that shape is evaluated for every parent of the level the execution holds
+(its ``Levels.peers_of``; for a row this module served, the rows of the
+same load) in one statement, memoized for the execution, and
+the other parents are answered from the memo:
+
+- rows (iteration, ``len()``, ``list()``, ``bool()``, ``first()``/``last()``
+  and indexing, which Django runs as a slice of one row): ``Shape.load``,
+  slices as windows over the parent key in the statement's order;
+- ``count()`` and ``exists()``: one grouped ``COUNT(*)`` over the parent
+  column (they share it), a slice applied to each parent's count;
+- ``aggregate()``: the same aggregates grouped over the parent column; a
+  parent with no row gets the answer of an empty set, computed once, by the
+  first such parent running its own as written.
+
+Only a queryset a related manager made is looked at: it names its instance
+(the ``instance`` hint; Django shares one hints dict between clones, so a
+``Prefetch`` queryset's may name a sibling: the parent is the related
+manager's known instance where there is one, and a parent is recognised by
+its key).  Anything not recognised runs as written: outside an execution
+with the switch, on another thread than the execution's, in a mutation's
+execution, in a field wrapped by ``no_auto_relations`` (its resolver and
+the queryset it returns), a parent the execution does not hold at a level,
+a queryset ``shape_of`` rejects, a ``count``/``exists`` of a
+``distinct()`` or aggregating queryset, an ``aggregate`` of an annotated,
+sliced or ``distinct()`` one, rows that carry prefetched relations once
+they have been served (other rows are served as fresh copies each time, as
+Django gives fresh instances), and everything after a row is saved or
+deleted in the execution (``post_save``, ``post_delete``,
+``m2m_changed``: the memo is dropped and the seam steps aside for the rest
+of the execution).  A write no signal tells of (``update()``,
+``bulk_create()``, raw SQL) made by a query's resolver between two reads
+of one shape is not seen by the second: in mutations the seam is off.
+
+The seam: Django offers no hook for a related manager's queryset
+evaluated in place, so ``install()`` (called once, when the Django
+integration of auto relations is imported) replaces four methods of
+Django's ``QuerySet`` with wrappers that call the originals: ``count``,
+``exists``, ``aggregate`` and the private ``_fetch_all`` (what iteration,
+``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()``
+run), and connects the three signals above.  Outside an execution with the
+switch each wrapper costs one context-variable read and one more Python
+call before the original (``tools/bench_inplace.py`` measures it: about
+100 ns per call on CPython 3.11).  The Django internals read:
+``QuerySet._hints`` (``instance``), ``_result_cache``, ``_prefetch_done``,
+``_chain()``, ``_known_related_objects`` (through ``Shape``),
+``Model._state`` (``fields_cache``, and ``peers`` on Django >= 6.1, kept
+by copies as ``FETCH_PEERS`` sets them), ``Query.distinct``, ``group_by``,
+``extra``, ``annotations``, a relation field's ``target_field`` and
+``get_cached_value``; the rest is ``_queryset_shapes``'.  Tests cover
+Django 4.2, 5.2 and 6.1.
+
+Guarantees:
+- The answers are the ones the queryset would give as written: a memo entry
+  is the answer of one shape (its SQL, database, parent column and slice)
+  for one parent key, whatever predicted the siblings.  A row's related
+  manager instance is the asking parent's, as Django sets it.
+- Nothing outlives the execution: the state lives on the execution context
+  (or strawberry-django's ``AutoRelationsExtension``, whose ``on_execute``
+  starts it), the context variable holds it weakly and is reset when the
+  operation returns; the memo is cleared then.
+- No lock is held while Django or user code runs; ``install`` takes one
+  only to replace the methods once.
+"""
+from __future__ import annotations
+
+import contextvars
+import copy
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import Any, Callable, Optional
+
+from django.db.models import Count, Model, QuerySet
+from django.db.models.signals import m2m_changed, post_delete, post_save
+
+from .._execution_levels import current_levels
+from ._connections import batch_connection
+from ._queryset_shapes import PARENT, Shape, shape_of
+from ._querysets import key_chunks, queryset_key
+
+__all__ = ["InPlace", "install", "is_mutation", "left_alone", "run_alone", "start"]
+
+_N = "_dataloader_sync_n"  # the grouped count's annotation
+_MISSING: Any = object()
+
+_Ref = Optional["weakref.ReferenceType[InPlace]"]
+_current: contextvars.ContextVar[_Ref] = contextvars.ContextVar("dataloader_sync_inplace", default=None)
+
+
+class _Rows:
+    """One shape's rows: the parent keys loaded, each one's rows and the instance the load set on them."""
+
+    __slots__ = ("group", "instances", "loaded", "rows")
+
+    def __init__(self) -> None:
+        self.loaded: set[Any] = set()
+        self.rows: dict[Any, list[Any]] = {}  # the rows as loaded: each asker gets copies
+        self.instances: dict[Any, Any] = {}
+        self.group: list[Any] = []  # the rows of the last load: the level of the rows served from it
+
+
+class InPlace:
+    """One execution's in-place answers (its thread only; see the module notes)."""
+
+    __slots__ = ("thread", "memo", "groups", "alone", "busy", "off", "__weakref__")
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+        self.memo: dict[Any, Any] = {}
+        self.groups: dict[int, tuple[Any, list[Any]]] = {}  # id(row served) -> (the row, its level)
+        self.alone: dict[int, QuerySet[Any]] = {}  # querysets of no_auto_relations fields: as written
+        self.busy = False  # loading, or in a no_auto_relations field: querysets run as written
+        self.off = False  # a row was written: the seam steps aside
+
+    def shape(self, queryset: QuerySet[Any]) -> Optional[tuple[Shape, Model]]:
+        """The shape of a related manager's *queryset* and its parent, when this state answers it."""
+        if self.busy or self.off or threading.get_ident() != self.thread or id(queryset) in self.alone:
+            return None
+        parent = queryset._hints.get("instance")
+        if not isinstance(parent, Model):
+            return None
+        shape = shape_of(queryset, parent)
+        if shape is None:
+            return None
+        return shape, parent
+
+    def level(self, shape: Shape, parent: Model, loaded: Any) -> Optional[dict[Any, Any]]:
+        """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
+        *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
+        other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
+        *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
+        have written a sibling there; a key is what a parent is recognised by)."""
+        if shape.known is not None:
+            parent = shape.known[1]
+        levels = current_levels()  # the running execution's (DataLoaderExecutionContext's Levels)
+        peers = levels.peers_of(parent) if levels is not None else None
+        if peers is None:  # a row served in place: the rows of its load are its level
+            known = self.groups.get(id(parent))
+            peers = known[1] if known is not None and known[0] is parent else None
+        value_of = _value_reader(shape, parent)
+        if peers is None or value_of is None:
+            return None
+        cls, db = parent.__class__, parent._state.db
+        found: dict[Any, Any] = {}
+        for peer in peers:
+            if peer.__class__ is cls and peer._state.db == db:
+                value = value_of(peer)
+                if value is not None and value not in loaded:
+                    found.setdefault(value, peer)
+        if shape.value not in found or len(found) < 2:
+            return None
+        if shape.known is not None:
+            found[shape.value] = parent
+        return found
+
+    def load(self, fn: Callable[..., Any], *args: Any) -> Any:
+        self.busy = True
+        try:
+            return fn(*args)
+        finally:
+            self.busy = False
+
+    # -- rows ---------------------------------------------------------------------
+    def rows(self, queryset: QuerySet[Any]) -> Optional[list[Any]]:
+        """The rows of *queryset* from the level's load, or None (run it as written)."""
+        found = self.shape(queryset)
+        if found is None:
+            return None
+        shape, parent = found
+        key = ("rows", shape.key)
+        entry: Optional[_Rows] = self.memo.get(key)
+        if entry is None or shape.value not in entry.loaded:
+            level = self.level(shape, parent, () if entry is None else entry.loaded)
+            if level is None:
+                return None
+            if entry is None:
+                entry = self.memo[key] = _Rows()
+            self._load_rows(entry, shape, level)
+        rows = entry.rows.get(shape.value)
+        if rows is None:  # served once, with the prefetches on its rows
+            return None
+        instance = shape.known[1] if shape.known is not None else None
+        loaded_with = entry.instances.get(shape.value)
+        if any("_prefetched_objects_cache" in row.__dict__ for row in rows):
+            del entry.rows[shape.value]
+            _own_instance(rows, shape.known, loaded_with)
+            served = rows
+        else:
+            served = [_fresh(row, loaded_with, instance) for row in rows]
+            if served and "peers" in rows[0]._state.__dict__:  # Django >= 6.1, FETCH_PEERS: its own rows
+                peers = [weakref.ref(row) for row in served]
+                for row in served:
+                    row._state.peers = peers
+        group = entry.group
+        for row in served:
+            self.groups[id(row)] = (row, group)
+        return served
+
+    def _load_rows(self, entry: _Rows, shape: Shape, level: dict[Any, Any]) -> None:
+        values = list(level)
+        known = list(level.values()) if shape.known is not None else []
+        loaded = self.load(shape.load, values, known)
+        for value in values:
+            entry.rows[value] = loaded.get(value, [])
+        entry.loaded.update(values)
+        entry.instances.update(level)
+        entry.group = [row for rows in loaded.values() for row in rows]
+
+    # -- count, exists ------------------------------------------------------------
+    def count(self, queryset: QuerySet[Any]) -> Optional[int]:
+        """``queryset.count()`` from the level's grouped count, or None (run it as written)."""
+        found = self.shape(queryset)
+        if found is None:
+            return None
+        shape, parent = found
+        query = shape.queryset.query
+        if query.distinct or query.group_by is not None or query.extra:
+            return None
+        qkey, db, alias, target = shape.key[:4]  # type: ignore[index]
+        key = ("count", qkey, db, alias, target)
+        counts: Optional[dict[Any, int]] = self.memo.get(key)
+        if counts is None or shape.value not in counts:
+            level = self.level(shape, parent, () if counts is None else counts)
+            if level is None:
+                return None
+            if counts is None:
+                counts = self.memo[key] = {}
+            counts.update(self.load(_counts, shape, list(level)))
+        total = counts[shape.value]
+        end = total if shape.high is None else min(total, shape.high)
+        return max(0, end - shape.low)
+
+    # -- aggregate ----------------------------------------------------------------
+    def aggregate(self, queryset: QuerySet[Any], original: Callable[..., Any], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> Any:
+        """``queryset.aggregate(*args, **kwargs)`` from the level's grouped aggregate, or ``_MISSING``."""
+        if queryset._result_cache is not None:  # Django aggregates in SQL all the same (a prefetched relation)
+            queryset = queryset._chain()
+        found = self.shape(queryset)
+        if found is None:
+            return _MISSING
+        shape, parent = found
+        named = _named_aggregates(args, kwargs)
+        query = shape.queryset.query
+        if named is None or query.distinct or query.group_by is not None or query.extra or query.annotations \
+                or shape.low or shape.high is not None:
+            return _MISSING
+        grouped = _grouped(shape).values(PARENT).annotate(**named)
+        key = ("aggregate", queryset_key(grouped), shape.queryset.db)
+        entry: Optional[list[Any]] = self.memo.get(key)  # [answers by key, the empty answer]
+        if entry is None or shape.value not in entry[0]:
+            level = self.level(shape, parent, () if entry is None else entry[0])
+            if level is None:
+                return _MISSING
+            if entry is None:
+                entry = self.memo[key] = [{}, _MISSING]
+            entry[0].update(self.load(_aggregates, shape, grouped, list(named), list(level)))
+        answer = entry[0][shape.value]
+        if answer is not None:
+            return dict(answer)
+        if entry[1] is _MISSING:  # the first parent with no row: its own statement, the answer of any empty set
+            entry[1] = original(queryset, *args, **kwargs)
+        return dict(entry[1])
+
+
+def _value_reader(shape: Shape, parent: Model) -> Optional[Callable[[Model], Any]]:
+    """How a parent's key for *shape*'s column is read off an instance of *parent*'s class, or None."""
+    target = shape.column.target
+    if getattr(target, "related_model", None) is not None and getattr(target, "target_field", None) is not None:
+        if not isinstance(parent, target.related_model):  # a foreign key (a reverse relation, a through table's)
+            return None
+        attname = target.target_field.attname
+    else:  # a GenericRelation's object id: the parent's primary key
+        attname = parent._meta.pk.attname
+    prep = target.get_prep_value
+
+    def value_of(instance: Model) -> Any:
+        raw = getattr(instance, attname)
+        return None if raw is None else prep(raw)
+
+    return value_of
+
+
+def _own_instance(rows: list[Any], known: Optional[tuple[Any, Any]], loaded_with: Any) -> None:
+    """Give each row the asking parent's instance where the load set another one (Django sets the
+    related manager's instance on rows that do not hold one of their own, e.g. by ``select_related``)."""
+    if known is None or loaded_with is known[1]:
+        return
+    field, instance = known
+    for row in rows:
+        if field.get_cached_value(row, None) is loaded_with:
+            setattr(row, field.name, instance)
+
+
+def _fresh(row: Model, loaded_with: Any, instance: Any) -> Model:
+    """A copy of *row* and of the instances it holds (``select_related``), as a new evaluation gives
+    fresh ones; where it holds *loaded_with* (the related manager's instance the load set), *instance*."""
+    copied = copy.copy(row)  # Model.__getstate__: its own _state and fields cache
+    cache = copied._state.fields_cache
+    for name, value in cache.items():
+        if value is loaded_with and loaded_with is not None:
+            cache[name] = instance
+        elif isinstance(value, Model):
+            cache[name] = _fresh(value, loaded_with, instance)
+    return copied
+
+
+def _grouped(shape: Shape) -> QuerySet[Any]:
+    return shape.queryset.order_by().prefetch_related(None).annotate(**{PARENT: shape.column})
+
+
+def _counts(shape: Shape, values: Sequence[Any]) -> dict[Any, int]:
+    """``{key: its row count}`` for every key of *values* (0 without rows), one statement per chunk."""
+    counts = dict.fromkeys(values, 0)
+    with batch_connection(shape.queryset.db):
+        for chunk in key_chunks(_grouped(shape), PARENT, shape.column.output_field, values):
+            for row in chunk.values(PARENT).annotate(**{_N: Count("*")}).order_by():
+                counts[row[PARENT]] = row[_N]
+    return counts
+
+
+def _aggregates(shape: Shape, grouped: QuerySet[Any], names: list[str],
+                values: Sequence[Any]) -> dict[Any, Optional[dict[str, Any]]]:
+    """``{key: its aggregates}`` for every key of *values* (None without rows), one statement per chunk."""
+    found: dict[Any, Optional[dict[str, Any]]] = dict.fromkeys(values)
+    with batch_connection(shape.queryset.db):
+        for chunk in key_chunks(grouped, PARENT, shape.column.output_field, values):
+            for row in chunk.order_by():
+                found[row[PARENT]] = {name: row[name] for name in names}
+    return found
+
+
+def _named_aggregates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional[dict[str, Any]]:
+    """The aggregates of an ``aggregate()`` call by name, as Django names them, or None (not plain)."""
+    named: dict[str, Any] = {}
+    for arg in args:
+        try:
+            alias = arg.default_alias
+        except (AttributeError, TypeError):
+            return None
+        if not isinstance(alias, str) or alias in kwargs or alias in named:
+            return None
+        named[alias] = arg
+    for name, value in kwargs.items():
+        if name in named or name == PARENT:
+            return None
+        named[name] = value
+    if not named or not all(getattr(v, "contains_aggregate", False) is True for v in named.values()):
+        return None
+    return named
+
+
+# -- the execution's state ------------------------------------------------------------
+
+def start(owner: Any, mutation: bool = False) -> Optional[Callable[[], None]]:
+    """Make in-place answers current for the execution *owner* runs (none for a *mutation*); returns
+    what ends them.  The state lives on *owner* (the execution context, or strawberry-django's
+    extension) for as long as the execution runs."""
+    if mutation:
+        return None
+    state = InPlace()
+    owner._dataloader_sync_inplace = state
+    token = _current.set(weakref.ref(state))
+
+    def end() -> None:
+        _current.reset(token)
+        state.memo.clear()
+        state.groups.clear()
+        state.alone.clear()
+        state.off = True
+        owner._dataloader_sync_inplace = None
+
+    return end
+
+
+def is_mutation(ctx: Any) -> bool:
+    """Whether the graphql-core execution *ctx* runs a mutation."""
+    operation = getattr(getattr(ctx, "operation", None), "operation", None)
+    return getattr(operation, "value", None) == "mutation"
+
+
+def left_alone(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """*fn* (a ``no_auto_relations`` field's resolver) run with no in-place answers, nor for the
+    queryset it returns (graphql-core iterates it after the call)."""
+
+    def resolve_left_alone(root: Any, info: Any, **args: Any) -> Any:
+        return run_alone(ctx, fn, root, info, **args)
+
+    resolve_left_alone.__wrapped__ = fn  # type: ignore[attr-defined]
+    return resolve_left_alone
+
+
+def run_alone(owner: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` with no in-place answers of the execution *owner* runs, nor for the
+    queryset it returns."""
+    state: Optional[InPlace] = getattr(owner, "_dataloader_sync_inplace", None)
+    if state is None or state.busy:
+        return fn(*args, **kwargs)
+    state.busy = True
+    try:
+        value = fn(*args, **kwargs)
+    finally:
+        state.busy = False
+    if isinstance(value, QuerySet):
+        state.alone[id(value)] = value
+    return value
+
+
+def _written(sender: Any, **kwargs: Any) -> None:
+    ref = _current.get()
+    state = None if ref is None else ref()
+    if state is not None:
+        state.off = True
+        state.memo.clear()
+        state.groups.clear()
+
+
+def _wrap_fetch_all(original: Callable[[QuerySet[Any]], None]) -> Callable[[QuerySet[Any]], None]:
+    def _fetch_all(self: QuerySet[Any]) -> None:
+        ref = _current.get()
+        if ref is None or self._result_cache is not None:
+            return original(self)
+        state = ref()
+        rows = None if state is None else state.rows(self)
+        if rows is None:
+            return original(self)
+        self._result_cache = rows
+        self._prefetch_done = True  # the level's load ran the prefetches
+        return None
+
+    return _fetch_all
+
+
+def _wrap_count(original: Callable[[QuerySet[Any]], int]) -> Callable[[QuerySet[Any]], int]:
+    def count(self: QuerySet[Any]) -> int:
+        ref = _current.get()
+        if ref is None or self._result_cache is not None:
+            return original(self)
+        state = ref()
+        found = None if state is None else state.count(self)
+        return original(self) if found is None else found
+
+    return count
+
+
+def _wrap_exists(original: Callable[[QuerySet[Any]], bool]) -> Callable[[QuerySet[Any]], bool]:
+    def exists(self: QuerySet[Any]) -> bool:
+        ref = _current.get()
+        if ref is None or self._result_cache is not None:
+            return original(self)
+        state = ref()
+        found = None if state is None else state.count(self)
+        return original(self) if found is None else found > 0
+
+    return exists
+
+
+def _wrap_aggregate(original: Callable[..., Any]) -> Callable[..., Any]:
+    def aggregate(self: QuerySet[Any], *args: Any, **kwargs: Any) -> Any:
+        ref = _current.get()
+        if ref is None:
+            return original(self, *args, **kwargs)
+        state = ref()
+        found = _MISSING if state is None else state.aggregate(self, original, args, kwargs)
+        return original(self, *args, **kwargs) if found is _MISSING else found
+
+    return aggregate
+
+
+_install_lock = threading.Lock()
+_installed: dict[str, Any] = {}  # name -> Django's own method
+
+
+def install() -> None:
+    """Put the wrappers on ``QuerySet`` (once; see the module notes)."""
+    with _install_lock:
+        if _installed:
+            return
+        wraps: tuple[tuple[str, Callable[[Any], Any]], ...] = (
+            ("_fetch_all", _wrap_fetch_all), ("count", _wrap_count), ("exists", _wrap_exists),
+            ("aggregate", _wrap_aggregate))
+        for name, wrap in wraps:
+            original = QuerySet.__dict__[name]
+            _installed[name] = original
+            wrapper = wrap(original)
+            wrapper.__wrapped__ = original
+            wrapper.__doc__ = original.__doc__
+            setattr(QuerySet, name, wrapper)
+        for signal in (post_save, post_delete, m2m_changed):
+            signal.connect(_written, dispatch_uid="dataloader_sync_inplace")

@@ -1,0 +1,58 @@
+"""What the in-place seam (``dataloader_sync.django._inplace``) adds to Django's ``QuerySet`` outside an execution.
+
+``python tools/bench_inplace.py`` prints ns per call of ``count()``, ``exists()`` and ``len()``
+on an evaluated queryset (no statement: the figure is the Python around it), with
+Django's own methods and with the seam's wrappers, and the difference.  Best of 5 repeats, cyclic
+GC off (``bench_micro.best_of``).  A report, not a test.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import django
+from django.conf import settings
+
+settings.configure(INSTALLED_APPS=["django.contrib.contenttypes"],
+                   DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}})
+django.setup()
+
+from bench_micro import best_of, per_op  # noqa: E402
+from django.contrib.contenttypes.models import ContentType  # noqa: E402
+from django.db.models import QuerySet  # noqa: E402
+
+from dataloader_sync.django import _inplace  # noqa: E402
+
+NUMBER = 200_000
+
+
+def _cases(queryset: QuerySet[Any]) -> dict[str, Callable[[], object]]:
+    return {"count()": queryset.count, "exists()": queryset.exists, "len()": queryset.__len__}
+
+
+def main() -> None:
+    queryset = ContentType.objects.all()
+    queryset._result_cache = []  # evaluated: no statement, the methods' Python only
+    queryset._prefetch_done = True
+    _inplace.install()
+    own = {name: getattr(QuerySet, name) for name in _inplace._installed}
+    originals = _inplace._installed
+    for label, call in _cases(queryset).items():
+        wrapped = best_of(5, per_op(call, NUMBER))
+        for name, method in originals.items():
+            setattr(QuerySet, name, method)
+        try:
+            plain = best_of(5, per_op(_cases(queryset)[label], NUMBER))
+        finally:
+            for name, method in own.items():
+                setattr(QuerySet, name, method)
+        print(f"{label:10} Django {plain * 1e9:7.1f} ns  with the seam {wrapped * 1e9:7.1f} ns  "
+              f"added {(wrapped - plain) * 1e9:6.1f} ns")
+
+
+if __name__ == "__main__":
+    main()
