@@ -18,7 +18,8 @@ a pytest plugin, which appends ``AutoRelationsExtension`` to every
 ``strawberry.Schema`` and makes the suite's ``tests.utils.assert_num_queries``
 record a count that differs (in a JSON-lines file) instead of failing, so
 the test's answers are still checked.  The report: both runs' outcome
-counts, every test whose outcome differs, every recorded statement count.
+counts, every test whose outcome differs (and those failing in both
+runs, where the switch goes unchecked), every recorded statement count.
 Exit status 1 if an outcome differs or a count is higher with the switch.
 """
 from __future__ import annotations
@@ -100,6 +101,13 @@ def _run(checkout: Path, args: list[str], forced: bool, counts: Path) -> tuple[s
     return summary, failed
 
 
+def _tested(checkout: Path) -> str:
+    """Where the runs import dataloader_sync from (PYTHONPATH, else the install), seen from CHECKOUT."""
+    command = [sys.executable, "-c", "import dataloader_sync; print(dataloader_sync.__file__)"]
+    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False)
+    return done.stdout.strip() or done.stderr.strip()[-200:]
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
         print(__doc__)
@@ -110,10 +118,13 @@ def main(argv: list[str]) -> int:
         plain, plain_failed = _run(checkout, args, False, counts)
         forced, forced_failed = _run(checkout, args, True, counts)
         recorded = [json.loads(line) for line in counts.read_text().splitlines()] if counts.exists() else []
+    print(f"dataloader_sync: {_tested(checkout)}")
     print(f"without the switch: {plain}\nwith the switch:    {forced}")
     differing = sorted(plain_failed ^ forced_failed)
     for test in differing:
         print(f"{'fails only with' if test in forced_failed else 'passes only with'} the switch: {test}")
+    for test in sorted(plain_failed & forced_failed):  # the suite against this install: the switch unseen there
+        print(f"fails in both runs: {test}")
     for row in recorded:
         print(f"statements {row['executed']} (the test expects {row['expected']}): {row['test']}")
     higher = [row for row in recorded if row["executed"] > row["expected"]]
