@@ -6,7 +6,8 @@ CHECKOUT is a graphene-django source tree (its ``graphene_django/`` with the
 tests inside, ``examples/`` and ``setup.cfg``; PyPI's wheel carries no
 tests: take a git checkout of the release tag of the installed version, e.g.
 ``v3.2.3``).  Run it with the python of a throwaway virtualenv that has
-graphene-django, Django, this repository (``pip install -e .``) and the
+graphene-django, Django, this repository (``pip install -e .``, or this
+repository on ``PYTHONPATH``: the report names the one imported) and the
 suite's test dependencies (setup.py's ``test`` extra: pytest, pytest-django,
 django-filter, djangorestframework, pytest-random-order, pytest-cov, mock,
 pytz, coveralls).  The default arguments are the paths tox runs,
@@ -16,8 +17,9 @@ error`` stays: a warning the switch raises fails the test).  Run from
 CHECKOUT, the checkout's ``graphene_django`` is the one imported (the tag of
 the installed version: the same code).
 
-The suite runs twice in CHECKOUT: as it is, then with this module loaded as
-a pytest plugin, which
+The suite runs twice in CHECKOUT with this module loaded as a pytest plugin:
+without the switch (the plugin only counts each test's statements, see
+``_peer_suite``), then with it, where the plugin also
 
 - wraps graphql-core's ``execute`` where it is bound (graphql-core's
   modules, before graphene or graphene-django import it): an execution with
@@ -32,10 +34,12 @@ a pytest plugin, which
   (the context manager both fixtures return); the suite makes no
   ``assertNumQueries`` call, which is left as it is.
 
-The report: both runs' outcome counts, every test whose outcome differs (and
-those failing in both runs, where the switch goes unchecked), every recorded
-statement count, and how many executions got the switch.  Exit status 1 if an
-outcome differs, a count is higher with the switch, or no execution got it.
+The report: which dataloader_sync was tested, both runs' outcome counts, how
+many executions got the switch, every test whose outcome differs (and those
+failing in both runs, where the switch goes unchecked), every recorded
+statement count, every test whose body executes more or fewer statements with
+the switch, and the totals.  Exit status 1 if an outcome differs, a count or
+a test's statements are higher with the switch, or no execution got it.
 """
 from __future__ import annotations
 
@@ -44,15 +48,16 @@ import functools
 import inspect
 import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-_COUNTS = "PEER_SUITE_COUNTS"
+import pytest
+from _peer_suite import COUNTS, compare_statements, forced, outcomes, rows, run, tested
+from _peer_suite import pytest_runtest_call as pytest_runtest_call
+
 _executions: dict[str, int] = {}  # "forced", or the name of a class given explicitly: how many executions
 
 
@@ -64,7 +69,7 @@ def _force() -> None:
     signature = inspect.signature(original)
 
     @functools.wraps(original)
-    def forced(*args: Any, **kwargs: Any) -> Any:
+    def forced_execute(*args: Any, **kwargs: Any) -> Any:
         bound = signature.bind(*args, **kwargs)
         given = bound.arguments.get("execution_context_class")
         if given is None:
@@ -77,15 +82,15 @@ def _force() -> None:
 
     for name, module in list(sys.modules.items()):  # graphql, graphql.execution, graphql.graphql, ...
         if name.partition(".")[0] == "graphql" and getattr(module, "execute", None) is original:
-            vars(module)["execute"] = forced
+            vars(module)["execute"] = forced_execute
 
 
 def pytest_configure(config: Any) -> None:
-    """As a plugin: pytest-django's statement-count fixtures record a difference instead of failing."""
-    path = os.environ.get(_COUNTS)
-    if not path:
+    """As a plugin, with the switch: pytest-django's statement-count fixtures record a difference instead of
+    failing."""
+    path = os.environ.get(COUNTS)
+    if not path or not forced():
         return
-    import pytest
     from pytest_django import fixtures
 
     original = fixtures._assert_num_queries
@@ -110,7 +115,10 @@ def pytest_configure(config: Any) -> None:
 
 
 def pytest_sessionstart(session: Any) -> None:
-    """As a plugin: graphene-django's view carries the switch, as a user would set it (Django is set up now)."""
+    """As a plugin, with the switch: graphene-django's view carries it, as a user would set it (Django is set
+    up now)."""
+    if not forced():
+        return
     from graphene_django.views import GraphQLView
 
     from dataloader_sync.graphql import AutoRelationsExecutionContext
@@ -119,66 +127,42 @@ def pytest_sessionstart(session: Any) -> None:
 
 
 def pytest_unconfigure(config: Any) -> None:
-    """As a plugin: how many executions the switch reached, for the report."""
-    path = os.environ.get(_COUNTS)
-    if path:
+    """As a plugin, with the switch: how many executions it reached, for the report."""
+    path = os.environ.get(COUNTS)
+    if path and forced():
         with open(path, "a", encoding="utf-8") as out:
             out.write(json.dumps({"executions": _executions}) + "\n")
-
-
-def _run(checkout: Path, args: list[str], forced: bool, counts: Path) -> tuple[str, set[str]]:
-    env = dict(os.environ)
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "-rfE", *args]
-    if forced:
-        env[_COUNTS] = str(counts)
-        env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).resolve().parent), env.get("PYTHONPATH", "")])
-        command[3:3] = ["-p", Path(__file__).stem]
-    out = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, check=False).stdout
-    summary = (out.strip().splitlines() or ["(no output)"])[-1]
-    failed = {re.sub(r" - .*", "", line) for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))}
-    return summary, failed
-
-
-def _tested(checkout: Path) -> str:
-    """Where the runs import dataloader_sync from (PYTHONPATH, else the install), seen from CHECKOUT."""
-    command = [sys.executable, "-c", "import dataloader_sync; print(dataloader_sync.__file__)"]
-    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False)
-    return done.stdout.strip() or done.stderr.strip()[-200:]
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0].startswith("-"):
         print(__doc__)
         return 2
-    checkout, args = Path(argv[0]).resolve(), argv[1:] or ["graphene_django", "examples"]
+    checkout, args = Path(argv[0]).resolve(), ["-o", "addopts=", *(argv[1:] or ["graphene_django", "examples"])]
     with tempfile.TemporaryDirectory() as tmp:
-        counts = Path(tmp) / "counts.jsonl"
-        plain, plain_failed = _run(checkout, args, False, counts)
-        forced, forced_failed = _run(checkout, args, True, counts)
-        rows = [json.loads(line) for line in counts.read_text().splitlines()] if counts.exists() else []
-    recorded = [row for row in rows if "test" in row]
-    reached = [row["executions"] for row in rows if "executions" in row]
-    print(f"dataloader_sync: {_tested(checkout)}")
-    print(f"without the switch: {plain}\nwith the switch:    {forced}")
+        plain, plain_failed, plain_statements = run(checkout, Path(__file__).stem, args, False, Path(tmp))
+        with_switch, forced_failed, forced_statements = run(checkout, Path(__file__).stem, args, True, Path(tmp))
+        recorded = rows(Path(tmp) / "counts.jsonl")
+    print(f"dataloader_sync: {tested(checkout)}")
+    print(f"without the switch: {plain}\nwith the switch:    {with_switch}")
+    reached = [row["executions"] for row in recorded if "executions" in row]
     for seen in reached:
         print(f"executions given AutoRelationsExecutionContext: {seen.pop('forced', 0)}")
         for name, number in sorted(seen.items()):
-            print(f"executions that named their own class, left as given: {number} {name}")
-    differing = sorted(plain_failed ^ forced_failed)
-    for test in differing:
-        print(f"{'fails only with' if test in forced_failed else 'passes only with'} the switch: {test}")
-    for test in sorted(plain_failed & forced_failed):  # the suite against this install: the switch unseen there
-        print(f"fails in both runs: {test}")
-    for row in recorded:
+            print(f"executions that named a class, left as given: {number} {name}")
+    differing = outcomes(plain_failed, forced_failed)
+    counts = [row for row in recorded if "test" in row]
+    for row in counts:
         bound = "" if row["exact"] else "at most "
         print(f"statements {row['executed']} (the test expects {bound}{row['expected']}): {row['test']}")
-    higher = [row for row in recorded if row["executed"] > row["expected"]]
-    print(f"{len(differing)} outcomes differ; {len({r['test'] for r in recorded})} tests count other statements"
-          f" ({len(higher)} counts higher)")
-    return 1 if differing or higher or not reached else 0
+    more = compare_statements(plain_statements, forced_statements, list_fewer=True)
+    higher = [row for row in counts if row["executed"] > row["expected"]]
+    print(f"{differing} outcomes differ; {len({r['test'] for r in counts})} tests count other statements"
+          f" ({len(higher)} counts higher); {more} tests execute more statements with the switch")
+    return 1 if differing or higher or more or not reached else 0
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
-else:
+elif forced():
     _force()
