@@ -77,8 +77,16 @@ def run(checkout: Path, plugin: str, pytest_args: list[str], with_switch: bool,
     command = [sys.executable, "-m", "pytest", "-q", "-p", plugin, "-p", "no:cacheprovider", "-rfE", *pytest_args]
     out = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True, check=False).stdout
     summary = (out.strip().splitlines() or ["(no output)"])[-1]
+    if not finished(summary):  # a crash (an import error, a syntax error): its last line says what
+        summary = f"did not finish: {summary}"
     failed = {re.sub(r" - .*", "", line) for line in out.splitlines() if line.startswith(("FAILED ", "ERROR "))}
     return summary, failed, {row["test"]: row["statements"] for row in rows(statements)}
+
+
+def finished(summary: str) -> bool:
+    """Whether a run's last line is pytest's result line with tests run (not a crash, not an interrupted
+    collection)."""
+    return re.search(r"\d+ (passed|failed)", summary) is not None
 
 
 def tested(checkout: Path) -> str:

@@ -39,7 +39,8 @@ many executions got the switch, every test whose outcome differs (and those
 failing in both runs, where the switch goes unchecked), every recorded
 statement count, every test whose body executes more or fewer statements with
 the switch, and the totals.  Exit status 1 if an outcome differs, a count or
-a test's statements are higher with the switch, or no execution got it.
+a test's statements are higher with the switch, no execution got it, or a
+run did not finish (its last line is then shown: a syntax error, say).
 """
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _peer_suite import COUNTS, compare_statements, forced, outcomes, rows, run, tested
+from _peer_suite import COUNTS, compare_statements, finished, forced, outcomes, rows, run, tested
 from _peer_suite import pytest_runtest_call as pytest_runtest_call
 
 _executions: dict[str, int] = {}  # "forced", or the name of a class given explicitly: how many executions
@@ -159,7 +160,8 @@ def main(argv: list[str]) -> int:
     higher = [row for row in counts if row["executed"] > row["expected"]]
     print(f"{differing} outcomes differ; {len({r['test'] for r in counts})} tests count other statements"
           f" ({len(higher)} counts higher); {more} tests execute more statements with the switch")
-    return 1 if differing or higher or more or not reached else 0
+    ran = finished(plain) and finished(with_switch)
+    return 1 if differing or higher or more or not reached or not ran else 0
 
 
 if __name__ == "__main__":

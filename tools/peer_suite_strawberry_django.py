@@ -25,8 +25,9 @@ checked.  The report: which dataloader_sync was tested, both runs' outcome
 counts, every test whose outcome differs (and those failing in both runs,
 where the switch goes unchecked), every recorded statement count, every
 test whose body executes more statements with the switch, and the totals.
-Exit status 1 if an outcome differs, or a count or a test's statements are
-higher with the switch.
+Exit status 1 if an outcome differs, a count or a test's statements are
+higher with the switch, or a run did not finish (its last line is then
+shown: a syntax error, say).
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from _peer_suite import COUNTS, compare_statements, forced, outcomes, rows, run, tested
+from _peer_suite import COUNTS, compare_statements, finished, forced, outcomes, rows, run, tested
 from _peer_suite import pytest_runtest_call as pytest_runtest_call
 
 
@@ -111,7 +112,8 @@ def main(argv: list[str]) -> int:
     higher = [row for row in recorded if row["executed"] > row["expected"]]
     print(f"{differing} outcomes differ; {len({r['test'] for r in recorded})} tests count other statements"
           f" ({len(higher)} counts higher); {more} tests execute more statements with the switch")
-    return 1 if differing or higher or more else 0
+    ran = finished(plain) and finished(with_switch)
+    return 1 if differing or higher or more or not ran else 0
 
 
 if __name__ == "__main__":
