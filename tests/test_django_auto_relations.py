@@ -652,3 +652,58 @@ def test_the_debug_toolbar_panel_names_the_relations(schema, library):
     batches = recorder.stats()["batches"]
     assert {"Author.books", "Book.tags"} <= {b["loader"] for b in batches}  # Author.profile: joined
     assert all(len(b["sql"]) == 1 for b in batches)  # each batch's one statement, attributed to it
+
+
+def make_read_beside_schema():
+    """A to-one relation the switch loads (``author``) beside a resolver of the user's reading the same
+    relation on the same instance (``authorName``), on one root object and on a root list."""
+    import graphene
+    from graphene_django import DjangoObjectType
+    from graphene_django.registry import Registry
+    from orm_library import models
+
+    types = Registry()
+
+    class Author(DjangoObjectType):
+        class Meta:
+            model = models.Author
+            fields = ("name",)
+            name = "BesideAuthor"
+            registry = types
+
+    class Book(DjangoObjectType):
+        class Meta:
+            model = models.Book
+            fields = ("title", "author")
+            name = "BesideBook"
+            registry = types
+
+        author_name = graphene.String()
+
+        def resolve_author_name(book, info):
+            return book.author.name
+
+    class Query(graphene.ObjectType):
+        book = graphene.Field(Book, db=graphene.String(required=True))
+        books = graphene.List(graphene.NonNull(Book), db=graphene.String(required=True))
+
+        def resolve_book(root, info, db):
+            return models.Book.objects.using(db).order_by("pk").first()
+
+        def resolve_books(root, info, db):
+            return models.Book.objects.using(db).order_by("pk")
+
+    return graphene.Schema(query=Query)
+
+
+@pytest.mark.parametrize("query, statements", [
+    ("query ($db: String!) { book(db: $db) { author { name } authorName } }", 2),  # the book; its author, once
+    ("query ($db: String!) { book(db: $db) { authorName author { name } } }", 2),
+])
+def test_a_to_one_the_users_code_read_before_the_batch_is_not_loaded_again(orm_db, library, query, statements):
+    library(orm_db, authors=3, books=2)
+    schema = make_read_beside_schema()
+    auto, on = execute(schema, orm_db, query)
+    plain, off = execute(schema, orm_db, query, auto=False)
+    assert auto == plain and '"errors"' not in auto
+    assert on == off == statements
