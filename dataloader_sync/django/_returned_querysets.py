@@ -37,7 +37,7 @@ from django.db.models import Model, QuerySet
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
 
-__all__ = ["ParentKey", "load_returned", "returned_resolver"]
+__all__ = ["ParentKey", "level_value", "load_returned", "returned_resolver"]
 
 
 class ParentKey:
@@ -108,18 +108,29 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
         value = fn(root, info, **args)
         if not isinstance(value, QuerySet):
             return value
-        value = plan(ctx, info, value)
-        if not isinstance(root, Model):
-            return value
-        shape = shape_of(value, root)
-        if shape is None:
-            return value
-        cls = root.__class__
-        label = labels.get(cls)
-        if label is None:
-            label = labels[cls] = f"{cls.__name__}.{python_name or info.field_name}"
-        loader = ctx.auto_loaders().loader_for(load_returned, shape, label=label)
-        return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
+        return level_value(ctx, root, info, value, plan, python_name, labels)
 
     resolve_returned.__wrapped__ = fn  # type: ignore[attr-defined]  # what it stands for (``_python_name``)
     return resolve_returned
+
+
+def level_value(ctx: Any, root: Any, info: Any, value: QuerySet[Any],
+                plan: Callable[[Any, Any, QuerySet[Any]], QuerySet[Any]], python_name: Optional[str],
+                labels: dict[type, str]) -> Any:
+    """*value*, a queryset a resolver returned for *root*, as the level loads it: planned, then a load of
+    its shape's loader when it is a relation queryset of *root*, else the planned queryset.
+
+    *ctx* gives ``auto_loaders()`` (the registry) and ``auto_memo``; the loader is named
+    ``Model.python_name`` (*python_name*, else the field's name), the names kept in *labels*."""
+    value = plan(ctx, info, value)
+    if not isinstance(root, Model):
+        return value
+    shape = shape_of(value, root)
+    if shape is None:
+        return value
+    cls = root.__class__
+    label = labels.get(cls)
+    if label is None:
+        label = labels[cls] = f"{cls.__name__}.{python_name or info.field_name}"
+    loader = ctx.auto_loaders().loader_for(load_returned, shape, label=label)
+    return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))

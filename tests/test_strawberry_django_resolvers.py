@@ -1,0 +1,244 @@
+"""dataloader_sync.strawberry_django.AutoRelationsExtension and fields whose value the user's code gives:
+resolvers returning relation querysets loaded for the whole level (one statement per query shape per level),
+strawberry-django's field hints honoured with the switch alone, and both extensions on never costing more than
+the optimizer alone; the same response as without the switch, on SQLite and PostgreSQL.
+
+No ``from __future__ import annotations``: the types are made inside a function and strawberry resolves their
+annotations from the real objects.
+"""
+import json
+from typing import Optional
+
+import pytest
+
+pytest.importorskip("django")
+pytest.importorskip("strawberry_django", reason="strawberry-django needs graphql-core 3.3: .ci/strawberry-django")
+
+from orm_fixtures import library, orm_db  # noqa: F401
+
+pytestmark = pytest.mark.usefixtures("django_example_project")
+
+#: The four ways a schema runs: (switch, optimizer).
+OFF, SWITCH, OPTIMIZER, BOTH = (False, False), (True, False), (False, True), (True, True)
+
+
+def make_schema(auto: bool, optimizer: bool, optimizer_first: bool = True):
+    import strawberry
+    import strawberry_django
+    from django.db.models import Count, Prefetch
+    from orm_library import models
+    from strawberry_django.optimizer import DjangoOptimizerExtension
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.type(models.Tag)
+    class TagType:
+        name: strawberry.auto
+
+    @strawberry_django.type(models.Review)
+    class ReviewType:
+        rating: strawberry.auto
+
+    @strawberry_django.type(models.Publisher)
+    class PublisherType:
+        name: strawberry.auto
+
+    @strawberry_django.type(models.Book)
+    class BookType:
+        title: strawberry.auto
+        year: strawberry.auto
+        tags: list[TagType]
+        reviews: list[ReviewType]
+
+        @strawberry_django.field(prefetch_related=["reviews"])
+        def rating_sum(self) -> int:
+            return sum(review.rating for review in self.reviews.all())
+
+        @strawberry_django.field
+        def picked(self) -> list[int]:  # the reviews a resolver's queryset prefetched as ``picked``
+            return [review.rating for review in getattr(self, "picked", [])]
+
+    @strawberry_django.type(models.Author)
+    class AuthorType:
+        name: strawberry.auto
+        publisher: Optional[PublisherType]
+        books: list[BookType]
+        book_count: int = strawberry_django.field(annotate=Count("books"))
+        publisher_name: str = strawberry_django.field(select_related=["publisher"])
+        year_total: int  # a model_property with prefetch_related=["books"] (the year_total fixture)
+
+        @strawberry_django.field
+        def recent_books(self) -> list[BookType]:
+            return self.books.filter(year__gte=2001).order_by("-year")
+
+        @strawberry_django.field
+        def first_books(self) -> list[BookType]:
+            return self.books.order_by("-title")[:2]
+
+        @strawberry.field
+        def plain_books(self) -> list[BookType]:
+            return self.books.filter(year__lte=2001)
+
+        @strawberry_django.field
+        def books_of(self) -> list[BookType]:
+            return models.Book.objects.using(self._state.db).filter(author=self).exclude(year=2001).order_by("title")
+
+        @strawberry_django.field(prefetch_related=["books"])
+        def title_list(self) -> str:
+            return ", ".join(book.title for book in self.books.all())
+
+    def rated(author, **condition):  # the author's books, their reviews of one kind prefetched as ``picked``
+        reviews = models.Review.objects.filter(**condition).order_by("id")
+        return author.books.order_by("id").prefetch_related(Prefetch("reviews", queryset=reviews, to_attr="picked"))
+
+    @strawberry_django.type(models.Author)
+    class RatedAuthor:
+        @strawberry_django.field
+        def well_rated(self) -> list[BookType]:
+            return rated(self, rating__gte=3)
+
+        @strawberry_django.field
+        def poorly_rated(self) -> list[BookType]:
+            return rated(self, rating__lt=3)
+
+    @strawberry.type
+    class Query:
+        @strawberry_django.field
+        def rated_authors(self, info: strawberry.Info) -> list[RatedAuthor]:
+            return models.Author.objects.using(info.context.alias).order_by("id")
+
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[AuthorType]:
+            return models.Author.objects.using(info.context.alias).order_by("id")
+
+        @strawberry_django.field
+        def author_list(self, info: strawberry.Info) -> list[AuthorType]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    extensions = [DjangoOptimizerExtension] if optimizer else []
+    if auto:
+        extensions = [*extensions, AutoRelationsExtension] if optimizer_first else [AutoRelationsExtension, *extensions]
+    return strawberry.Schema(query=Query, extensions=extensions)
+
+
+@pytest.fixture
+def year_total(monkeypatch):
+    """``Author.year_total``: a ``strawberry_django.model_property`` that reads ``self.books``, hinted."""
+    from orm_library import models
+    from strawberry_django.descriptors import model_property
+
+    def year_total(self) -> int:
+        return sum(book.year for book in self.books.all())
+
+    prop = model_property(year_total, prefetch_related=["books"])
+    prop.__set_name__(models.Author, "year_total")
+    monkeypatch.setattr(models.Author, "year_total", prop, raising=False)
+
+
+class Context:
+    def __init__(self, alias: str) -> None:
+        from dataloader_sync import DataLoaderRegistry
+
+        self.loaders = DataLoaderRegistry()
+        self.alias = alias
+
+
+def run(schema, alias, query):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    context = Context(alias)
+    with CaptureQueriesContext(connections[alias]) as queries:
+        result = schema.execute_sync(query, context_value=context)
+    context.loaders.close()
+    return json.dumps({"data": result.data, "errors": [str(e) for e in result.errors or ()]}), len(queries), \
+        sorted(context.loaders.keys())
+
+
+def measure(alias, query, ways=(OFF, SWITCH, OPTIMIZER, BOTH)):
+    """``{way: (response, statements, loader names)}``."""
+    return {way: run(make_schema(*way), alias, query) for way in ways}
+
+
+RECENT = "{ authors { name recentBooks { title tags { name } } } }"
+FIRST = "{ authorList { name firstBooks { title year reviews { rating } } } }"
+PLAIN = "{ authors { plainBooks { title } } }"
+BOOKS_OF = "{ authorList { booksOf { title tags { name } } } }"
+TWO_SHAPES = "{ authors { recentBooks { title } firstBooks { title } again: recentBooks { year } } }"
+
+# statements: (off, switch, optimizer, both); 6 authors of 3 books, 2 tags and 2 reviews each
+RETURNED = [
+    (RECENT, (1 + 6 + 12, 3, 1 + 6 * 2, 3)),  # authors; recent books; their tags
+    (FIRST, (1 + 6 + 12, 3, 1 + 6 * 2, 3)),  # a slice: one window per parent
+    (PLAIN, (1 + 6, 2, 1 + 6, 2)),  # a @strawberry.field
+    (BOOKS_OF, (1 + 6 + 12, 3, 1 + 6 * 2, 3)),  # Book.objects.filter(author=self)
+    # two shapes, one loader each, and an alias of one reuses its loader; with the optimizer the alias selects
+    # other columns (its only()): a third shape
+    (TWO_SHAPES, (1 + 6 * 3, 3, 1 + 6 * 3, 4)),
+]
+
+
+@pytest.mark.parametrize(("query", "counts"), RETURNED,
+                         ids=["filtered", "sliced", "strawberry.field", "filter(author=self)", "two shapes"])
+def test_relation_querysets_resolvers_return_are_loaded_for_the_level(orm_db, library, query, counts):
+    library(orm_db, authors=6, books=3, reviews=2)
+    found = measure(orm_db, query)
+    off = found[OFF][0]
+    assert '"errors": []' in off and all(response == off for response, _, _ in found.values())
+    assert tuple(statements for _, statements, _ in found.values()) == counts
+
+
+def test_the_level_loaders_are_named_after_the_field(orm_db, library):
+    library(orm_db, authors=3, books=2)
+    _, _, names = run(make_schema(True, False), orm_db, TWO_SHAPES)
+    assert names == ["Author.first_books", "Author.recent_books"]  # the model and the resolver's name
+
+
+@pytest.mark.parametrize("optimizer_first", [True, False], ids=["optimizer listed first", "switch listed first"])
+def test_the_optimizer_does_not_evaluate_each_parent_queryset_first(orm_db, library, optimizer_first):
+    library(orm_db, authors=6, books=3, reviews=2)
+    plain, plain_statements, _ = run(make_schema(False, True), orm_db, RECENT)
+    both, statements, _ = run(make_schema(True, True, optimizer_first), orm_db, RECENT)
+    assert both == plain and '"errors": []' in both
+    assert statements == 3 < plain_statements
+
+
+HINTED = "{ authors { name publisherName yearTotal titleList } }"
+ANNOTATED = "{ authors { name bookCount } }"
+NESTED_HINT = "{ authorList { name books { title ratingSum } } }"
+
+
+@pytest.mark.usefixtures("year_total")
+@pytest.mark.parametrize(("query", "counts"), [
+    # select_related, a model_property's and a resolver's prefetch_related on a root's queryset: the authors
+    # (their publishers joined), their books
+    (HINTED, (1 + 4 + 6 + 6, 2, 2, 2)),
+    (NESTED_HINT, (1 + 6 + 18, 3, 1 + 6 * 2, 3)),  # on a relation batch's rows: the authors, books, reviews
+], ids=["on a root's queryset", "on a relation batch"])
+def test_field_hints_are_honoured_with_the_switch_alone(orm_db, library, query, counts):
+    library(orm_db, authors=6, books=3, reviews=2)
+    found = measure(orm_db, query)
+    off = found[OFF][0]
+    assert '"errors": []' in off and all(response == off for response, _, _ in found.values())
+    assert tuple(statements for _, statements, _ in found.values()) == counts
+
+
+def test_an_annotate_hint_is_honoured_with_the_switch_alone(orm_db, library):
+    # strawberry-django reads bookCount off an annotation only its optimizer makes: off, the field fails;
+    # the switch alone answers as the optimizer does
+    library(orm_db, authors=6, books=3)
+    found = measure(orm_db, ANNOTATED)
+    assert "has no attribute 'book_count'" in found[OFF][0]
+    optimized = found[OPTIMIZER][0]
+    assert '"bookCount": 3' in optimized and found[SWITCH][0] == optimized == found[BOTH][0]
+    assert [statements for _, statements, _ in found.values()][1:] == [1, 1, 1]
+
+
+def test_querysets_that_prefetch_differently_are_two_shapes(orm_db, library):
+    # the same SQL, two Prefetch querysets under one to_attr: one loader for both would give one field the
+    # other's reviews
+    library(orm_db, authors=4, books=2, reviews=3)
+    query = "{ ratedAuthors { wellRated { title picked } poorlyRated { title picked } } }"
+    found = measure(orm_db, query, ways=(OFF, SWITCH))
+    assert found[SWITCH][0] == found[OFF][0] and '"errors": []' in found[OFF][0]
+    assert found[SWITCH][1] == 1 + 2 * 2 < found[OFF][1]  # the authors; each field's books and their reviews
