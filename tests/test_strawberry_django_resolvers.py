@@ -242,3 +242,32 @@ def test_querysets_that_prefetch_differently_are_two_shapes(orm_db, library):
     found = measure(orm_db, query, ways=(OFF, SWITCH))
     assert found[SWITCH][0] == found[OFF][0] and '"errors": []' in found[OFF][0]
     assert found[SWITCH][1] == 1 + 2 * 2 < found[OFF][1]  # the authors; each field's books and their reviews
+
+
+# (query, statements: off, switch, optimizer, both); 6 authors of 3 books, 2 tags and 2 reviews each
+SHAPES = [
+    ("{ authors { name books { title tags { name } reviews { rating } } publisher { name } } }", (47, 4, 4, 4)),
+    ("{ authorList { name books { title tags { name } reviews { rating } } publisher { name } } }", (47, 5, 23, 5)),
+    ("{ authors { recentBooks { title tags { name } reviews { rating } ratingSum } firstBooks { title } } }",
+     (49, 5, 25, 5)),
+    ("{ authorList { recentBooks { title tags { name } } books { title ratingSum picked } titleList yearTotal } }",
+     (55, 17, 37, 17)),  # a list at the root: the properties reading self.books have no queryset to hint
+    ("{ authors { booksOf { title reviews { rating } } plainBooks { title tags { name } } } }", (37, 5, 25, 5)),
+    # two hints prefetch the books the selection reads too: one prefetch, whose rows get the books' own hints
+    ("{ authors { name publisherName yearTotal titleList books { ratingSum reviews { rating } } } }",
+     (59, 3, 3, 3)),
+]
+
+
+@pytest.mark.usefixtures("year_total")
+@pytest.mark.parametrize(("query", "counts"), SHAPES, ids=[
+    "relations", "relations under a list", "returned querysets", "properties under a list", "two kinds of resolver",
+    "a hinted prefetch the selection reads"])
+def test_with_the_switch_never_more_statements_than_the_optimizer_alone(orm_db, library, query, counts):
+    library(orm_db, authors=6, books=3, reviews=2)
+    found = measure(orm_db, query)
+    off = found[OFF][0]
+    assert '"errors": []' in off and all(response == off for response, _, _ in found.values())
+    statements = tuple(statements for _, statements, _ in found.values())
+    assert statements == counts
+    assert statements[1] <= statements[2] and statements[3] <= statements[2]

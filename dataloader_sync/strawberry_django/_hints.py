@@ -12,7 +12,14 @@ fields its selection selects, unless the optimizer optimized that queryset
 already (it applied them itself):
 
 - ``prefetch_related``: added, but for a path the queryset prefetches already
-  (the queryset's own ``Prefetch`` is kept);
+  (the queryset's own ``Prefetch`` is kept), one per path (hints that
+  prefetch one path differently are all left out: Django refuses the pair,
+  and either would change what the other's field reads).  A hint of one
+  relation the selection reads as a field too (``books`` hinted by a
+  property, ``books { reviews { rating } }`` selected; a field with no
+  arguments whose type has no ``get_queryset``) becomes a ``Prefetch``
+  whose queryset is what the switch's batch of that field would run: its
+  to-one hops joined, its own child fields' hints, ``FETCH_LEVEL``;
 - ``select_related``: added when every hop of the path is a to-one relation
   and the queryset defers no column (a deferred key cannot be joined);
 - ``only``: the to-one hops of its paths (``publisher__name``) joined as
@@ -46,14 +53,11 @@ from django.core.exceptions import FieldDoesNotExist, FieldError
 from django.db.models import Prefetch, QuerySet
 from graphql import GraphQLObjectType, get_named_type
 
-from ..django._auto import join_hop, relation_of
+from ..django._auto import AutoRelation, join_hop, relation_of, with_level_mode
 from ..graphql._auto_relations import _subfields
+from ._fields import DEFINITION, joins, relation_field
 
 __all__ = ["Hints", "with_hints"]
-
-#: strawberry's key, in a graphql-core field's extensions, of its StrawberryField.
-_DEFINITION = "strawberry-definition"
-
 
 class Hints:
     """The hints of one selection's fields, checked against the level's model.  Immutable."""
@@ -124,16 +128,61 @@ def hints_of(ctx: Any, info: Any, model: Any) -> Optional[Hints]:
     gql_type = get_named_type(info.return_type)
     found = None
     if isinstance(gql_type, GraphQLObjectType):
-        stores = [store for name in _subfields(gql_type, nodes, info.fragments)
-                  for store in _stores(gql_type.fields.get(name), model)]
+        subfields = _subfields(gql_type, nodes, info.fragments)
+        stores = [store for name in subfields for store in _stores(gql_type.fields.get(name), model)]
         found = _checked(stores, model) if stores else None
+        if found is not None and found.prefetch:
+            prefetch = tuple(_served(ctx, lookup, gql_type, subfields, info.fragments, model)
+                             for lookup in found.prefetch)
+            found = Hints(found.select, prefetch, found.annotate)
     memo[key] = found
     return found
 
 
+class _Selection:
+    """What ``join_paths`` and ``hints_of`` read of a resolve info, for a child field's selection."""
+
+    __slots__ = ("field_nodes", "fragments", "return_type")
+
+    def __init__(self, field_nodes: list[Any], fragments: Any, return_type: Any) -> None:
+        self.field_nodes = field_nodes
+        self.fragments = fragments
+        self.return_type = return_type
+
+
+def _served(ctx: Any, lookup: Any, gql_type: Any, subfields: dict[str, list[Any]], fragments: Any,
+            model: Any) -> Any:
+    """A prefetch hint of one relation that the selection reads as a field too (``books`` hinted by a
+    property, ``books { reviews { rating } }`` selected): a ``Prefetch`` of it whose queryset is what the
+    switch's batch of that field would run (its to-one hops joined, its child fields' hints), so the rows
+    prefetched serve the field's own selection as its batch would.  *lookup* itself when the field
+    takes arguments, its type has a ``get_queryset`` of its own, or it is no such field."""
+    if not isinstance(lookup, str) or "__" in lookup:
+        return lookup
+    for name, nodes in subfields.items():
+        field_def = gql_type.fields.get(name)
+        field = relation_field(field_def) if field_def is not None else None
+        if field is None or (field.django_name or field.python_name) != lookup:
+            continue
+        auto = relation_of(model, lookup)
+        if field.is_connection or not field.is_list or not isinstance(auto, AutoRelation) or not auto.rel.many \
+                or any(node.arguments for node in nodes) \
+                or callable(getattr(getattr(field, "django_type", None), "get_queryset", None)):
+            return lookup
+        child = _Selection(nodes, fragments, field_def.type)
+        related = auto.rel.related_model
+        queryset = auto.rel.manager().all()
+        joined = joins(ctx, child, related)
+        if joined:
+            queryset = queryset.select_related(*joined)
+        hints = hints_of(ctx, child, related)
+        return Prefetch(lookup, queryset=with_level_mode(queryset if hints is None else hints.apply(queryset)))
+    return lookup
+
+
 def _stores(field_def: Any, model: Any) -> list[tuple[str, Any]]:
     """``(field name, store)`` of the hints a field gives: its own, and its model property's."""
-    field = None if field_def is None else (field_def.extensions or {}).get(_DEFINITION)
+    field = None if field_def is None else (field_def.extensions or {}).get(DEFINITION)
     if field is None:
         return []
     found = []
@@ -165,17 +214,32 @@ def _checked(stores: list[tuple[str, Any]], model: Any) -> Optional[Hints]:
         for path in [*store.select_related, *(p.rsplit("__", 1)[0] for p in store.only if "__" in p)]:
             if _to_one_path(model, path) and path not in select:
                 select.append(path)
-        for lookup in store.prefetch_related:
-            if not callable(lookup) and relation_of(model, _through(lookup).split("__")[0]) is not None:
-                prefetch.append(lookup)
+        prefetch.extend(lookup for lookup in store.prefetch_related
+                        if not callable(lookup) and relation_of(model, _through(lookup).split("__")[0]) is not None)
         for label, expression in store.annotate.items():
             label = name if label == placeholder else label
             if callable(expression) or label in annotate or _model_field(model, label):
                 continue
             annotate[label] = expression
+    prefetch = _one_per_path(prefetch)
     if not (select or prefetch or annotate):
         return None
     return Hints(tuple(select), tuple(prefetch), annotate)
+
+
+def _one_per_path(lookups: list[Any]) -> list[Any]:
+    """*lookups*, one per path: hints that prefetch one path alike are one; two that prefetch it
+    differently (two ``Prefetch`` querysets, or one and the plain path) are both left out: Django refuses
+    the pair, and either would change what the other's field reads."""
+    by_path: dict[str, list[Any]] = {}
+    for lookup in lookups:
+        by_path.setdefault(_through(lookup), []).append(lookup)
+    kept = []
+    for found in by_path.values():
+        first = found[0]
+        if all(lookup is first or (isinstance(lookup, str) and lookup == first) for lookup in found):
+            kept.append(first)
+    return kept
 
 
 def _to_one_path(model: Any, path: str) -> bool:
