@@ -83,6 +83,10 @@ def make_schema(auto: bool, optimizer: bool, optimizer_first: bool = True):
         def books_of(self) -> list[BookType]:
             return models.Book.objects.using(self._state.db).filter(author=self).exclude(year=2001).order_by("title")
 
+        @strawberry_django.field
+        def latest_book(self) -> Optional[BookType]:  # strawberry-django evaluates it: first()
+            return self.books.order_by("-year", "id")
+
         @strawberry_django.field(prefetch_related=["books"])
         def title_list(self) -> str:
             return ", ".join(book.title for book in self.books.all())
@@ -253,6 +257,9 @@ SHAPES = [
     ("{ authorList { recentBooks { title tags { name } } books { title ratingSum picked } titleList yearTotal } }",
      (55, 17, 37, 17)),  # a list at the root: the properties reading self.books have no queryset to hint
     ("{ authors { booksOf { title reviews { rating } } plainBooks { title tags { name } } } }", (37, 5, 25, 5)),
+    # a to-one resolver's queryset, evaluated by strawberry-django (first()) with the optimizer off: the switch
+    # batches the rows' relations across the level
+    ("{ authors { latestBook { title reviews { rating } tags { name } ratingSum } } }", (25, 15, 19, 15)),
     # two hints prefetch the books the selection reads too: one prefetch, whose rows get the books' own hints
     ("{ authors { name publisherName yearTotal titleList books { ratingSum reviews { rating } } } }",
      (59, 3, 3, 3)),
@@ -262,7 +269,7 @@ SHAPES = [
 @pytest.mark.usefixtures("year_total")
 @pytest.mark.parametrize(("query", "counts"), SHAPES, ids=[
     "relations", "relations under a list", "returned querysets", "properties under a list", "two kinds of resolver",
-    "a hinted prefetch the selection reads"])
+    "a to-one resolver", "a hinted prefetch the selection reads"])
 def test_with_the_switch_never_more_statements_than_the_optimizer_alone(orm_db, library, query, counts):
     library(orm_db, authors=6, books=3, reviews=2)
     found = measure(orm_db, query)

@@ -19,7 +19,10 @@ optimizes it, per parent).  So the resolver runs with the optimizer off
 (``DjangoOptimizerExtension.disabled()``, its public switch) and what it
 returns is optimized once, then loaded for the level: the optimizer's
 ``only()``, joins and prefetches of the child selection are in the level's
-one statement, whichever order the two extensions are listed in.
+one statement, whichever order the two extensions are listed in.  A to-one
+field's queryset, which strawberry-django evaluates itself (``first()``),
+is then read unoptimized, and the relations of its row are the switch's
+batches across the level (cheaper than the optimizer's prefetches per row).
 
 Guarantees:
 - Anything but an unevaluated queryset is returned as it is (one
