@@ -18,6 +18,15 @@ from orm_fixtures import library, orm_db  # noqa: F401
 pytestmark = pytest.mark.usefixtures("django_example_project")
 
 
+def _root_statements() -> int:
+    """QUERY's statements with the switch alone: the root's queryset has its to-one hops joined in, but on
+    strawberry-django < 0.92, which evaluates a list field's queryset itself before the switch sees it."""
+    from importlib.metadata import version
+
+    fetched = tuple(int(part) for part in version("strawberry-graphql-django").split(".")[:2]) < (0, 92)
+    return 6 if fetched else 4
+
+
 def make_schema(auto: bool, optimizer: bool, opt_out: bool = False, context_class=None):
     """With *auto*, the extension alone (no ``execution_context_class`` unless *context_class*)."""
     import strawberry
@@ -127,7 +136,7 @@ def test_relation_fields_without_resolvers_are_batched(orm_db, library, optimize
     plain, plain_statements, _ = run(make_schema(False, optimizer), orm_db, query)
     assert auto == plain and '"errors": []' in auto
     if not optimizer:  # one statement per relation per level; the root's to-one hops joined into its statement
-        assert statements == (4 if query is QUERY else 3) < plain_statements
+        assert statements == (_root_statements() if query is QUERY else 3) < plain_statements
         assert "Author.books" in "".join(registry.keys())
     else:  # the optimizer prefetches them all: used as they are
         assert statements == plain_statements
@@ -195,7 +204,7 @@ def test_execution_context_class_stays_optional_and_a_subclass_of_ours_is_kept(o
         schema = make_schema(True, False, context_class=context_class)
         auto, statements, _ = run(schema, orm_db, QUERY)
         assert auto == plain and '"errors": []' in auto
-        assert statements == 4 < plain_statements
+        assert statements == _root_statements() < plain_statements
         if context_class is not None:
             assert schema.execution_context_class is context_class
 

@@ -90,6 +90,10 @@ def _returns(graphql_field: Any) -> Optional[_Returns]:
         return None
     if getattr(field, "is_connection", False) or getattr(field, "is_paginated", False):
         return None
+    if getattr(field, "disable_fetch_list_results", None) is False and field.is_list:
+        # strawberry-django < 0.92 evaluates a list field's queryset itself, per parent, before the switch
+        # sees it: the field is left as it is (the optimizer on, if it is, as without the switch)
+        return None
     return _Returns(getattr(field, "python_name", None))
 
 

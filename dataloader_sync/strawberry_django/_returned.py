@@ -24,6 +24,12 @@ field's queryset, which strawberry-django evaluates itself (``first()``),
 is then read unoptimized, and the relations of its row are the switch's
 batches across the level (cheaper than the optimizer's prefetches per row).
 
+strawberry-django < 0.92 evaluates a list field's queryset itself
+(``qs._fetch_all()`` in its ``get_result``), per parent, before any
+extension sees it: ``_auto`` leaves such fields (a
+``StrawberryDjangoField`` whose ``disable_fetch_list_results`` is False,
+read for that) as they are, optimizer included.
+
 Guarantees:
 - Anything but an unevaluated queryset is returned as it is (one
   ``isinstance`` check); a queryset that is no relation of the parent is
