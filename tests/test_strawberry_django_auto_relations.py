@@ -244,10 +244,19 @@ def make_connection_schema(auto: bool, optimizer: bool):
     class PagedBook(relay.Node):
         title: strawberry.auto
 
+    @strawberry_django.type(models.Book)
+    class JoinedBook(relay.Node):
+        title: strawberry.auto
+
+        @classmethod
+        def get_queryset(cls, queryset, info, **kwargs):  # a join (to-one): the counts are a query of their own
+            return queryset.filter(author__name__startswith="author")
+
     @strawberry_django.type(models.Author)
     class PagedAuthor(relay.Node):
         name: strawberry.auto
         books: DjangoListConnection[PagedBook] = strawberry_django.connection(filters=PagedBookFilter)
+        joined_books: DjangoListConnection[JoinedBook] = strawberry_django.connection(field_name="books")
 
     @strawberry.type
     class Query:
@@ -267,7 +276,16 @@ def test_connection_fields_on_relations_page_in_the_batch(orm_db, library, optim
     auto, statements, registry = run(make_connection_schema(True, optimizer), orm_db, query)
     plain, plain_statements, _ = run(make_connection_schema(False, optimizer), orm_db, query)
     assert auto == plain and '"errors": []' in auto
-    assert statements == 3 < plain_statements  # the authors; the pages; their counts
+    assert statements == 2 < plain_statements  # the authors; the pages with their counts (a window)
+
+
+def test_the_counts_of_a_connection_whose_queryset_joins_a_table_are_a_statement_of_their_own(orm_db, library):
+    library(orm_db, authors=6, books=4)
+    query = "{ authors { name joinedBooks(first: 2) { totalCount edges { node { title } } } } }"
+    auto, statements, registry = run(make_connection_schema(True, False), orm_db, query)
+    plain, plain_statements, _ = run(make_connection_schema(False, False), orm_db, query)
+    assert auto == plain and '"errors": []' in auto and '"totalCount": 4' in auto
+    assert statements == 3 < plain_statements  # the authors; the pages; their counts (GROUP BY)
 
 
 def make_cursor_schema(auto: bool):

@@ -61,7 +61,7 @@ from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
-from ._orm import _related_key, _related_name, load_related
+from ._orm import _related_key, _related_name, load_related, load_related_counted
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
@@ -79,10 +79,20 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
         joined: ``select_related`` paths from the related model: the to-one
             relations the child selection reads, joined into the same statement.
     """
+    return load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+
+
+def load_auto_related_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
+                              first: int, joined: tuple[str, ...] = ()) -> tuple[list[list[Any]], list[int]]:
+    """``load_related_counted`` with the queryset ``load_auto_related`` runs (the pages' counts, ``_pages``)."""
+    return load_related_counted(instances, field, _auto_queryset(field, queryset, joined), first)
+
+
+def _auto_queryset(field: Any, queryset: Optional[QuerySet[Any]], joined: tuple[str, ...]) -> Optional[QuerySet[Any]]:
     queryset = level_queryset(field, queryset)
     if joined:
         queryset = (relation(field).manager().all() if queryset is None else queryset).select_related(*joined)
-    return load_related(instances, field, queryset, first)
+    return queryset
 
 
 def _level_mode() -> Any:
@@ -148,6 +158,7 @@ def _auto_name(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Opti
     return f"{name}, select_related=({', '.join(joined)})" if joined else name
 
 
+load_auto_related.dataloader_counted = load_auto_related_counted  # type: ignore[attr-defined]
 load_auto_related.dataloader_key = _auto_key  # type: ignore[attr-defined]
 load_auto_related.dataloader_name = _auto_name  # type: ignore[attr-defined]
 load_auto_related.dataloader_name_is_label = True  # type: ignore[attr-defined]

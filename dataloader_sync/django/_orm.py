@@ -41,7 +41,7 @@ from typing import Any, Optional, Union
 
 from django.core.exceptions import ValidationError
 from django.db import router
-from django.db.models import F, Func, Model, QuerySet, Window
+from django.db.models import Count, F, Func, Model, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from .._core import DataLoader
@@ -51,10 +51,12 @@ from ._connections import batch_connection
 from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label, using_alias
 from ._relations import Relation, generic_filter, relation
 
-__all__ = ["load_model", "load_related", "model_loader", "related_loader", "unlinked"]
+__all__ = ["counts_in_window", "load_model", "load_related", "load_related_counted", "model_loader", "related_loader",
+           "unlinked"]
 
 _PARENT = "_dataloader_sync_parent"  # annotation: the parent key a related row belongs to
 _ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent (first=)
+_TOTAL = "_dataloader_sync_total"  # annotation: the number of the parent's rows (load_related_counted)
 
 
 def _check_first(first: Any, rel: Relation) -> None:
@@ -116,10 +118,7 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     rel = _checked(field, queryset, first)
     if rel.reverse_path is not None and _by_parent_key(rel, instances, queryset):
         return _load_by_parent_key(rel, instances, queryset)
-    _load_deferred_keys(instances, rel.parent_attname)
-    parents = [getattr(instance, rel.parent_attname) for instance in instances]
-    if rel.generic is not None:  # the parents' keys as the object id column holds them
-        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
+    parents = _parent_keys(rel, instances)
     found: dict[Any, Any] = {}
     if not _empty(queryset):
         for db, keys in keys_by_database(rel, queryset, instances, parents).items():
@@ -127,6 +126,44 @@ def load_related(instances: Sequence[Model], field: Any, queryset: Optional[Quer
     if rel.many:
         return [list(found.get(key, ())) if key is not None else [] for key in parents]
     return [found.get(key) if key is not None else None for key in parents]
+
+
+def _parent_keys(rel: Relation, instances: Sequence[Model]) -> list[Any]:
+    """Each instance's key in the relation (deferred ones read first, see ``_load_deferred_keys``)."""
+    _load_deferred_keys(instances, rel.parent_attname)
+    parents = [getattr(instance, rel.parent_attname) for instance in instances]
+    if rel.generic is not None:  # the parents' keys as the object id column holds them
+        parents = [rel.key_field.to_python(key) if key is not None else None for key in parents]
+    return parents
+
+
+def counts_in_window(field: Any, queryset: Optional[QuerySet[Any]]) -> bool:
+    """Whether ``load_related_counted`` counts each parent's rows of *queryset* as ``count_related`` does:
+    a to-many *field* and a queryset that joins no table (a join to a many side could repeat a row)."""
+    rel = relation(field)
+    if not rel.many:
+        return False
+    if queryset is None:
+        return True
+    query = queryset.query
+    return len(query.alias_map) <= 1 and not query.distinct and query.group_by is None \
+        and query.combinator is None
+
+
+def load_related_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
+                         first: int) -> tuple[list[list[Any]], list[int]]:
+    """``load_related(instances, field, queryset, first)`` for a to-many *field*, and how many rows of
+    *queryset* each parent has, read in the same statement (``COUNT(*) OVER (PARTITION BY parent)``
+    beside the rows' ``ROW_NUMBER()``).  For querysets ``counts_in_window`` accepts."""
+    rel = _checked(field, queryset, first)
+    parents = _parent_keys(rel, instances)
+    found: dict[Any, Any] = {}
+    totals: dict[Any, int] = {}
+    if not _empty(queryset):
+        for db, keys in keys_by_database(rel, queryset, instances, parents).items():
+            found.update(_fetch(rel, queryset, first, db, list(dict.fromkeys(keys)), totals))
+    return ([list(found.get(key, ())) if key is not None else [] for key in parents],
+            [totals.get(key, 0) if key is not None else 0 for key in parents])
 
 
 def keys_by_database(rel: Relation, queryset: Optional[QuerySet[Any]], instances: Sequence[Model],
@@ -199,8 +236,10 @@ def _load_deferred_keys(instances: Sequence[Model], attname: str) -> None:
 
 
 def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int], db: str,
-           keys: list[Any]) -> dict[Any, Any]:
-    """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``)."""
+           keys: list[Any], totals: Optional[dict[Any, int]] = None) -> dict[Any, Any]:
+    """``{parent key: [rows] or row}`` for *keys* on *db*: one statement (per chunk, see ``_querysets``).
+    With *totals* (and *first*), each parent's number of all its rows is stored there, from the same
+    statement."""
     base = (rel.manager().all() if queryset is None else unlinked(rel, queryset)).using(db)
     if rel.generic is not None:
         base = base.filter(**generic_filter(rel, db))
@@ -214,6 +253,8 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
         # column (order_by("author__name")).  The same column, as an expression of its own.
         base = base.annotate(**{_PARENT: Func(F(rel.path), template="%(expressions)s")})
         base = base.annotate(**{_ROW: Window(RowNumber(), partition_by=F(_PARENT), order_by=ordering)})
+        if totals is not None:
+            base = base.annotate(**{_TOTAL: Window(Count("pk"), partition_by=F(_PARENT))})
         base = base.filter(**{f"{_ROW}__lte": first})
     base = base.order_by(*ordering)
     found: dict[Any, Any] = {}
@@ -222,6 +263,8 @@ def _fetch(rel: Relation, queryset: Optional[QuerySet[Any]], first: Optional[int
             for row in chunk:
                 key = row.__dict__.pop(_PARENT)
                 row.__dict__.pop(_ROW, None)
+                if totals is not None:
+                    totals[key] = row.__dict__.pop(_TOTAL)
                 if rel.many:
                     found.setdefault(key, []).append(row)
                 else:
@@ -266,6 +309,7 @@ def _related_name(field: Any, queryset: Optional[QuerySet[Any]] = None, first: O
 
 # The family's hooks for DataLoaderRegistry.loader_for: a queryset counts by
 # its SQL, not by the object, and the name reads "load_related(Author.books)".
+load_related.dataloader_counted = load_related_counted  # type: ignore[attr-defined]  # _pages: counts in the page
 load_related.dataloader_key = _related_key  # type: ignore[attr-defined]
 load_related.dataloader_name = _related_name  # type: ignore[attr-defined]
 

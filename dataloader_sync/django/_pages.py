@@ -12,7 +12,12 @@ Guarantees:
 - One SQL query per batch for the rows (``load_related`` with ``queryset=``
   and ``first=``: a window function when limited), plus one for the counts
   when ``count`` is true (``GROUP BY`` the parent link), whatever the number
-  of parents.
+  of parents.  A request made with ``in_page`` (strawberry-django's
+  connections) has the counts read from the rows' own query instead
+  (``COUNT(*) OVER (PARTITION BY parent)``) when the batch function offers
+  it (its ``dataloader_counted``: ``load_related``'s and the auto
+  relations') and the queryset joins no table (``counts_in_window``: a join
+  to a many side could repeat a row, which the grouped count would not).
 - Equal querysets (same SQL and parameters) share a family: the key is
   ``load_related``'s own (``dataloader_key``), with the count flag.
 - The rows and the counts are read from the same database: the queryset's
@@ -31,7 +36,7 @@ from graphql import FieldNode, FragmentSpreadNode, InlineFragmentNode
 from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connections import batch_connection
-from ._orm import keys_by_database, unlinked
+from ._orm import counts_in_window, keys_by_database, unlinked
 from ._querysets import key_chunks
 from ._relations import generic_filter, relation
 
@@ -116,7 +121,7 @@ def count_related(instances: Sequence[Any], field: Any, queryset: Optional[model
 
 
 def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any, queryset: Any = None,
-              first: Optional[int] = None, count: bool = False) -> list[Page]:
+              first: Optional[int] = None, count: bool = False, in_page: bool = False) -> list[Page]:
     """Batch function of the page families: ``load_related``'s lists as :class:`Page`\\ s, counted if asked.
 
     Args:
@@ -124,12 +129,19 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
         load_related: ``dataloader_sync.django.load_related``.
         field, queryset, first: as for ``load_related``.
         count: also count each parent's rows in *queryset* (one more query).
+        in_page: count them in the rows' query where it can (see the module notes).
 
     Returns:
         One ``Page`` per parent, in order.
     """
-    rows = load_related(instances, field, queryset=queryset, first=first)
-    totals = count_related(instances, field, queryset) if count else None
+    counted = getattr(load_related, "dataloader_counted", None) if in_page else None
+    totals: Optional[list[int]] = None
+    if count and first is not None and counted is not None and counts_in_window(field, queryset):
+        rows, totals = counted(instances, field, queryset, first)  # the counts from the rows' statement
+    else:
+        rows = load_related(instances, field, queryset=queryset, first=first)
+        if count:
+            totals = count_related(instances, field, queryset)
     pages = []
     for i, items in enumerate(rows):
         page = Page(items)
@@ -140,14 +152,14 @@ def load_page(instances: list[Any], load_related: Callable[..., Any], field: Any
 
 
 def _page_key(load_related: Callable[..., Any], field: Any, queryset: Any = None, first: Optional[int] = None,
-              count: bool = False) -> Hashable:
+              count: bool = False, in_page: bool = False) -> Hashable:
     key_of = getattr(load_related, "dataloader_key", None)
     inner = key_of(field, queryset=queryset, first=first) if key_of is not None else (field, queryset, first)
-    return (load_related, inner, count)
+    return (load_related, inner, count, in_page)
 
 
 def _page_name(load_related: Callable[..., Any], field: Any, queryset: Any = None, first: Optional[int] = None,
-               count: bool = False) -> str:
+               count: bool = False, in_page: bool = False) -> str:
     name_of = getattr(load_related, "dataloader_name", None)
     inner = name_of(field, queryset=queryset, first=first) if name_of is not None else repr(field)
     return f"{inner}, count=True" if count else inner
@@ -178,18 +190,21 @@ class PageRequest:
             (the same field with the same arguments under every parent of a
             level) share one queryset, built once: the family key of an
             equal queryset object is not compiled again for each parent.
+        in_page: count in the rows' own query where it can (``load_page``).
 
     Attributes:
         served: True once a loader of this request's family was handed out.
     """
 
     def __init__(self, model: type[models.Model], make_queryset: Callable[[Optional[models.QuerySet[Any]]], Any],
-                 first: Optional[int], count: bool, reuse_key: Optional[Hashable] = None) -> None:
+                 first: Optional[int], count: bool, reuse_key: Optional[Hashable] = None,
+                 in_page: bool = False) -> None:
         self.model = model
         self.make_queryset = make_queryset
         self.first = first
         self.count = count and first is not None
         self.reuse_key = reuse_key
+        self.in_page = in_page
         self.served = False
 
     def loader_for(self, registry: DataLoaderRegistry, batch_fn: Callable[..., Any], field: Any,
@@ -200,6 +215,9 @@ class PageRequest:
             return None
         filtered = self._queryset(registry, field, queryset)
         self.served = True
+        if self.count and self.in_page:
+            return registry.loader_for(load_page, batch_fn, field, queryset=filtered, first=self.first,
+                                       count=True, in_page=True)
         return registry.loader_for(load_page, batch_fn, field, queryset=filtered, first=self.first,
                                    count=self.count)
 
