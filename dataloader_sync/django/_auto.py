@@ -61,7 +61,7 @@ from .._core import DataLoader
 from .._registry import DataLoaderRegistry
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
-from ._orm import _related_key, _related_name, load_related, load_related_counted
+from ._orm import _related_key, _related_name, link_parents, load_related, load_related_counted
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
@@ -72,20 +72,25 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
                       first: Optional[int] = None, joined: tuple[str, ...] = ()) -> list[Any]:
     """``load_related`` as the batch function of the auto relations' families, whose loaders are
     named after the relation alone: ``Author.books`` (``Author.books, queryset=...`` with a
-    queryset).
+    queryset).  The rows of a reverse relation know their parent (``book.author``, ``link_parents``),
+    as those of the related manager the field reads without the switch do.
 
     Args:
         instances, field, queryset, first: as for ``load_related``.
         joined: ``select_related`` paths from the related model: the to-one
             relations the child selection reads, joined into the same statement.
     """
-    return load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+    values = load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+    link_parents(field, instances, values)
+    return values
 
 
 def load_auto_related_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
                               first: int, joined: tuple[str, ...] = ()) -> tuple[list[list[Any]], list[int]]:
     """``load_related_counted`` with the queryset ``load_auto_related`` runs (the pages' counts, ``_pages``)."""
-    return load_related_counted(instances, field, _auto_queryset(field, queryset, joined), first)
+    values, counts = load_related_counted(instances, field, _auto_queryset(field, queryset, joined), first)
+    link_parents(field, instances, values)
+    return values, counts
 
 
 def _auto_queryset(field: Any, queryset: Optional[QuerySet[Any]], joined: tuple[str, ...]) -> Optional[QuerySet[Any]]:
