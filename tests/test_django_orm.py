@@ -214,6 +214,30 @@ def test_related_loader_equal_querysets_share_one_loader(orm_db, library, models
     assert len(registry) == 5  # loaders are registered, named apart
 
 
+def test_related_loader_querysets_that_prefetch_differently_are_two_loaders(orm_db, library, models):
+    from django.db.models import Prefetch
+
+    from dataloader_sync.django import related_loader
+
+    library(orm_db, authors=2, books=2, reviews=3)
+    authors = list(using(orm_db, models.Author.objects).order_by("pk"))
+
+    def rated(**condition):  # the same SQL; the reviews of one kind prefetched under one to_attr
+        reviews = models.Review.objects.filter(**condition)
+        return models.Book.objects.prefetch_related(Prefetch("reviews", queryset=reviews, to_attr="picked"))
+
+    registry = DataLoaderRegistry()
+    good, poor = related_loader(registry, models.Author.books, rated(rating__gte=3)), \
+        related_loader(registry, models.Author.books, rated(rating__lt=3))
+    assert good is not poor
+    assert related_loader(registry, models.Author.books, rated(rating__gte=3)) is good
+    futures = [loader.load(author) for loader in (good, poor) for author in authors]
+    registry.dispatch_all()
+    ratings = [sorted(r.rating for book in future.result() for r in book.picked) for future in futures]
+    assert min(ratings[0] + ratings[1]) >= 3 and max(ratings[2] + ratings[3]) < 3
+    registry.close()
+
+
 def test_related_loader_queryset_that_matches_nothing_runs_no_query(orm_db, library, models):
     library(orm_db, authors=2)
     authors = list(using(orm_db, models.Author.objects).order_by("pk"))

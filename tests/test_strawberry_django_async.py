@@ -331,4 +331,11 @@ def test_auto_relations_extension_alone_serves_the_async_view_and_the_same_schem
     with DataLoaderRegistry() as registry:  # the same schema, executed synchronously
         result = view.view_initkwargs["schema"].execute_sync(QUERY, context_value=SimpleNamespace(loaders=registry))
         assert result.errors is None and result.data == {"authors": expected(lib)}
-        assert sorted(batch_calls(registry).values()) == [1, 1, 1, 1]
+        # the root's queryset, returned synchronously, has the publishers joined in: one batch fewer (but on
+        # strawberry-django < 0.92, which evaluates a list field's queryset itself)
+        from importlib.metadata import version
+
+        fetched = tuple(int(part) for part in version("strawberry-graphql-django").split(".")[:2]) < (0, 92)
+        assert sorted(name.split(",")[0] for name in batch_calls(registry)) == [
+            "Author.books", *(["Author.publisher"] if fetched else []), "Book.reviews", "Book.tags"]
+        assert set(batch_calls(registry).values()) == {1}

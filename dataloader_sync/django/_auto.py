@@ -70,7 +70,7 @@ from .._registry import DataLoaderRegistry
 from . import _inplace
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
-from ._orm import _related_key, _related_name, load_related, load_related_counted
+from ._orm import _related_key, _related_name, link_parents, load_related, load_related_counted
 from ._relations import Relation, relation
 
 __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins", "level_queryset",
@@ -83,7 +83,8 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
                       first: Optional[int] = None, joined: tuple[str, ...] = ()) -> list[Any]:
     """``load_related`` as the batch function of the auto relations' families, whose loaders are
     named after the relation alone: ``Author.books`` (``Author.books, queryset=...`` with a
-    queryset).
+    queryset).  The rows of a reverse relation know their parent (``book.author``, ``link_parents``),
+    as those of the related manager the field reads without the switch do.
 
     Args:
         instances, field, queryset, first: as for ``load_related``.
@@ -101,7 +102,9 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
             loaded = iter(load_related(rest, field, _auto_queryset(field, None, joined), None) if rest else ())
             cache = field.field if isinstance(field, ForwardManyToOneDescriptor) else field.related
             return [cache.get_cached_value(instance) if h else next(loaded) for instance, h in zip(instances, held)]
-    return load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+    values = load_related(instances, field, _auto_queryset(field, queryset, joined), first)
+    link_parents(field, instances, values)
+    return values
 
 
 def _auto_queryset(field: Any, queryset: Optional[QuerySet[Any]], joined: tuple[str, ...]) -> Optional[QuerySet[Any]]:
@@ -113,8 +116,11 @@ def _auto_queryset(field: Any, queryset: Optional[QuerySet[Any]], joined: tuple[
 
 def _load_auto_counted(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]],
                        first: int) -> tuple[list[Any], list[int]]:
-    """``load_related_counted`` as ``load_auto_related`` runs its statement (a connection's page)."""
-    return load_related_counted(instances, field, _auto_queryset(field, queryset, ()), first)
+    """``load_related_counted`` as ``load_auto_related`` runs its statement (a connection's page); the
+    rows of a reverse relation know their parent (``link_parents``)."""
+    values, counts = load_related_counted(instances, field, _auto_queryset(field, queryset, ()), first)
+    link_parents(field, instances, values)
+    return values, counts
 
 
 load_auto_related.load_counted = _load_auto_counted  # type: ignore[attr-defined]  # _pages.load_page's

@@ -53,7 +53,7 @@ from ._connections import batch_connection
 from ._querysets import EMPTY, check_queryset, key_chunks, ordering_of, queryset_key, queryset_label, using_alias
 from ._relations import Relation, generic_filter, relation
 
-__all__ = ["load_model", "load_related", "model_loader", "related_loader", "unlinked"]
+__all__ = ["link_parents", "load_model", "load_related", "model_loader", "related_loader", "unlinked"]
 
 _PARENT = "_dataloader_sync_parent"  # annotation: the parent key a related row belongs to
 _ROW = "_dataloader_sync_row"  # annotation: the row's position within its parent (first=)
@@ -154,6 +154,21 @@ def _load(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[An
     if rel.many:
         return [list(found.get(key, ())) if key is not None else [] for key in parents]
     return [found.get(key) if key is not None else None for key in parents]
+
+
+def link_parents(field: Any, instances: Sequence[Model], values: Sequence[Any]) -> None:
+    """For a reverse foreign key or one-to-one *field* (``Author.books``, ``Author.profile``), each row
+    of *values* (``load_related``'s, one per instance) gets its forward relation (``book.author``) set to
+    its parent, as Django's related managers and prefetches do: reading it costs no statement.  A row
+    that has it already (``select_related``) keeps its own; other relations are left as they are."""
+    rel = relation(field)
+    key_field = rel.key_field
+    if not key_field.is_relation:  # forward relations, many-to-many, generic relations: a plain column
+        return
+    for instance, value in zip(instances, values):
+        for row in (value if rel.many else (value,)) if value is not None else ():
+            if not key_field.is_cached(row):
+                key_field.set_cached_value(row, instance)
 
 
 def keys_by_database(rel: Relation, queryset: Optional[QuerySet[Any]], instances: Sequence[Model],

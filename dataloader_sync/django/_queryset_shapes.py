@@ -56,7 +56,7 @@ from collections.abc import Hashable, Sequence
 from typing import Any, Optional
 
 from django.db import connections
-from django.db.models import Count, F, Model, QuerySet, Window
+from django.db.models import Count, F, Model, Prefetch, QuerySet, Window
 from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
@@ -169,10 +169,19 @@ def _fingerprint(queryset: QuerySet[Any]) -> Optional[Hashable]:
     or None.  Django's query parts compare by what they are made of (expressions, lookups and
     ``WHERE`` nodes by their ``identity``; ``make_hashable`` is Django's own); a part that only
     compares as itself (no ``__eq__``) differs per queryset, so it costs a compile, never a wrong
-    key.  Every attribute of the ``Query`` is read, so a part Django adds later is not missed."""
+    key.  Every attribute of the ``Query`` is read, so a part Django adds later is not missed; a
+    ``Prefetch`` (equal to any other of its path) by its path, ``to_attr`` and queryset."""
+    lookups: list[Hashable] = []
+    for lookup in queryset._prefetch_related_lookups:
+        if isinstance(lookup, Prefetch):  # equal to any Prefetch of its path: read what it loads
+            inner = None if lookup.queryset is None else _fingerprint(lookup.queryset)
+            if inner is None and lookup.queryset is not None:
+                return None
+            lookups.append(("Prefetch", lookup.prefetch_through, lookup.to_attr, inner))
+        else:
+            lookups.append(lookup)
     try:
-        return (queryset.model, queryset._db, queryset._prefetch_related_lookups,
-                make_hashable(queryset.query.__dict__))
+        return (queryset.model, queryset._db, tuple(lookups), make_hashable(queryset.query.__dict__))
     except TypeError:  # a part neither hashable nor iterable, or keys that do not sort
         return None
 

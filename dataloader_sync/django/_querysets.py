@@ -3,8 +3,11 @@
 Guarantees:
 - A queryset's family key is its model, its explicit database alias
   (``.using()``, or None) and the SQL and parameters it compiles to on that
-  database: two querysets built alike share one loader, whatever object
-  each caller holds.  A queryset is compiled once for its key (cached by
+  database, and its ``prefetch_related`` lookups (a ``Prefetch`` by its
+  path, ``to_attr`` and queryset's key): two querysets built alike share one
+  loader, whatever object each caller holds; two whose prefetches differ do
+  not (the rows one loads would lack what the other prefetches; Django has no
+  public reader of them: ``QuerySet._prefetch_related_lookups``).  A queryset is compiled once for its key (cached by
   identity, weakly).  A queryset that can match nothing (``.none()``,
   ``filter(pk__in=[])``) has a key of its own and costs no query.
 - The order of the related rows (``ordering_of``) is the queryset's
@@ -29,7 +32,7 @@ from typing import Any, Optional
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import F, Lookup, QuerySet
+from django.db.models import F, Lookup, Prefetch, QuerySet
 from django.db.models.query import ModelIterable
 
 __all__ = ["EMPTY", "check_queryset", "key_chunks", "ordering_of", "queryset_key", "queryset_label", "using_alias"]
@@ -77,8 +80,18 @@ def queryset_key(queryset: Optional[QuerySet[Any]]) -> Hashable:
         except EmptyResultSet:
             sql, params = EMPTY, ()
         key = (queryset.model, using_alias(queryset), sql, tuple(_hashable(p) for p in params))
+        lookups = queryset._prefetch_related_lookups
+        if lookups:
+            key = (*key, tuple(_prefetch_key(lookup) for lookup in lookups))
         _KEYS[queryset] = key
     return key
+
+
+def _prefetch_key(lookup: Any) -> Hashable:
+    """A ``prefetch_related`` lookup as part of a family key: a path as it is, a ``Prefetch`` by what it loads."""
+    if isinstance(lookup, Prefetch):
+        return ("Prefetch", lookup.prefetch_through, lookup.to_attr, queryset_key(lookup.queryset))
+    return _hashable(lookup)
 
 
 def queryset_label(queryset: QuerySet[Any]) -> str:

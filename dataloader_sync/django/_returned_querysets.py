@@ -32,6 +32,7 @@ Guarantees:
 from __future__ import annotations
 
 import functools
+from asyncio import _get_running_loop
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
@@ -42,7 +43,7 @@ from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
 
-__all__ = ["ParentKey", "load_returned", "returned_resolver"]
+__all__ = ["ParentKey", "level_value", "listed", "load_returned", "returned_resolver"]
 
 
 class ParentKey:
@@ -96,14 +97,17 @@ def _python_name(fn: Any) -> Optional[str]:
     return resolver_python_name(fn)
 
 
-def _listed(info: Any, queryset: QuerySet[Any]) -> Any:
-    """*queryset*'s rows as a list when the field is a list (graphql-core iterates it alike), so
-    that the execution knows them as one level (``_inplace``: their relations evaluated in place
-    are answered for the level); the queryset itself for any other field."""
+def listed(info: Any, value: Any) -> Any:
+    """*value*'s rows as a list when it is a queryset and the field a list (graphql-core iterates it
+    alike: the same statement), so that the execution knows them as one level (``_inplace``: their
+    relations evaluated in place are answered for the level); anything else, and any value on an
+    event loop's thread (no query runs there), as it is."""
+    if not isinstance(value, QuerySet) or _get_running_loop() is not None:
+        return value
     return_type = info.return_type
     if is_non_null_type(return_type):
         return_type = return_type.of_type
-    return list(queryset) if is_list_type(return_type) else queryset
+    return list(value) if is_list_type(return_type) else value
 
 
 def returned_resolver(ctx: Any, fn: Callable[..., Any],
@@ -117,12 +121,22 @@ def returned_resolver(ctx: Any, fn: Callable[..., Any],
         value = fn(root, info, **args)
         if not isinstance(value, QuerySet):
             return value
-        value = plan(ctx, info, value)
-        shape = shape_of(value, root) if isinstance(root, Model) else None
-        if shape is None:
-            return _listed(info, value)
-        loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
-        return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
+        return level_value(ctx, root, info, value, plan, labels)
 
     resolve_returned.__wrapped__ = fn  # type: ignore[attr-defined]  # what it stands for (``_python_name``)
     return resolve_returned
+
+
+def level_value(ctx: Any, root: Any, info: Any, value: QuerySet[Any],
+                plan: Callable[[Any, Any, QuerySet[Any]], QuerySet[Any]], labels: FieldLabels) -> Any:
+    """*value*, a queryset a resolver returned for *root*, as the level loads it: planned, then a load of
+    its shape's loader when it is a relation queryset of *root*, else the planned queryset (its rows,
+    for a list field: ``listed``).
+
+    *ctx* gives ``auto_loaders()`` (the registry) and ``auto_memo``; the loader is named by *labels*."""
+    value = plan(ctx, info, value)
+    shape = shape_of(value, root) if isinstance(root, Model) else None
+    if shape is None:
+        return listed(info, value)
+    loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
+    return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))

@@ -13,16 +13,28 @@ and arguments per execution.
 
 A connection field on a relation pages in the batch as
 ``dataloader_sync.strawberry_django.connection`` does: its filters, order,
-page and ``totalCount`` applied inside the batch.  What is left to
-strawberry-django: a field with a resolver, a field wrapped in
+page and ``totalCount`` applied inside the batch.
+
+A field with a resolver of its own (``@strawberry_django.field`` or
+``@strawberry.field`` methods; a property a field reads) runs it as
+written; a relation queryset it returns (``self.books.filter(...)``,
+sliced or not) is loaded for the whole level, one statement per query
+shape, with the optimizer or without (``_returned``).  Any queryset a field
+returns (a root's too) is planned for the selection that reads it: the
+to-one hops joined (``select_related``), ``FETCH_LEVEL``, and the field
+hints of its child fields (``prefetch_related``, ``select_related``,
+``annotate``; ``_hints``) unless the optimizer optimized it already; a
+relation batch's queryset gets those hints too.
+
+What is left to strawberry-django: a field wrapped in
 ``dataloader_sync.no_auto_relations``, paginated fields, a connection field
-with a connection extension of its own or a connection type that pages only
+with a resolver, a connection extension of its own or a connection type that pages only
 querysets (``DjangoCursorConnection``), and a relation already on the instance (prefetched by the optimizer,
 ``select_related``): read with no statement, as without the extension.
 
 The to-one relations the child selection reads (strawberry-django fields
 with no resolver, whose types have no ``get_queryset`` of their own) are
-joined into the batch's statement (``select_related``).
+joined into the batch's statement (``select_related``; ``_fields``).
 
 Guarantees:
 - The registry is the context's (``info.context.loaders``,
@@ -51,22 +63,23 @@ from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
-from graphql import is_list_type, is_non_null_type
+from graphql import get_named_type, is_composite_type
 from strawberry.extensions import SchemaExtension
 
 from .._auto import MARK
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ..django import _inplace
-from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, auto_related_loader, join_hop, relation_of
-from ..graphql._auto_relations import join_paths
+from ..django._auto import AutoRelation, auto_related_loader, relation_of, with_level_mode
+from ..django._planned_querysets import planned
+from ..django._returned_querysets import listed
+from ..graphql._auto_relations import FieldLabels
 from ._execution import run_with_ours
+from ._fields import DEFINITION, default_resolution, joins, pages_of, relation_field
+from ._hints import with_hints
+from ._returned import returned
 
 __all__ = ["AutoRelationsExtension"]
-
-#: strawberry's key, in a graphql-core field's extensions, of its StrawberryField.
-_DEFINITION = "strawberry-definition"
-
 
 def _is_mutation(execution_context: Any) -> bool:
     try:
@@ -75,85 +88,36 @@ def _is_mutation(execution_context: Any) -> bool:
         return False
 
 
-def _listed(value: Any, info: Any) -> Any:
-    """A root's queryset for a list field as the list of its rows, outside an event loop (the same
-    statement graphql-core's list completion runs): the execution then holds them as one level, whose
-    relations evaluated in place are answered for the level (``dataloader_sync.django._inplace``)."""
-    if not isinstance(value, QuerySet) or _get_running_loop() is not None:
-        return value
-    return_type = info.return_type
-    if is_non_null_type(return_type):
-        return_type = return_type.of_type
-    return list(value) if is_list_type(return_type) else value
-
-
 def _left_to_strawberry(graphql_field: Any) -> bool:
     """Whether *graphql_field* is a relation field strawberry-django resolves by itself although auto
     relations know relation fields (``no_auto_relations``, paginated, a cursor connection): its
     querysets run as strawberry-django makes them, with no in-place answers."""
     from strawberry_django.fields.field import StrawberryDjangoField
 
-    field = (graphql_field.extensions or {}).get(_DEFINITION)
-    return isinstance(field, StrawberryDjangoField) and _default_resolution(field) and bool(field.is_relation) \
-        and _relation_field(graphql_field) is None
+    field = (graphql_field.extensions or {}).get(DEFINITION)
+    return isinstance(field, StrawberryDjangoField) and default_resolution(field) and bool(field.is_relation) \
+        and relation_field(graphql_field) is None
 
 
-def _relation_field(graphql_field: Any) -> Optional[Any]:
-    """The strawberry-django field behind *graphql_field* when auto relations take it, else None."""
-    from strawberry_django.fields.field import StrawberryDjangoField
-
-    field = (graphql_field.extensions or {}).get(_DEFINITION)
-    if not isinstance(field, StrawberryDjangoField) or not _default_resolution(field):
+def _returns(graphql_field: Any) -> Optional[FieldLabels]:
+    """The names of its loaders when *graphql_field* (not a relation field auto relations take) may give
+    a queryset the level loads: a composite field, not opted out, neither a connection nor paginated."""
+    field = (graphql_field.extensions or {}).get(DEFINITION)
+    if field is None or getattr(field, MARK, False) or not is_composite_type(get_named_type(graphql_field.type)):
         return None
-    if not field.is_relation or field.is_paginated or getattr(field, MARK, False):
+    if getattr(field, "is_connection", False) or getattr(field, "is_paginated", False):
         return None
-    if field.is_connection and _pages_of(field) is None:
+    if getattr(field, "disable_fetch_list_results", None) is False and field.is_list:
+        # strawberry-django < 0.92 evaluates a list field's queryset itself, per parent, before the switch
+        # sees it: the field is left as it is (the optimizer on, if it is, as without the switch)
         return None
-    return field
+    return FieldLabels(getattr(field, "python_name", None))
 
 
-def _joinable_attname(ctx: Any, field_def: Any, name: str) -> Optional[str]:
-    """The relation a child field reads, when joining it into its parent's batch gives what the field would
-    give: a to-one strawberry-django field with no resolver, whose type has no ``get_queryset`` of its own."""
-    field = _relation_field(field_def)
-    if field is None or field.is_connection or field.is_list:
-        return None
-    django_type = getattr(field, "django_type", None)
-    if django_type is not None and callable(getattr(django_type, "get_queryset", None)):
-        return None
-    return field.django_name or field.python_name  # type: ignore[no-any-return]
-
-
-def _default_resolution(field: Any) -> bool:
-    """Whether *field* has no resolver of its own: none, or the one strawberry-django's connection
-    extension gives a connection field that has none (``default_resolver``, which reads the relation)."""
-    resolver = field.base_resolver
-    if resolver is None:
-        return True
-    wrapped = getattr(resolver, "wrapped_func", None)
-    return (getattr(wrapped, "__name__", None) == "default_resolver"
-            and getattr(wrapped, "__module__", None) == "strawberry_django.fields.field")
-
-
-def _pages_of(field: Any) -> Any:
-    """A ``DataLoaderConnectionExtension`` standing for *field*'s connection extension (strawberry-django's
-    own, or ours), or None when the field has another, or its connection type pages only querysets (one
-    that is not a ``relay.ListConnection``: ``DjangoCursorConnection``'s cursors are its order's values)."""
-    from strawberry.relay import ListConnection
-    from strawberry_django.fields.field import StrawberryDjangoConnectionExtension
-
-    from ._connection import DataLoaderConnectionExtension
-
-    found = [e for e in field.extensions if isinstance(e, StrawberryDjangoConnectionExtension)]
-    if len(found) != 1 or type(found[0]) not in (StrawberryDjangoConnectionExtension, DataLoaderConnectionExtension):
-        return None
-    connection_type = getattr(found[0], "connection_type", None)
-    if not (isinstance(connection_type, type) and issubclass(connection_type, ListConnection)):
-        return None
-    pages = object.__new__(DataLoaderConnectionExtension)
-    pages.__dict__.update(found[0].__dict__)  # applied to the field already: its connection type, max_results
-    pages._django_field = field
-    return pages
+def _plan(ctx: Any, info: Any, queryset: Any) -> Any:
+    """A queryset a resolver returned, planned for its field's selection: the child fields' hints
+    (``_hints``), then the to-one hops joined and ``FETCH_LEVEL`` (``_planned_querysets``)."""
+    return planned(ctx, info, with_hints(ctx, info, queryset), joins=joins, level=with_level_mode)
 
 
 class AutoRelationsExtension(SchemaExtension):
@@ -165,8 +129,9 @@ class AutoRelationsExtension(SchemaExtension):
     one instance per execution; not shared between threads.
     """
 
-    #: id(graphql-core field) -> (that field, its strawberry-django field or None, left to strawberry-django)
-    _fields: dict[int, tuple[Any, Any, bool]] = {}
+    #: id(graphql-core field) -> (that field, its strawberry-django relation field or None, the names of the
+    #: loaders of the querysets it returns or None, left to strawberry-django)
+    _fields: dict[int, tuple[Any, Any, Optional[FieldLabels], bool]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -201,21 +166,33 @@ class AutoRelationsExtension(SchemaExtension):
                 registry = self._own = DataLoaderRegistry()
         return registry
 
+    def auto_loaders(self) -> DataLoaderRegistry:
+        """The registry of this execution's loaders (the context's, else one of the extension's)."""
+        return self._registry(self.execution_context.context)
+
     def resolve(self, _next: Callable[..., Any], root: Any, info: Any, *args: Any, **kwargs: Any) -> Any:
-        """The field's value: its relation's loader future, or what strawberry-django gives."""
-        if not isinstance(root, Model):
-            return _listed(_next(root, info, *args, **kwargs), info)
+        """The field's value: its relation's loader future, a load of the level for a relation queryset a
+        resolver returns, or what strawberry-django gives."""
         graphql_field = info.parent_type.fields.get(info.field_name)
         if graphql_field is None:  # a meta field (__typename): not the type's, resolved as without us
             return _next(root, info, *args, **kwargs)
         known = self._fields.get(id(graphql_field))
         if known is None or known[0] is not graphql_field:
-            known = self._fields[id(graphql_field)] = (graphql_field, _relation_field(graphql_field),
-                                                       _left_to_strawberry(graphql_field))
+            relation = relation_field(graphql_field)
+            known = self._fields[id(graphql_field)] = (
+                graphql_field, relation, None if relation is not None else _returns(graphql_field),
+                _left_to_strawberry(graphql_field))
+        if not isinstance(root, Model):  # a root's (or a plain object's) queryset: planned for its selection
+            value = _next(root, info, *args, **kwargs)
+            if known[2] is not None and isinstance(value, QuerySet) and value._result_cache is None:
+                value = _plan(self, info, value)
+            return listed(info, value)
         field = known[1]
         if field is None:
-            if known[2]:
+            if known[3]:
                 return _inplace.run_alone(self, _next, root, info, *args, **kwargs)
+            if known[2] is not None:
+                return returned(self, _next, root, info, args, kwargs, _plan, known[2])
             return _next(root, info, *args, **kwargs)
         auto = relation_of(root.__class__, field.django_name or field.python_name)
         if not isinstance(auto, AutoRelation) or auto.on_instance(root):
@@ -225,8 +202,7 @@ class AutoRelationsExtension(SchemaExtension):
         queryset = self._queryset(field, auto, info, kwargs)
         if queryset is None:  # a page of a list: strawberry-django slices it
             return _next(root, info, *args, **kwargs)
-        joined = join_paths(self, info, auto.rel.related_model, join_hop, "__", MAX_JOIN_DEPTH,
-                            attname=_joinable_attname)
+        joined = joins(self, info, auto.rel.related_model)
         return auto_related_loader(self._registry(info.context), auto.descriptor, queryset, joined).load(root)
 
     def _connection(self, field: Any, auto: AutoRelation, root: Any, info: Any, kwargs: dict[str, Any]) -> Any:
@@ -234,7 +210,7 @@ class AutoRelationsExtension(SchemaExtension):
         filters, order and page (and ``totalCount``) applied in the batch."""
         pages = self._pages.get(id(field))
         if pages is None:
-            pages = self._pages[id(field)] = _pages_of(field)
+            pages = self._pages[id(field)] = pages_of(field)
         strawberry_info, arguments = _strawberry_call(field, info, kwargs)
         registry = self._registry(info.context)
 
@@ -245,13 +221,14 @@ class AutoRelationsExtension(SchemaExtension):
 
     def _queryset(self, field: Any, auto: AutoRelation, info: Any, kwargs: dict[str, Any]) -> Any:
         """The field's ``get_queryset`` on the related model's rows: once per field and arguments."""
-        key = (id(field), repr(sorted(kwargs.items())))
+        nodes = info.field_nodes
+        key = (id(field), repr(sorted(kwargs.items())), id(nodes[0]), len(nodes))  # the hints: the selection's
         try:
             return self._querysets[key]
         except KeyError:
             pass
         base = auto.rel.related_model._default_manager.all()
-        queryset = _field_queryset(field, base, info, kwargs)
+        queryset = with_hints(self, info, _field_queryset(field, base, info, kwargs))
         if queryset.query.is_sliced:
             if auto.rel.many:
                 queryset = None

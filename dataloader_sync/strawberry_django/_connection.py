@@ -15,8 +15,11 @@ optimizer's ``only()``), the rows the page needs (strawberry's own slice:
 then resolved by the connection type from the loaded list.
 
 Guarantees:
-- One SQL query per batch (one batch per level per field), plus one for the
-  counts when ``totalCount`` is selected and the rows are limited.
+- One SQL query per batch (one batch per level per field), the counts of
+  ``totalCount`` read in it (``COUNT(*) OVER (PARTITION BY parent)``), or,
+  for a field whose queryset joins another table (its filters across a
+  relation), one more query for them when ``totalCount`` is selected and the
+  rows are limited.
 - ``DjangoListConnection.totalCount`` (``ListConnectionWithTotalCount``)
   reads ``len(nodes)``: the count of all the parent's matching rows
   (``Page``'s ``len``).
