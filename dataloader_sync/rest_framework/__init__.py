@@ -1,0 +1,30 @@
+"""Django REST framework: serializers read breadth-first, one statement per relation per level.
+
+- ``AutoRelationsMixin``: listed first in a ``GenericAPIView``'s or a
+  viewset's bases (``class AuthorViewSet(AutoRelationsMixin, ModelViewSet)``),
+  the serializers its ``get_serializer`` makes load the relations they read
+  — nested serializers, ``depth``, ``source="a.b"`` paths, relational fields —
+  for every instance of a level in one statement per relation, then the next
+  level; ``SerializerMethodField`` methods may return loader futures.
+- ``batched_data(serializer)``: what ``serializer.data`` returns, serialized
+  the same way, for serializers made elsewhere (an ``APIView``, a task).
+
+The output is what REST framework makes without them; nothing is patched
+globally (see ``_views``, ``_walk``, ``_plan``, ``_futures`` and
+``dataloader_sync.django._level_relations``).
+
+Needs Django REST framework (``pip install "dataloader_sync[rest-framework]"``).
+"""
+from __future__ import annotations
+
+from .._optional import missing_dependency
+
+try:
+    import rest_framework as _rest_framework  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise missing_dependency("dataloader_sync.rest_framework", exc, "rest-framework") from exc
+
+from ._views import AutoRelationsMixin as AutoRelationsMixin
+from ._views import batched_data as batched_data
+
+__all__ = ["AutoRelationsMixin", "batched_data"]
