@@ -39,6 +39,8 @@ def serializers_of():
     from orm_library import models
     from rest_framework import serializers as s
 
+    from dataloader_sync.django import related_loader
+
     class Review(s.ModelSerializer):
         class Meta:
             model = models.Review
@@ -156,15 +158,65 @@ def serializers_of():
         class Meta(Author.Meta):
             pass
 
+    class BookMethods(s.ModelSerializer):
+        review_count = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Book
+            fields = ["id", "title", "review_count"]
+
+        def get_review_count(self, book):  # a loader future
+            return related_loader(self.context["request"].loaders, models.Book.reviews).load(book).then(len)
+
+    class AuthorMethods(s.ModelSerializer):
+        book_count = s.SerializerMethodField()
+        best_rating = s.SerializerMethodField()
+        books = BookMethods(many=True, read_only=True)
+
+        class Meta:
+            model = models.Author
+            fields = ["id", "name", "book_count", "best_rating", "books"]
+
+        def get_book_count(self, author):
+            return related_loader(self.context["request"].loaders, models.Author.books).load(author).then(len)
+
+        def get_best_rating(self, author):  # a then chain that loads again
+            loaders = self.context["request"].loaders
+            return related_loader(loaders, models.Author.books).load(author).then(
+                lambda books: related_loader(loaders, models.Book.reviews).load_many(books)).then(
+                lambda reviews: max((review.rating for rows in reviews for review in rows), default=None))
+
+    class BookValues(BookMethods):
+        """BookMethods' values, read row by row: what the plain view serves."""
+
+        class Meta(BookMethods.Meta):
+            pass
+
+        def get_review_count(self, book):
+            return book.reviews.count()
+
+    class AuthorValues(AuthorMethods):
+        books = BookValues(many=True, read_only=True)
+
+        class Meta(AuthorMethods.Meta):
+            pass
+
+        def get_book_count(self, author):
+            return author.books.count()
+
+        def get_best_rating(self, author):
+            return max((review.rating for book in author.books.all() for review in book.reviews.all()), default=None)
+
     return types.SimpleNamespace(**{name: value for name, value in locals().items() if isinstance(value, type)})
 
 
 def views_of(ser):
     """(plain, batched) pairs of views of every shape: the batched one is the plain one with the mixin first."""
     from orm_library import models
-    from rest_framework import generics, pagination, viewsets
+    from rest_framework import generics, pagination, views, viewsets
+    from rest_framework.response import Response
 
-    from dataloader_sync.rest_framework import AutoRelationsMixin
+    from dataloader_sync.rest_framework import AutoRelationsMixin, batched_data
 
     class Authors(generics.ListAPIView):
         queryset = models.Author.objects.order_by("id")
@@ -224,12 +276,28 @@ def views_of(ser):
         queryset = models.Author.objects.order_by("id")
         serializer_class = ser.AuthorNotes
 
+    class MethodAuthors(Authors):
+        def get_serializer_class(self):  # the plain view reads the same values row by row
+            return ser.AuthorMethods if isinstance(self, AutoRelationsMixin) else ser.AuthorValues
+
+    class OwnSerializerAuthors(views.APIView):
+        """An APIView that builds its serializer itself: batched_data is its one line."""
+
+        batched = False
+
+        def get(self, request):
+            serializer = ser.Author(models.Author.objects.order_by("id"), many=True, context={"request": request})
+            return Response(batched_data(serializer) if self.batched else serializer.data)
+
     class AuthorViewSet(viewsets.ReadOnlyModelViewSet):
         queryset = models.Author.objects.order_by("id")
         serializer_class = ser.Author
 
     plain = {name: view for name, view in locals().items() if isinstance(view, type) and hasattr(view, "as_view")}
-    return {name: (view, type(f"Batched{name}", (AutoRelationsMixin, view), {})) for name, view in plain.items()}
+    own = plain.pop("OwnSerializerAuthors")
+    pairs = {name: (view, type(f"Batched{name}", (AutoRelationsMixin, view), {})) for name, view in plain.items()}
+    pairs["OwnSerializerAuthors"] = (own, type("BatchedOwnSerializerAuthors", (own,), {"batched": True}))
+    return pairs
 
 
 def writable_serializer(ser):
@@ -464,6 +532,19 @@ def test_writes_and_their_responses_are_unaffected(client, orm_db, library):
     assert set(errors) == {"title", "author"}
 
 
+# -- SerializerMethodField ---------------------------------------------------------------------------
+
+def test_method_fields_returning_loader_futures_are_settled_in_the_output(client, orm_db, library):
+    library(orm_db, authors=5, books=3, reviews=2)
+    plain, batched, data = compare(client, orm_db, "MethodAuthors/")
+    # authors; the nested books (Author.books); then the methods' futures of every level at once: the
+    # related_loader of Author.books and of Book.reviews (the chain's second step finds its keys cached)
+    assert batched == 1 + 1 + 2
+    assert plain == 1 + 5 + 5 + 5 * (1 + 3) + 15
+    assert [a["book_count"] for a in data] == [3] * 5 and all(b["review_count"] == 2 for b in data[0]["books"])
+    assert data[0]["best_rating"] == 4
+
+
 # -- batched_data -------------------------------------------------------------------------------------
 
 def test_batched_data_outside_a_view_makes_its_own_registry(api, orm_db, library):
@@ -499,6 +580,12 @@ def test_batched_loaders_are_named_after_their_relation_in_the_context_registry(
     assert sorted(stats) == ["Author.books", "Author.profile", "Author.publisher", "Book.reviews", "Book.tags"]
     assert stats["Book.reviews"].batch_invoke_count == 1 and stats["Book.reviews"].load_count == 6
     registry.close()
+
+
+def test_batched_data_is_the_one_line_of_an_api_view_that_builds_its_serializer(client, orm_db, library):
+    library(orm_db, authors=4, books=2, reviews=1)
+    plain, batched, _ = compare(client, orm_db, "OwnSerializerAuthors/")
+    assert batched == 6 and plain == 1 + 3 + 4 + 4 + 8 + 8
 
 
 def test_batched_data_refuses_what_is_not_a_serializer():

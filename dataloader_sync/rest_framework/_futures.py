@@ -3,10 +3,13 @@
 A method may return ``loader.load(obj)`` or a ``then`` chain of it instead
 of a value: REST framework puts the future where the value goes.
 ``settle(data, registry)`` finds the futures in the output (dicts and lists,
-as serializers make them), dispatches the registry once, so that each loader
-sends all its keys in one batch, and writes each future's value in its
-place.  Values that hold futures themselves go round again: one dispatch
-per round, one batch per loader per round.
+as serializers make them), dispatches the registry, so that each loader
+sends all its keys in one batch — the futures of every level at once —
+and writes each future's value in its place.  A ``then`` chain whose
+callback loads again is dispatched again, until its futures are done or
+nothing is queued (one batch per loader per step of the chain); values that
+hold futures themselves go round again.  A future of another registry is
+waited for as ``result()`` waits (its loader dispatches on demand).
 
 Guarantees:
 - Only ``dataloader_sync.Future``\\ s are replaced; every other value is left
@@ -30,7 +33,7 @@ def settle(data: Any, registry: DataLoaderRegistry) -> None:
     found: list[tuple[Any, Any, Future[Any]]] = []
     _collect(data, found)
     while found:
-        registry.dispatch_all()
+        _dispatch_until_done(registry, [future for _, _, future in found])
         values = []
         for container, key, future in found:
             value = future.result()
@@ -39,6 +42,13 @@ def settle(data: Any, registry: DataLoaderRegistry) -> None:
         found = []
         for value in values:
             _collect(value, found)
+
+
+def _dispatch_until_done(registry: DataLoaderRegistry, futures: list[Future[Any]]) -> None:
+    """Dispatch the registry until the futures are done or it has nothing queued: a ``then`` chain's next
+    loads go out in the next dispatch, one batch per loader each time."""
+    while registry.dispatch_all_with_count() and not all(future.done() for future in futures):
+        pass
 
 
 def _collect(value: Any, found: list[tuple[Any, Any, Future[Any]]]) -> None:
