@@ -13,8 +13,8 @@ nested serializer (``many`` or not,    its own fields, on the instances reached 
 ``PrimaryKeyRelatedField``,            nothing, and the path's last hop is not loaded when it is
 ``HyperlinkedRelatedField`` (pk)       a forward foreign key (REST framework reads the key
                                        column: ``use_pk_only_optimization``)
-``SlugRelatedField``                   its ``slug_field`` path (``"publisher__name"``), read off
-                                       the targets (``then``)
+``SlugRelatedField``                   its ``slug_field`` path (``"publisher__name"``, REST
+                                       framework >= 3.15), read off the targets (``then``)
 ``many=True`` relational fields        the same, on each target (``ManyRelatedField``)
 ``SerializerMethodField``              nothing: the method runs as written (``methods`` is set:
                                        a loader future it returns is settled after serializing)
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+import rest_framework as _rest_framework
 from rest_framework.fields import SerializerMethodField
 from rest_framework.relations import ManyRelatedField, RelatedField, SlugRelatedField
 from rest_framework.serializers import BaseSerializer, ListSerializer, Serializer
@@ -98,9 +99,15 @@ def _path_of(field: Any) -> Optional[FieldPath]:
 
 
 def _slug_path(field: Any) -> tuple[str, ...]:
-    if isinstance(field, SlugRelatedField):
+    if not isinstance(field, SlugRelatedField):
+        return ()
+    if _NESTED_SLUGS:
         return tuple(field.slug_field.split("__"))
-    return ()
+    return (field.slug_field,)  # REST framework < 3.15 reads slug_field as one attribute
+
+
+#: Whether ``SlugRelatedField`` reads ``slug_field="author__name"`` as a path (REST framework 3.15 and later).
+_NESTED_SLUGS = tuple(int(part) for part in _rest_framework.VERSION.split(".")[:2] if part.isdigit()) >= (3, 15)
 
 
 def opted_out_names(serializer: Serializer[Any]) -> frozenset[str]:
