@@ -352,13 +352,19 @@ def api(django_example_project):
     return types.SimpleNamespace(ser=ser, views=views)
 
 
+def api_serializers(client):
+    return client.api.ser
+
+
 @pytest.fixture
 def client(api, orm_db):
     from django.test import override_settings
     from rest_framework.test import APIClient
 
     with override_settings(ROOT_URLCONF=__name__, DATABASE_ROUTERS=[RouteTo(orm_db)]):
-        yield APIClient()
+        client = APIClient()
+        client.api = api
+        yield client
 
 
 def fetch(client, orm_db, url, method="get", **data):
@@ -599,6 +605,25 @@ def test_batched_data_refuses_what_is_not_a_serializer():
 
     with pytest.raises(TypeError, match="serializer must be a REST framework serializer"):
         batched_data({"id": 1})
+
+
+# -- the test mode --------------------------------------------------------------------------------------
+
+def test_the_test_mode_raises_on_a_statement_run_once_per_row(client, orm_db, library):
+    from django.test import override_settings
+
+    from dataloader_sync.rest_framework import PerRowStatementError, batched_data
+
+    lib = library(orm_db, authors=3, books=2, reviews=1)
+    with override_settings(DATALOADER_SYNC_REST_FRAMEWORK_STRICT=True):
+        assert client.get("/batched/Authors/").status_code == 200  # every relation batched: nothing per row
+        assert client.get("/plain/OptedOutAuthors/").status_code == 200  # without the mixin: no test mode
+        with pytest.raises(PerRowStatementError, match=r"OptedOutAuthor\(many=True\) ran this statement once per "
+                                                       r"row .*FROM \"orm_library_review\""):
+            client.get("/batched/OptedOutAuthors/")  # Meta.no_auto_relations: books (and their reviews) row by row
+        with pytest.raises(PerRowStatementError, match=r"^AuthorValues ran .*orm_library_review"):
+            batched_data(api_serializers(client).AuthorValues(lib.authors[0]))  # a method reading reviews per book
+    assert client.get("/batched/OptedOutAuthors/").status_code == 200  # the setting off again
 
 
 # -- set-up mistakes ------------------------------------------------------------------------------------

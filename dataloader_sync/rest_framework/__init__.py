@@ -8,9 +8,12 @@
   level; ``SerializerMethodField`` methods may return loader futures.
 - ``batched_data(serializer)``: what ``serializer.data`` returns, serialized
   the same way, for serializers made elsewhere (an ``APIView``, a task).
+- ``PerRowStatementError``: what the test mode raises
+  (``DATALOADER_SYNC_REST_FRAMEWORK_STRICT = True``) when REST framework runs
+  a statement once per row while it serializes.
 
 The output is what REST framework makes without them; nothing is patched
-globally (see ``_views``, ``_walk``, ``_plan``, ``_futures`` and
+globally (see ``_views``, ``_walk``, ``_plan``, ``_futures``, ``_strict`` and
 ``dataloader_sync.django._level_relations``).
 
 Needs Django REST framework (``pip install "dataloader_sync[rest-framework]"``).
@@ -24,7 +27,8 @@ try:
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise missing_dependency("dataloader_sync.rest_framework", exc, "rest-framework") from exc
 
+from ._strict import PerRowStatementError as PerRowStatementError
 from ._views import AutoRelationsMixin as AutoRelationsMixin
 from ._views import batched_data as batched_data
 
-__all__ = ["AutoRelationsMixin", "batched_data"]
+__all__ = ["AutoRelationsMixin", "PerRowStatementError", "batched_data"]

@@ -7,7 +7,8 @@ class's method.  It walks the serializer over the instance (``_walk``:
 every relation it reads loaded for a whole level in one statement), calls
 the class's ``to_representation`` as REST framework would, and settles the
 loader futures that ``SerializerMethodField`` methods returned
-(``_futures``).  Nothing else changes: the serializer's class, its fields,
+(``_futures``); under ``DATALOADER_SYNC_REST_FRAMEWORK_STRICT`` REST framework's
+pass raises on a statement run once per row (``_strict``).  Nothing else changes: the serializer's class, its fields,
 its validation and saving are REST framework's; a serializer that was not
 given to them behaves exactly as before (nothing is patched globally).
 
@@ -45,6 +46,7 @@ from .._core import reset_scope, set_scope
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ._futures import settle
+from ._strict import rows_checked
 from ._walk import prepare
 
 __all__ = ["AutoRelationsMixin", "BatchedRepresentation", "batched_data", "batching", "registry_of"]
@@ -101,7 +103,8 @@ class BatchedRepresentation:
         token = set_scope(_Serializing())
         try:
             methods = prepare(serializer, instance, registry)
-            data = self._method(serializer, instance)
+            with rows_checked(serializer):
+                data = self._method(serializer, instance)
             if methods:
                 settle(data, registry)
             return data
