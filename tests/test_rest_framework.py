@@ -660,3 +660,19 @@ def test_a_wrong_meta_no_auto_relations_names_itself(api, orm_db, library):
         batched_data(Typo(authors, many=True))
     with pytest.raises(TypeError, match=r"NotAList.Meta.no_auto_relations must be a list or tuple of field names"):
         batched_data(NotAList(authors, many=True))
+
+
+def test_a_batched_serializer_is_freed_by_reference_counting(api):
+    import gc
+    import weakref
+
+    from dataloader_sync.rest_framework._views import batching
+
+    gc.disable()
+    try:
+        serializer = batching(api.ser.Author())
+        gone = weakref.ref(serializer)
+        del serializer
+        assert gone() is None  # the hook holds it weakly: no cycle through the serializer's own attribute
+    finally:
+        gc.enable()
