@@ -676,3 +676,81 @@ def test_a_batched_serializer_is_freed_by_reference_counting(api):
         assert gone() is None  # the hook holds it weakly: no cycle through the serializer's own attribute
     finally:
         gc.enable()
+
+
+def test_more_shapes_source_star_books_all_one_to_one_reverse_many_to_many_and_a_manager(api, orm_db, library):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class BookTitle(s.ModelSerializer):
+        class Meta:
+            model = models.Book
+            fields = ["title"]
+
+    class AuthorOfProfile(s.ModelSerializer):
+        books = BookTitle(source="books.all", many=True, read_only=True)
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "books"]
+
+    class Profile(s.ModelSerializer):
+        author = AuthorOfProfile(read_only=True)  # a forward one-to-one, then books through .all
+        publisher = s.CharField(source="author.publisher.name", default=None)
+
+        class Meta:
+            model = models.AuthorProfile
+            fields = ["bio", "author", "publisher"]
+
+    class Flat(s.Serializer):  # source="*": the same instance, its own fields
+        profile = Profile(source="*", read_only=True)
+        book_count = s.IntegerField(source="author.books.count")
+
+    class TagBooks(s.ModelSerializer):
+        books = s.StringRelatedField(many=True)  # the reverse side of a many-to-many
+
+        class Meta:
+            model = models.Tag
+            fields = ["name", "books"]
+
+    library(orm_db, authors=6, books=2, tags=4)
+    cases = [
+        (Flat, lambda: models.AuthorProfile.objects.using(orm_db).order_by("id"), 1 + 1 + 1 + 1),
+        (TagBooks, lambda: models.Tag.objects.using(orm_db).all(), 1 + 1),
+    ]
+    for serializer, rows, statements in cases:
+        expected = serializer(rows(), many=True).data
+        with CaptureQueriesContext(connections[orm_db]) as queries:
+            assert batched_data(serializer(rows(), many=True)) == expected
+        assert len(queries) == statements, serializer.__name__  # profiles; author; books, publisher
+    publisher = models.Publisher.objects.using(orm_db).order_by("id").first()
+    expected = api.ser.Author(publisher.authors, many=True).data  # a manager: left as it is, same output
+    assert batched_data(api.ser.Author(publisher.authors, many=True)) == expected
+    rows = [{"id": 1, "name": "a dict", "publisher": None, "profile": None, "books": []}]
+    assert batched_data(api.ser.Author(rows, many=True)) == api.ser.Author(rows, many=True).data  # not models
+
+
+def test_a_many_related_field_ending_in_all_is_read_as_written(api, orm_db, library):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class Titles(s.ModelSerializer):
+        titles = s.SlugRelatedField(source="books.all", slug_field="title", many=True, read_only=True)
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "titles"]
+
+    library(orm_db, authors=3, books=2)
+    expected = Titles(models.Author.objects.using(orm_db).order_by("id"), many=True).data
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        assert batched_data(Titles(models.Author.objects.using(orm_db).order_by("id"), many=True)) == expected
+    assert len(queries) == 1 + 3  # ManyRelatedField calls .all() on the queryset: no load of ours is wasted

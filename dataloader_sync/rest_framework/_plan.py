@@ -15,7 +15,9 @@ nested serializer (``many`` or not,    its own fields, on the instances reached 
                                        column: ``use_pk_only_optimization``)
 ``SlugRelatedField``                   its ``slug_field`` path (``"publisher__name"``, REST
                                        framework >= 3.15), read off the targets (``then``)
-``many=True`` relational fields        the same, on each target (``ManyRelatedField``)
+``many=True`` relational fields        the same, on each target (``ManyRelatedField``); a
+                                       ``source`` ending in ``.all`` is read as written (REST
+                                       framework calls ``.all()`` on the queryset it reaches)
 ``SerializerMethodField``              nothing: the method runs as written (``methods`` is set:
                                        a loader future it returns is settled after serializing)
 any other field                        nothing: the path's relations are loaded, the value is
@@ -92,6 +94,10 @@ def _path_of(field: Any) -> Optional[FieldPath]:
     if isinstance(field, BaseSerializer):  # a serializer of its own making: its value is read as written
         return FieldPath(attrs) if attrs else None
     if isinstance(field, ManyRelatedField):
+        if len(attrs) >= 2 and attrs[-1] == "all":
+            # source="books.all": REST framework calls .all() on the queryset it reaches, a new query that no
+            # prefetch answers; the hops before the relation are loaded
+            return FieldPath(attrs[:-2]) if len(attrs) > 2 else None
         return FieldPath(attrs, then=_slug_path(field.child_relation))
     if isinstance(field, RelatedField):
         return FieldPath(attrs, pk_only=bool(field.use_pk_only_optimization()), then=_slug_path(field))
