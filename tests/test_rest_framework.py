@@ -754,3 +754,26 @@ def test_a_many_related_field_ending_in_all_is_read_as_written(api, orm_db, libr
     with CaptureQueriesContext(connections[orm_db]) as queries:
         assert batched_data(Titles(models.Author.objects.using(orm_db).order_by("id"), many=True)) == expected
     assert len(queries) == 1 + 3  # ManyRelatedField calls .all() on the queryset: no load of ours is wasted
+
+
+def test_an_error_of_rest_framework_is_raised_as_without_the_mixin(api, orm_db, library):
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class Wrong(s.ModelSerializer):
+        nickname = s.CharField(source="author.nickname")  # no such attribute: REST framework's error
+
+        class Meta:
+            model = models.Book
+            fields = ["title", "nickname"]
+
+    library(orm_db, authors=2, books=1)
+    errors = []
+    for serialize in (lambda w: w.data, batched_data):
+        with pytest.raises(AttributeError) as caught:
+            serialize(Wrong(models.Book.objects.using(orm_db).order_by("id"), many=True))
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "Got AttributeError when attempting to get a value for field `nickname`" \
+        in errors[0]
