@@ -777,3 +777,40 @@ def test_an_error_of_rest_framework_is_raised_as_without_the_mixin(api, orm_db, 
         errors.append(str(caught.value))
     assert errors[0] == errors[1] and "Got AttributeError when attempting to get a value for field `nickname`" \
         in errors[0]
+
+
+def test_on_django_6_1_a_method_reading_a_to_one_of_loaded_rows_reads_it_for_their_batch(api, orm_db, library):
+    from dataloader_sync.django import _fetch_modes_available
+
+    if not _fetch_modes_available():
+        pytest.skip("Django's fetch modes (6.1 and later): the rows the walk loads carry FETCH_LEVEL")
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class AuthorWithPublisher(s.ModelSerializer):
+        publisher_name = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "publisher_name"]
+
+        def get_publisher_name(self, author):  # a to-one read in place: not a field the walk follows
+            return author.publisher.name if author.publisher is not None else None
+
+    class BookWithAuthor(s.ModelSerializer):
+        author = AuthorWithPublisher(read_only=True)
+
+        class Meta:
+            model = models.Book
+            fields = ["title", "author"]
+
+    library(orm_db, authors=6, books=2)
+    books = models.Book.objects.using(orm_db).order_by("id")
+    expected = BookWithAuthor(books.all(), many=True).data
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        assert batched_data(BookWithAuthor(books.all(), many=True)) == expected
+    assert len(queries) == 1 + 1 + 1  # books; Book.author; the authors' publishers, fetched as peers
