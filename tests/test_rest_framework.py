@@ -352,19 +352,13 @@ def api(django_example_project):
     return types.SimpleNamespace(ser=ser, views=views)
 
 
-def api_serializers(client):
-    return client.api.ser
-
-
 @pytest.fixture
 def client(api, orm_db):
     from django.test import override_settings
     from rest_framework.test import APIClient
 
     with override_settings(ROOT_URLCONF=__name__, DATABASE_ROUTERS=[RouteTo(orm_db)]):
-        client = APIClient()
-        client.api = api
-        yield client
+        yield APIClient()
 
 
 def fetch(client, orm_db, url, method="get", **data):
@@ -557,6 +551,57 @@ def test_method_fields_returning_loader_futures_are_settled_in_the_output(client
     assert data[0]["best_rating"] == 4
 
 
+def test_relations_a_method_evaluates_in_place_are_answered_once_per_level(api, orm_db, library):
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class InPlaceBook(s.ModelSerializer):
+        ratings = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Book
+            fields = ["title", "ratings"]
+
+        def get_ratings(self, book):  # iteration of a related manager's queryset
+            return [review.rating for review in book.reviews.order_by("rating", "id")]
+
+    class InPlaceAuthor(s.ModelSerializer):
+        book_count = s.SerializerMethodField()
+        latest = s.SerializerMethodField()
+        has_first_year = s.SerializerMethodField()
+        books = InPlaceBook(many=True, read_only=True)
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "book_count", "latest", "has_first_year", "books"]
+
+        def get_book_count(self, author):  # answered from the rows the walk loaded for books (a prefetch)
+            return author.books.count()
+
+        def get_latest(self, author):
+            book = author.books.filter(year__gte=2001).order_by("-year", "id").first()
+            return book.title if book is not None else None
+
+        def get_has_first_year(self, author):
+            return author.books.filter(year=2000).exists()
+
+    library(orm_db, authors=5, books=3, reviews=2)
+    authors = models.Author.objects.using(orm_db).order_by("id")
+    with CaptureQueriesContext(connections[orm_db]) as plain:
+        expected = InPlaceAuthor(authors.all(), many=True).data
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        assert batched_data(InPlaceAuthor(authors.all(), many=True)) == expected
+    # authors; Author.books (the field); then in place, per shape for the level: the latest book, the
+    # first-year exists, the books' ordered reviews
+    assert len(queries) == 1 + 1 + 3
+    assert len(plain) == 1 + 5 + 5 + 5 + 5 + 15
+    assert expected[0]["latest"] == "book 0.2" and expected[0]["books"][0]["ratings"] == [1, 2]
+
+
 # -- batched_data -------------------------------------------------------------------------------------
 
 def test_batched_data_outside_a_view_makes_its_own_registry(api, orm_db, library):
@@ -611,8 +656,20 @@ def test_batched_data_refuses_what_is_not_a_serializer():
 
 def test_the_test_mode_raises_on_a_statement_run_once_per_row(client, orm_db, library):
     from django.test import override_settings
+    from orm_library import models
+    from rest_framework import serializers as s
 
     from dataloader_sync.rest_framework import PerRowStatementError, batched_data
+
+    class PerRow(s.ModelSerializer):
+        books = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Author
+            fields = ["books"]
+
+        def get_books(self, author):
+            return [models.Review.objects.filter(book=book).count() for book in author.books.all()]
 
     lib = library(orm_db, authors=3, books=2, reviews=1)
     with override_settings(DATALOADER_SYNC_REST_FRAMEWORK_STRICT=True):
@@ -621,8 +678,8 @@ def test_the_test_mode_raises_on_a_statement_run_once_per_row(client, orm_db, li
         with pytest.raises(PerRowStatementError, match=r"OptedOutAuthor\(many=True\) ran this statement once per "
                                                        r"row .*FROM \"orm_library_review\""):
             client.get("/batched/OptedOutAuthors/")  # Meta.no_auto_relations: books (and their reviews) row by row
-        with pytest.raises(PerRowStatementError, match=r"^AuthorValues ran .*orm_library_review"):
-            batched_data(api_serializers(client).AuthorValues(lib.authors[0]))  # a method reading reviews per book
+        with pytest.raises(PerRowStatementError, match=r"^PerRow ran .*orm_library_review"):
+            batched_data(PerRow(lib.authors[0]))  # a method querying a model: not a relation of the level
     assert client.get("/batched/OptedOutAuthors/").status_code == 200  # the setting off again
 
 
@@ -734,7 +791,7 @@ def test_more_shapes_source_star_books_all_one_to_one_reverse_many_to_many_and_a
     assert batched_data(api.ser.Author(rows, many=True)) == api.ser.Author(rows, many=True).data  # not models
 
 
-def test_a_many_related_field_ending_in_all_is_read_as_written(api, orm_db, library):
+def test_a_many_related_field_ending_in_all_wastes_no_load_and_is_answered_in_place(api, orm_db, library):
     from django.db import connections
     from django.test.utils import CaptureQueriesContext
     from orm_library import models
@@ -753,7 +810,9 @@ def test_a_many_related_field_ending_in_all_is_read_as_written(api, orm_db, libr
     expected = Titles(models.Author.objects.using(orm_db).order_by("id"), many=True).data
     with CaptureQueriesContext(connections[orm_db]) as queries:
         assert batched_data(Titles(models.Author.objects.using(orm_db).order_by("id"), many=True)) == expected
-    assert len(queries) == 1 + 3  # ManyRelatedField calls .all() on the queryset: no load of ours is wasted
+    # authors; ManyRelatedField calls .all() on the queryset it reaches, which no prefetch answers (so the walk
+    # loads nothing for it): it is answered for the level in place, one statement
+    assert len(queries) == 1 + 1
 
 
 def test_an_error_of_rest_framework_is_raised_as_without_the_mixin(api, orm_db, library):

@@ -24,7 +24,8 @@ any other field                        nothing: the path's relations are loaded,
                                        read as written
 =====================================  ==========================================================
 
-A field named in the serializer's ``Meta.no_auto_relations`` is left out.
+A field named in the serializer's ``Meta.no_auto_relations`` is left out, and
+left alone while REST framework reads it (``_alone``: no in-place answers).
 
 Guarantees:
 - Reads only what REST framework's own ``to_representation`` builds
@@ -42,6 +43,8 @@ import rest_framework as _rest_framework
 from rest_framework.fields import SerializerMethodField
 from rest_framework.relations import ManyRelatedField, RelatedField, SlugRelatedField
 from rest_framework.serializers import BaseSerializer, ListSerializer, Serializer
+
+from ._alone import leave_alone
 
 __all__ = ["FieldPath", "opted_out_names", "paths"]
 
@@ -67,16 +70,18 @@ class FieldPath:
 
 
 def paths(serializer: Serializer[Any]) -> tuple[list[FieldPath], bool]:
-    """The ``FieldPath`` of each readable field of *serializer* not opted out, and whether any of them is a
-    ``SerializerMethodField``."""
+    """The ``FieldPath`` of each readable field of *serializer* not opted out, and whether any of its fields is
+    a ``SerializerMethodField``.  A field opted out is left alone (``_alone``)."""
     skipped = opted_out_names(serializer)
     found: list[FieldPath] = []
     methods = False
     for field in serializer._readable_fields:
+        if isinstance(field, SerializerMethodField):
+            methods = True  # its futures are settled, opted out or not
         if field.field_name in skipped:
+            leave_alone(field)
             continue
         if isinstance(field, SerializerMethodField):
-            methods = True
             continue
         path = _path_of(field)
         if path is not None:

@@ -7,10 +7,17 @@ class's method.  It walks the serializer over the instance (``_walk``:
 every relation it reads loaded for a whole level in one statement), calls
 the class's ``to_representation`` as REST framework would, and settles the
 loader futures that ``SerializerMethodField`` methods returned
-(``_futures``); under ``DATALOADER_SYNC_REST_FRAMEWORK_STRICT`` REST framework's
+(``_futures``).  During REST framework's pass the walk's levels are current
+(``_walk.Levels``): a related manager's queryset that a method or a property
+evaluates in place (``author.books.count()``, ``.filter(...).first()``,
+iteration) is answered for its whole level in one statement per query shape
+(``dataloader_sync.django._inplace``, the seam Django's auto relations
+install), and ``FETCH_LEVEL`` (Django >= 6.1) finds its peers there.  Under
+``DATALOADER_SYNC_REST_FRAMEWORK_STRICT`` REST framework's
 pass raises on a statement run once per row (``_strict``).  Nothing else changes: the serializer's class, its fields,
 its validation and saving are REST framework's; a serializer that was not
-given to them behaves exactly as before (nothing is patched globally).
+given to them behaves exactly as before (nothing of REST framework is
+patched; the in-place seam on Django's ``QuerySet`` is inert outside a pass).
 
 - ``AutoRelationsMixin.get_serializer`` installs it on every serializer the
   view's ``get_serializer`` makes: what ``list``, ``retrieve``, ``create``,
@@ -43,11 +50,13 @@ from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from .._core import reset_scope, set_scope
+from .._execution_levels import reset_levels, set_levels
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
+from ..django import _inplace
 from ._futures import settle
 from ._strict import rows_checked
-from ._walk import prepare
+from ._walk import Levels, prepare
 
 __all__ = ["AutoRelationsMixin", "BatchedRepresentation", "batched_data", "batching", "registry_of"]
 
@@ -102,9 +111,8 @@ class BatchedRepresentation:
             registry = DataLoaderRegistry()
         token = set_scope(_Serializing())
         try:
-            methods = prepare(serializer, instance, registry)
-            with rows_checked(serializer):
-                data = self._method(serializer, instance)
+            methods, levels = prepare(serializer, instance, registry)
+            data = _serialized(self._method, serializer, instance, levels)
             if methods:
                 settle(data, registry)
             return data
@@ -112,6 +120,23 @@ class BatchedRepresentation:
             reset_scope(token)
             if own:
                 close_quietly(registry)
+
+
+def _serialized(method: Callable[[Any, Any], Any], serializer: Any, instance: Any, levels: Optional[Levels]) -> Any:
+    """REST framework's own pass, with the walk's levels current: relations evaluated in place
+    (``author.books.count()`` in a method) answered once per level (``_inplace``), ``FETCH_LEVEL``'s peers."""
+    if levels is None:
+        with rows_checked(serializer):
+            return method(serializer, instance)
+    token = set_levels(levels)
+    end = _inplace.start(levels)
+    try:
+        with rows_checked(serializer):
+            return method(serializer, instance)
+    finally:
+        if end is not None:
+            end()
+        reset_levels(token)
 
 
 def batching(serializer: S) -> S:

@@ -38,6 +38,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any, Optional
 
@@ -50,7 +51,36 @@ from ..django._auto import AutoRelation, relation_of
 from ..django._level_relations import LevelRelation, load_level, related_values
 from ._plan import FieldPath, paths
 
-__all__ = ["prepare", "root_instances"]
+__all__ = ["Levels", "prepare", "root_instances"]
+
+
+class Levels:
+    """The walk's levels as a ``dataloader_sync._execution_levels.LevelSource``: the instances that one
+    serializer serializes (the root list, a nested serializer's instances across all parents) are one level.
+
+    While REST framework serializes, ``_views`` makes it current: Django's in-place answers
+    (``dataloader_sync.django._inplace``: ``author.books.count()`` in a method, once per level) and
+    ``FETCH_LEVEL`` read their peers from it.  Not thread-safe: the walk's thread only (another thread
+    is answered None).
+    """
+
+    __slots__ = ("_dataloader_sync_inplace", "_of", "_thread", "__weakref__")
+
+    def __init__(self) -> None:
+        self._of: dict[int, tuple[Any, list[Any]]] = {}  # id(instance) -> (the instance, its level)
+        self._thread = threading.get_ident()
+        self._dataloader_sync_inplace: Any = None  # _inplace.start's state, kept on its owner
+
+    def add(self, instances: list[Any]) -> None:
+        for instance in instances:
+            self._of[id(instance)] = (instance, instances)
+
+    def peers_of(self, obj: Any) -> Optional[list[Any]]:
+        """The instances of *obj*'s level (*obj* among them), or None."""
+        if threading.get_ident() != self._thread:
+            return None
+        entry = self._of.get(id(obj))
+        return entry[1] if entry is not None and entry[0] is obj else None
 
 
 class _Cursor:
@@ -78,18 +108,20 @@ def root_instances(instance: Any) -> Optional[list[Any]]:
     return None
 
 
-def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> bool:
+def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> tuple[bool, Optional[Levels]]:
     """Load, round by round, the relations *serializer* will read off *instance*.
 
     Returns:
-        Whether a ``SerializerMethodField`` was met (its futures are settled after serializing).
+        Whether a ``SerializerMethodField`` was met (its futures are settled after serializing), and the
+        levels walked (None when the instances could not be known).
     """
     top = serializer.child if isinstance(serializer, ListSerializer) else serializer
     instances = root_instances(instance)
     if instances is None or not isinstance(top, Serializer):
-        return False
+        return False, None
+    levels = Levels()
     cursors: list[_Cursor] = []
-    methods = _start(top, instances, cursors)
+    methods = _start(top, instances, cursors, levels)
     while cursors:
         _load_round(cursors, registry)
         going: list[_Cursor] = []
@@ -100,23 +132,24 @@ def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> boo
             if cursor.pos < len(cursor.attrs):
                 going.append(cursor)
             elif cursor.child is not None:  # the nested serializer's fields, on the instances reached
-                methods |= _start(cursor.child, cursor.instances, going)
+                methods |= _start(cursor.child, cursor.instances, going, levels)
             elif cursor.then:  # a slug path read off the targets
                 going.append(_Cursor(FieldPath(cursor.then), cursor.instances))
         cursors = going
-    return methods
+    return methods, levels
 
 
-def _start(serializer: Serializer[Any], instances: list[Any], cursors: list[_Cursor]) -> bool:
+def _start(serializer: Serializer[Any], instances: list[Any], cursors: list[_Cursor], levels: Levels) -> bool:
     """Add the cursors of *serializer*'s fields on *instances* (a ``source="*"`` serializer's at once)."""
     found, methods = paths(serializer)
     if not instances:
         return methods
+    levels.add(instances)
     for path in found:
         if path.attrs:
             cursors.append(_Cursor(path, instances))
         elif path.child is not None:
-            methods |= _start(path.child, instances, cursors)
+            methods |= _start(path.child, instances, cursors, levels)
     return methods
 
 
