@@ -15,6 +15,10 @@ methods and find the pass in progress through the current levels
 (``_execution_levels.current_levels``): the same field object serialized
 again later is left alone in that pass too.
 
+REST framework behaviour relied on: ``Serializer.to_representation`` calls
+``field.get_attribute(instance)`` and ``field.to_representation(attribute)``
+as attribute lookups on each field object.
+
 Guarantees:
 - The wrappers hold the field weakly (no cycle through its own attribute)
   and no pass: nothing outlives the serializer.

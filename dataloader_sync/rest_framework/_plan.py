@@ -28,10 +28,12 @@ A field named in the serializer's ``Meta.no_auto_relations`` is left out, and
 left alone while REST framework reads it (``_alone``: no in-place answers).
 
 Guarantees:
-- Reads only what REST framework's own ``to_representation`` builds
-  (``fields``, each field's ``source_attrs``, ``child``, ``child_relation``,
-  ``slug_field``, ``use_pk_only_optimization()``, all public or documented
-  attributes of REST framework's fields), never an instance.
+- Reads only what REST framework's own ``to_representation`` builds, never an
+  instance: ``fields``, each field's ``source_attrs``, ``child``,
+  ``child_relation``, ``slug_field``, ``use_pk_only_optimization()`` and
+  ``rest_framework.VERSION`` (public attributes of REST framework's fields),
+  and one private name, ``Serializer._readable_fields`` (the fields its
+  ``to_representation`` iterates, write-only ones left out).
 - ``Meta.no_auto_relations`` that is not a list or tuple of the serializer's
   field names raises ``TypeError``/``ValueError`` naming it.
 """

@@ -31,6 +31,11 @@ The registry: the serializer context's ``request.loaders`` (set by
 ``Request`` reads it from Django's request) or its ``"loaders"`` key, left
 open; without one, each ``to_representation`` call makes one and closes it.
 
+REST framework behaviour relied on (3.14 to 3.18): ``BaseSerializer.data``
+calls ``self.to_representation(self.instance)`` (an attribute lookup, so an
+instance attribute is found first), and a class's ``super().to_representation``
+does not (so the hook runs once per ``.data``).
+
 Guarantees:
 - The hook holds the serializer weakly (a serializer does not reference
   itself through it: freed by reference counting).
