@@ -295,14 +295,28 @@ def views_of(ser):
             serializer = ser.Author(models.Author.objects.order_by("id"), many=True, context={"request": request})
             return Response(batched_data(serializer) if self.batched else serializer.data)
 
+    class LoaderNames(AutoRelationsMixin, generics.ListAPIView):
+        """The mixin's loaders, named in the request's registry (DataLoaderMiddleware's request.loaders)."""
+
+        queryset = models.Author.objects.order_by("id")
+        serializer_class = ser.Author
+
+        def list(self, request, *args, **kwargs):
+            data = self.get_serializer(self.get_queryset(), many=True).data
+            stats = request.loaders.statistics_by_loader()
+            return Response({"authors": len(data), "batches": {name: stats[name].batch_invoke_count
+                                                               for name in stats if "." in name}})
+
     class AuthorViewSet(viewsets.ReadOnlyModelViewSet):
         queryset = models.Author.objects.order_by("id")
         serializer_class = ser.Author
 
     plain = {name: view for name, view in locals().items() if isinstance(view, type) and hasattr(view, "as_view")}
     own = plain.pop("OwnSerializerAuthors")
+    names = plain.pop("LoaderNames")
     pairs = {name: (view, type(f"Batched{name}", (AutoRelationsMixin, view), {})) for name, view in plain.items()}
     pairs["OwnSerializerAuthors"] = (own, type("BatchedOwnSerializerAuthors", (own,), {"batched": True}))
+    pairs["LoaderNames"] = (names, names)
     return pairs
 
 
@@ -643,6 +657,13 @@ def test_batched_data_is_the_one_line_of_an_api_view_that_builds_its_serializer(
     library(orm_db, authors=4, books=2, reviews=1)
     plain, batched, _ = compare(client, orm_db, "OwnSerializerAuthors/")
     assert batched == 6 and plain == 1 + 3 + 4 + 4 + 8 + 8
+
+
+def test_the_mixin_s_loaders_are_the_request_registry_s_named_after_their_relation(client, orm_db, library):
+    library(orm_db, authors=3, books=2, reviews=1)
+    body = client.get("/batched/LoaderNames/").json()
+    assert body == {"authors": 3, "batches": {"Author.books": 1, "Author.profile": 1, "Author.publisher": 1,
+                                              "Book.reviews": 1, "Book.tags": 1}}
 
 
 def test_batched_data_refuses_what_is_not_a_serializer():
