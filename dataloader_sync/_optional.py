@@ -15,6 +15,7 @@ _DISTRIBUTIONS = {
     "graphene_django": "graphene-django",
     "graphql": "graphql-core",
     "graphql_relay": "graphql-relay",
+    "rest_framework": "djangorestframework",
     "strawberry_django": "strawberry-graphql-django",
 }
 

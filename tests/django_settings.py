@@ -29,4 +29,8 @@ if importlib.util.find_spec("psycopg"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
+# REST framework (tests/test_rest_framework*.py): no authentication, so that no view needs
+# django.contrib.auth; the JSON renderer first, as by default
+REST_FRAMEWORK = {"DEFAULT_AUTHENTICATION_CLASSES": [], "DEFAULT_PERMISSION_CLASSES": [],
+                  "UNAUTHENTICATED_USER": None}
 GRAPHENE = {"SCHEMA": "books.schema.schema"}

@@ -141,3 +141,64 @@ def test_the_message_of_auto_relations_extension_beside_an_execution_context_cla
     schema = strawberry.Schema(query=Query, extensions=[AutoRelationsExtension], execution_context_class=logging_class)
     result = schema.execute_sync("{ hello }")
     assert result.errors and quoted(result.errors[0].message)
+
+
+def test_the_rest_framework_set_up_messages_are_quoted(django_example_project: None) -> None:
+    pytest.importorskip("rest_framework")
+    from orm_library.models import Author
+    from rest_framework import generics, serializers, views
+
+    from dataloader_sync.rest_framework import AutoRelationsMixin, batched_data
+
+    messages = []
+    for bases in ((generics.ListAPIView, AutoRelationsMixin), (AutoRelationsMixin, views.APIView)):
+        with pytest.raises(TypeError) as caught:
+            type("AuthorList", bases, {})
+        messages.append(str(caught.value))
+
+    class AuthorSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = Author
+            fields = ["id", "name", "books"]
+            no_auto_relations = ["bookz"]
+
+    with pytest.raises(ValueError) as wrong_name:
+        batched_data(AuthorSerializer(Author.objects.none(), many=True))
+    AuthorSerializer.Meta.no_auto_relations = "books"  # type: ignore[assignment]
+    with pytest.raises(TypeError) as not_a_list:
+        batched_data(AuthorSerializer(Author.objects.none(), many=True))
+    with pytest.raises(TypeError) as not_a_serializer:
+        batched_data({"id": 1})  # type: ignore[arg-type]
+    messages += [str(e.value) for e in (wrong_name, not_a_list, not_a_serializer)]
+    assert [m for m in messages if not quoted(m)] == []
+
+
+def test_the_rest_framework_test_mode_message_is_quoted(django_example_project: None) -> None:
+    pytest.importorskip("rest_framework")
+    from django.db import transaction
+    from django.test import override_settings
+    from orm_library.models import Author, Book
+    from rest_framework import serializers
+
+    from dataloader_sync.rest_framework import PerRowStatementError, batched_data
+
+    class BookSerializer(serializers.ModelSerializer):
+        class Meta:
+            model = Book
+            fields = ["title"]
+
+    class AuthorSerializer(serializers.ModelSerializer):
+        books = BookSerializer(many=True)
+
+        class Meta:
+            model = Author
+            fields = ["name", "books"]
+            no_auto_relations = ["books"]
+
+    with transaction.atomic(), override_settings(DATALOADER_SYNC_REST_FRAMEWORK_STRICT=True):
+        Author.objects.bulk_create([Author(name="a"), Author(name="b")])
+        with pytest.raises(PerRowStatementError) as caught:
+            batched_data(AuthorSerializer(Author.objects.all(), many=True))
+        transaction.set_rollback(True)
+    head, _, sql = str(caught.value).partition(": SELECT ")
+    assert quoted(f"{head}: SELECT ... FROM {sql.partition(' FROM ')[2]}")

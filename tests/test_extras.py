@@ -47,6 +47,7 @@ CASES = [
     ("strawberry,flask-sqlalchemy", [], [], ["strawberry"]),
     ("ariadne,sqlalchemy", [], [], ["Ariadne"]),
     ("ariadne,sqlalchemy,flask", [], ["docs/ariadne.rst"], []),  # the install line of ariadne.rst's examples
+    ("rest-framework", [], ["docs/rest-framework.rst"], []),  # its examples use Django's own auth models
 ]
 
 STRAWBERRY_DJANGO_CHECK = """
