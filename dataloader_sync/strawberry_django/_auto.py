@@ -62,7 +62,7 @@ from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from django.db.models import Model, QuerySet
+from django.db.models import Model
 from graphql import get_named_type, is_composite_type
 from strawberry.extensions import SchemaExtension
 
@@ -77,7 +77,7 @@ from ..graphql._auto_relations import FieldLabels
 from ._execution import run_with_ours
 from ._fields import DEFINITION, default_resolution, joins, pages_of, relation_field
 from ._hints import with_hints
-from ._returned import returned
+from ._returned import returned, root_value
 
 __all__ = ["AutoRelationsExtension"]
 
@@ -183,10 +183,9 @@ class AutoRelationsExtension(SchemaExtension):
                 graphql_field, relation, None if relation is not None else _returns(graphql_field),
                 _left_to_strawberry(graphql_field))
         if not isinstance(root, Model):  # a root's (or a plain object's) queryset: planned for its selection
-            value = _next(root, info, *args, **kwargs)
-            if known[2] is not None and isinstance(value, QuerySet) and value._result_cache is None:
-                value = _plan(self, info, value)
-            return listed(info, value)
+            if known[2] is None:
+                return listed(info, _next(root, info, *args, **kwargs))
+            return listed(info, root_value(self, _next, root, info, args, kwargs, _plan))
         field = known[1]
         if field is None:
             if known[3]:

@@ -48,7 +48,7 @@ from django.db.models.manager import BaseManager
 from ..django._returned_querysets import level_value
 from ..graphql._auto_relations import FieldLabels
 
-__all__ = ["returned"]
+__all__ = ["returned", "root_value"]
 
 
 def _running_optimizer() -> Any:
@@ -57,6 +57,21 @@ def _running_optimizer() -> Any:
 
     found = optimizer.get()
     return found if found is not None and DjangoOptimizerExtension.enabled.get() else None
+
+
+_ALL_COLUMNS: tuple[frozenset[str], bool] = (frozenset(), True)  # Query.deferred_loading: nothing deferred
+
+
+def _optimized(optimizer: Any, queryset: QuerySet[Any], info: Any) -> QuerySet[Any]:
+    """``optimizer.optimize(queryset, info)``, with every column loaded when the resolver deferred none:
+    the optimizer's ``only()`` lists the columns of the fields it can see, and a resolver or property
+    reading another (it cannot see into them) would load it row by row; with the switch the rows are
+    the level's, so one statement loads what they need.  Joins and prefetches are kept."""
+    deferred = queryset.query.deferred_loading == _ALL_COLUMNS
+    optimized = optimizer.optimize(queryset, info)
+    if deferred and optimized.query.deferred_loading != _ALL_COLUMNS:
+        optimized = optimized.defer(None)
+    return optimized
 
 
 def returned(ext: Any, next_: Callable[..., Any], root: Any, info: Any, args: tuple[Any, ...],
@@ -75,7 +90,26 @@ def returned(ext: Any, next_: Callable[..., Any], root: Any, info: Any, args: tu
         if isinstance(value, BaseManager):  # what the optimizer's resolve makes of a manager
             value = value.all()
         if isinstance(value, QuerySet) and value._result_cache is None:
-            value = optimizer.optimize(value, info)
+            value = _optimized(optimizer, value, info)
     if not isinstance(value, QuerySet) or value._result_cache is not None:
         return value
     return level_value(ext, root, info, value, plan, labels)
+
+
+def root_value(ext: Any, next_: Callable[..., Any], root: Any, info: Any, args: tuple[Any, ...],
+               kwargs: dict[str, Any], plan: Callable[[Any, Any, QuerySet[Any]], QuerySet[Any]]) -> Any:
+    """The value of a field on a parent that is no model instance (a root's): a queryset that comes out
+    unevaluated planned for its selection; with the optimizer on, the field runs with it off and what it
+    gives is optimized once (``_optimized``: every column, where the resolver deferred none), as
+    ``returned`` does."""
+    optimizer = _running_optimizer()
+    if optimizer is None:
+        value = next_(root, info, *args, **kwargs)
+    else:
+        with optimizer.disabled():
+            value = next_(root, info, *args, **kwargs)
+        if isinstance(value, QuerySet) and value._result_cache is None:
+            value = _optimized(optimizer, value, info)
+    if isinstance(value, QuerySet) and value._result_cache is None:
+        value = plan(ext, info, value)
+    return value
