@@ -185,6 +185,14 @@ def make_schema():
             models.Book.objects.using(info.context.db).create(title="book 0.9", year=2009, author=author)
             return True
 
+        add_book_in_bulk = graphene.Boolean()
+
+        def resolve_add_book_in_bulk(root, info):  # a write that sends no signal
+            author = models.Author.objects.using(info.context.db).order_by("pk").first()
+            models.Book.objects.using(info.context.db).bulk_create([models.Book(title="book 0.9", year=2009,
+                                                                                author=author)])
+            return True
+
     return graphene.Schema(query=Query, types=[AuthorWithPublisher])
 
 
@@ -345,11 +353,12 @@ def test_relations_prefetched_with_a_prefetch_queryset(schema, orm_db, library):
     assert on == 2 + 3 + 1  # + the empty set's aggregate
 
 
-def test_a_write_during_the_execution_drops_what_was_learned(schema, orm_db, library):
+@pytest.mark.parametrize("write", ["addBook", "addBookInBulk"])
+def test_a_write_during_the_execution_drops_what_was_learned(schema, orm_db, library, write):
     from django.db import transaction
 
     shelf(library, orm_db)
-    query = "{ before: authors { bookCount rList { title } } addBook after: authors { bookCount rList { title } } }"
+    query = "{ before: authors { bookCount rList { title } } " + write + " after: authors { bookCount rList { title } } }"
     answers = []
     for auto in (False, True):
         with transaction.atomic(using=orm_db):
@@ -422,3 +431,25 @@ def test_nothing_outlives_the_execution(schema, orm_db, library):
     assert _inplace._current.get() is None  # the context variable is reset
     gc.collect()
     assert not [o for o in gc.get_objects() if type(o) is _inplace.InPlace]  # type(): lazy objects stay lazy
+
+
+def test_django_s_fast_paths_outside_an_execution_are_kept(orm_db, library):
+    """The seam listens to no signal of Django's: a listener of ``m2m_changed`` makes every
+    many-to-many ``add()`` read the rows it would add first, one of ``post_delete`` turns every fast
+    ``QuerySet.delete()`` into a select of the rows, then their delete.  With the switch's modules
+    imported, outside an execution, both stay one statement."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library.models import Book, Review, Tag
+
+    import dataloader_sync.django._auto  # noqa: F401  (installs the seam)
+
+    lib = library(orm_db, authors=2, books=2, reviews=2, tags=2)
+    book = Book.objects.using(orm_db).get(pk=lib.books[0].pk)
+    extra = Tag.objects.using(orm_db).create(name="a tag of its own")
+    with CaptureQueriesContext(connections[orm_db]) as added:
+        book.tags.add(extra)
+    with CaptureQueriesContext(connections[orm_db]) as deleted:
+        Review.objects.using(orm_db).filter(book=book).delete()
+    assert len(added) == 1, [q["sql"] for q in added.captured_queries]
+    assert len(deleted) == 1, [q["sql"] for q in deleted.captured_queries]

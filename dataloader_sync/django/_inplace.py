@@ -33,12 +33,10 @@ a queryset ``shape_of`` rejects, a ``count``/``exists`` of a
 ``distinct()`` or aggregating queryset, an ``aggregate`` of an annotated,
 sliced or ``distinct()`` one, rows that carry prefetched relations once
 they have been served (other rows are served as fresh copies each time, as
-Django gives fresh instances), and everything after a row is saved or
-deleted in the execution (``post_save``, ``post_delete``,
-``m2m_changed``: the memo is dropped and the seam steps aside for the rest
-of the execution).  A write no signal tells of (``update()``,
-``bulk_create()``, raw SQL) made by a query's resolver between two reads
-of one shape is not seen by the second: in mutations the seam is off.
+Django gives fresh instances), and everything after a statement that is not a
+read runs on the execution's thread (a ``save()``, ``delete()``,
+``update()``, ``bulk_create()``, raw SQL: the memo is dropped and the seam
+steps aside for the rest of the execution; in mutations it is off).
 
 The seam: Django offers no hook for a related manager's queryset
 evaluated in place, so ``install()`` (called once, when the Django
@@ -46,9 +44,13 @@ integration of auto relations is imported) replaces four methods of
 Django's ``QuerySet`` with wrappers that call the originals: ``count``,
 ``exists``, ``aggregate`` and the private ``_fetch_all`` (what iteration,
 ``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()``
-run), and connects the three signals above.  Outside an execution with the
-switch each wrapper costs one context-variable read and one more Python
-call before the original (``tools/bench_inplace.py`` measures it: about
+run).  Writes are seen by an execution wrapper (Django's public
+``connection.execute_wrappers``) put on the thread's connections for the
+execution only, never by a signal: a listener of ``m2m_changed`` or
+``post_delete`` would make Django's fast paths (``add()`` of a
+many-to-many, ``QuerySet.delete()``) cost a select more everywhere.
+Outside an execution with the switch each wrapper costs one context-variable
+read and one more Python call before the original (``tools/bench_inplace.py`` measures it: about
 100 ns per call on CPython 3.11).  The Django internals read:
 ``QuerySet._hints`` (``instance``), ``_result_cache``, ``_prefetch_done``,
 ``_chain()``, ``_known_related_objects`` (through ``Shape``),
@@ -79,8 +81,8 @@ import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
+from django.db import connections
 from django.db.models import Count, Model, QuerySet
-from django.db.models.signals import m2m_changed, post_delete, post_save
 
 from .._execution_levels import current_levels
 from ._connections import batch_connection
@@ -369,9 +371,19 @@ def start(owner: Any, mutation: bool = False) -> Optional[Callable[[], None]]:
         return None
     state = InPlace()
     owner._dataloader_sync_inplace = state
-    token = _current.set(weakref.ref(state))
+    ref = weakref.ref(state)
+    token = _current.set(ref)
+    watched = list(connections.all())  # this thread's (Django's connections are per thread)
+    watch = _WriteWatch(ref)
+    for connection in watched:
+        connection.execute_wrappers.append(watch)
 
     def end() -> None:
+        for connection in watched:
+            try:
+                connection.execute_wrappers.remove(watch)
+            except ValueError:  # removed by someone else
+                pass
         _current.reset(token)
         state.memo.clear()
         state.groups.clear()
@@ -415,13 +427,27 @@ def run_alone(owner: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> 
     return value
 
 
-def _written(sender: Any, **kwargs: Any) -> None:
-    ref = _current.get()
-    state = None if ref is None else ref()
-    if state is not None:
-        state.off = True
-        state.memo.clear()
-        state.groups.clear()
+#: How the statements an execution may run without writing begin (the in-place loads, savepoints).
+_READS = ("SELECT", "SAVEPOINT", "RELEASE")
+
+
+class _WriteWatch:
+    """An execution wrapper (``connection.execute_wrappers``): after a statement that is not a read, the
+    execution's in-place answers are dropped and the seam steps aside (see the module notes)."""
+
+    __slots__ = ("state",)
+
+    def __init__(self, state: Callable[[], Optional[InPlace]]) -> None:
+        self.state = state
+
+    def __call__(self, execute: Callable[..., Any], sql: Any, params: Any, many: bool, context: Any) -> Any:
+        if not (isinstance(sql, str) and sql.lstrip()[:9].upper().startswith(_READS)):
+            state = self.state()
+            if state is not None:
+                state.off = True
+                state.memo.clear()
+                state.groups.clear()
+        return execute(sql, params, many, context)
 
 
 def _wrap_fetch_all(original: Callable[[QuerySet[Any]], None]) -> Callable[[QuerySet[Any]], None]:
@@ -495,5 +521,3 @@ def install() -> None:
             wrapper.__wrapped__ = original
             wrapper.__doc__ = original.__doc__
             setattr(QuerySet, name, wrapper)
-        for signal in (post_save, post_delete, m2m_changed):
-            signal.connect(_written, dispatch_uid="dataloader_sync_inplace")
