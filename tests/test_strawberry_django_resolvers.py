@@ -252,7 +252,9 @@ def test_the_optimizer_does_not_evaluate_each_parent_queryset_first(orm_db, libr
     plain, plain_statements, _ = run(make_schema(False, True), orm_db, RECENT)
     both, statements, _ = run(make_schema(True, True, optimizer_first), orm_db, RECENT)
     assert both == plain and '"errors": []' in both
-    assert statements == (plain_statements if LISTS_FETCHED else 3) <= plain_statements
+    # before strawberry-django 0.92 it fetches each parent's queryset itself: the in-place seam answers those
+    # evaluations for the level, so the count is the same on every version
+    assert statements == 3 <= plain_statements
 
 
 HINTED = "{ authors { name publisherName yearTotal titleList } }"
