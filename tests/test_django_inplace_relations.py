@@ -358,7 +358,8 @@ def test_a_write_during_the_execution_drops_what_was_learned(schema, orm_db, lib
     from django.db import transaction
 
     shelf(library, orm_db)
-    query = "{ before: authors { bookCount rList { title } } " + write + " after: authors { bookCount rList { title } } }"
+    read = "authors { bookCount rList { title } }"
+    query = "{ before: " + read + " " + write + " after: " + read + " }"
     answers = []
     for auto in (False, True):
         with transaction.atomic(using=orm_db):
