@@ -62,7 +62,7 @@ from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
-from django.db.models import Model
+from django.db.models import Model, QuerySet
 from graphql import get_named_type, is_composite_type
 from strawberry.extensions import SchemaExtension
 
@@ -99,6 +99,19 @@ def _left_to_strawberry(graphql_field: Any) -> bool:
         and relation_field(graphql_field) is None
 
 
+def _own_resolver(graphql_field: Any) -> bool:
+    """Whether *graphql_field* is a list field with a resolver of the user's (not strawberry's nor
+    strawberry-django's: ``node()``, connections): what it returns is not evaluated before the extension
+    sees it, so the optimizer can be applied to it afterwards (a single object's queryset is evaluated
+    by strawberry-django, ``first()``, inside the field: it keeps the optimizer on)."""
+    field = (graphql_field.extensions or {}).get(DEFINITION)
+    resolver = getattr(field, "base_resolver", None)
+    if resolver is None or default_resolution(field) or not getattr(field, "is_list", False):
+        return False
+    module = getattr(getattr(resolver, "wrapped_func", None), "__module__", None) or ""
+    return not module.startswith(("strawberry.", "strawberry_django."))
+
+
 def _returns(graphql_field: Any) -> Optional[FieldLabels]:
     """The names of its loaders when *graphql_field* (not a relation field auto relations take) may give
     a queryset the level loads: a composite field, not opted out, neither a connection nor paginated."""
@@ -130,8 +143,8 @@ class AutoRelationsExtension(SchemaExtension):
     """
 
     #: id(graphql-core field) -> (that field, its strawberry-django relation field or None, the names of the
-    #: loaders of the querysets it returns or None, left to strawberry-django)
-    _fields: dict[int, tuple[Any, Any, Optional[FieldLabels], bool]] = {}
+    #: loaders of the querysets it returns or None, left to strawberry-django, has a resolver of the user's)
+    _fields: dict[int, tuple[Any, Any, Optional[FieldLabels], bool, bool]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -181,11 +194,16 @@ class AutoRelationsExtension(SchemaExtension):
             relation = relation_field(graphql_field)
             known = self._fields[id(graphql_field)] = (
                 graphql_field, relation, None if relation is not None else _returns(graphql_field),
-                _left_to_strawberry(graphql_field))
+                _left_to_strawberry(graphql_field), _own_resolver(graphql_field))
         if not isinstance(root, Model):  # a root's (or a plain object's) queryset: planned for its selection
             if known[2] is None:
                 return listed(info, _next(root, info, *args, **kwargs))
-            return listed(info, root_value(self, _next, root, info, args, kwargs, _plan))
+            if known[4]:  # the user's resolver: run with the optimizer off, its queryset optimized once
+                return listed(info, root_value(self, _next, root, info, args, kwargs, _plan))
+            value = _next(root, info, *args, **kwargs)  # strawberry-django's own get_queryset, optimizer and all
+            if isinstance(value, QuerySet) and value._result_cache is None:
+                value = _plan(self, info, value)
+            return listed(info, value)
         field = known[1]
         if field is None:
             if known[3]:
