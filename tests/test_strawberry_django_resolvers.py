@@ -118,6 +118,12 @@ def make_schema(auto: bool, optimizer: bool, optimizer_first: bool = True):
         def title_list(self) -> str:
             return ", ".join(book.title for book in self.books.all())
 
+        # what only a hint's Prefetch(to_attr=...) gives: one level of its own beside title_list's "books"
+        @strawberry_django.field(prefetch_related=[Prefetch(
+            "books", queryset=models.Book.objects.filter(year__lt=2001).order_by("id"), to_attr="old_books")])
+        def old_titles(self) -> str:
+            return ", ".join(book.title for book in getattr(self, "old_books", ()))
+
     def rated(author, **condition):  # the author's books, their reviews of one kind prefetched as ``picked``
         reviews = models.Review.objects.filter(**condition).order_by("id")
         return author.books.order_by("id").prefetch_related(Prefetch("reviews", queryset=reviews, to_attr="picked"))
@@ -278,6 +284,19 @@ def test_field_hints_are_honoured_with_the_switch_alone(orm_db, library, query, 
     assert '"errors": []' in off and all(response == off for response, _, _ in found.values())
     assert_statements(found, counts)
 
+
+def test_a_to_attr_hint_and_a_plain_hint_of_one_relation_are_both_honoured_with_the_switch_alone(orm_db, library):
+    # Prefetch("books", ..., to_attr="old_books") and "books" fill two attributes: Django takes the pair, and
+    # the switch alone answers as the optimizer does (off, old_books is never there: every oldTitles is empty)
+    library(orm_db, authors=6, books=3)
+    found = measure(orm_db, "{ authors { name titleList oldTitles } }")
+    optimized = found[OPTIMIZER][0]
+    assert '"errors": []' in optimized and found[OFF][0] != optimized
+    assert found[BOTH][0] == optimized
+    # strawberry-django < 0.92 evaluates the root's queryset before the switch sees it: as without the switch
+    assert found[SWITCH][0] == (found[OFF][0] if LISTS_FETCHED else optimized)
+    if not LISTS_FETCHED:
+        assert found[SWITCH][1] == found[OPTIMIZER][1] == 3  # the authors, their books, their old books
 
 def test_an_annotate_hint_is_honoured_with_the_switch_alone(orm_db, library):
     # strawberry-django reads booksAnnotated off an annotation only its optimizer makes: off, the field fails;

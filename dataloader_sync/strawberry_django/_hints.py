@@ -11,10 +11,12 @@ batch, a queryset a resolver returns, a root's too) gets the hints of the
 fields its selection selects, unless the optimizer optimized that queryset
 already (it applied them itself):
 
-- ``prefetch_related``: added, but for a path the queryset prefetches already
-  (the queryset's own ``Prefetch`` is kept), one per path (hints that
-  prefetch one path differently are all left out: Django refuses the pair,
-  and either would change what the other's field reads).  A hint of one
+- ``prefetch_related``: added, but for what the queryset prefetches already
+  (the queryset's own ``Prefetch`` is kept), each attribute filled once
+  (hints that fill one attribute differently — two ``Prefetch`` querysets, or
+  one and the plain path — are all left out: Django refuses the pair, and
+  either would change what the other's field reads; a ``Prefetch``'s
+  ``to_attr`` is an attribute of its own beside the plain path).  A hint of one
   relation the selection reads as a field too (``books`` hinted by a
   property, ``books { reviews { rating } }`` selected; a field with no
   arguments whose type has no ``get_queryset``) becomes a ``Prefetch``
@@ -77,8 +79,8 @@ class Hints:
             select = ()
         elif isinstance(query.select_related, dict):
             select = tuple(path for path in select if not _joined(query.select_related, path))
-        seen = {_through(lookup) for lookup in queryset._prefetch_related_lookups}
-        prefetch = [lookup for lookup in self.prefetch if _through(lookup) not in seen]
+        own = _levels_of(queryset._prefetch_related_lookups)
+        prefetch = [lookup for lookup in self.prefetch if _adds_to(own, _levels(lookup))]
         if select:
             queryset = queryset.select_related(*select)
         if prefetch:
@@ -228,18 +230,60 @@ def _checked(stores: list[tuple[str, Any]], model: Any) -> Optional[Hints]:
 
 
 def _one_per_path(lookups: list[Any]) -> list[Any]:
-    """*lookups*, one per path: hints that prefetch one path alike are one; two that prefetch it
-    differently (two ``Prefetch`` querysets, or one and the plain path) are both left out: Django refuses
-    the pair, and either would change what the other's field reads."""
-    by_path: dict[str, list[Any]] = {}
+    """*lookups*, none twice, none in conflict: two lookups conflict when they fill one level (an
+    attribute on one path: ``pull_requests``, or a ``Prefetch``'s ``to_attr``) differently (two
+    ``Prefetch`` querysets, or one and the plain path); both are then left out: Django refuses the pair,
+    and either would change what the other's field reads.  ``Prefetch("pull_requests", queryset=...,
+    to_attr="merged")`` and ``"pull_requests"`` fill two levels: both are kept."""
+    filled: dict[str, Any] = {}
+    refused: set[str] = set()
     for lookup in lookups:
-        by_path.setdefault(_through(lookup), []).append(lookup)
-    kept = []
-    for found in by_path.values():
-        first = found[0]
-        if all(lookup is first or (isinstance(lookup, str) and lookup == first) for lookup in found):
-            kept.append(first)
+        for level, queryset in _levels(lookup).items():
+            if level in filled and filled[level] is not queryset:
+                refused.add(level)
+            filled.setdefault(level, queryset)
+    kept: list[Any] = []
+    for lookup in lookups:
+        if _levels(lookup).keys() & refused or any(_same(lookup, other) for other in kept):
+            continue
+        kept.append(lookup)
     return kept
+
+
+def _levels(lookup: Any) -> dict[str, Any]:
+    """The levels *lookup* fills (``a``, ``a__b``: each prefix of its path, the last one named by its
+    ``to_attr``), each with the queryset that fills it (None: the relation's plain rows)."""
+    parts = _through(lookup).split("__")
+    levels: dict[str, Any] = {"__".join(parts[:i]): None for i in range(1, len(parts))}
+    if isinstance(lookup, Prefetch):
+        levels[lookup.prefetch_to] = lookup.queryset
+    else:
+        levels[str(lookup)] = None
+    return levels
+
+
+def _levels_of(lookups: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for lookup in lookups:
+        for level, queryset in _levels(lookup).items():
+            found.setdefault(level, queryset)
+    return found
+
+
+def _adds_to(own: dict[str, Any], levels: dict[str, Any]) -> bool:
+    """Whether a hint filling *levels* is added to a queryset whose own lookups fill *own*: not when it
+    fills nothing new, nor when it gives a level the queryset fills already a queryset of its own (Django
+    refuses that; the queryset's own ``Prefetch`` is kept)."""
+    if levels.keys() <= own.keys():
+        return False
+    return not any(queryset is not None and own.get(level, queryset) is not queryset
+                   for level, queryset in levels.items())
+
+
+def _same(lookup: Any, other: Any) -> bool:
+    if isinstance(lookup, str) or isinstance(other, str):
+        return bool(lookup == other)
+    return lookup is other
 
 
 def _to_one_path(model: Any, path: str) -> bool:
