@@ -1,7 +1,9 @@
 """What the in-place seam (``dataloader_sync.django._inplace``) adds to Django's ``QuerySet`` outside an execution.
 
 ``python tools/bench_inplace.py`` prints ns per call of ``count()``, ``exists()`` and ``len()``
-on an evaluated queryset (no statement: the figure is the Python around it), with
+on an evaluated queryset (no statement: the figure is the Python around it), and of
+``ForwardManyToOneDescriptor.get_object`` (what a to-one read that misses its cache runs, before its
+statement; measured on a stand-in that returns at once, so the figure is the wrapper's Python), with
 Django's own methods and with the seam's wrappers, and the difference.  Best of 5 repeats, cyclic
 GC off (``bench_micro.best_of``).  A report, not a test.
 """
@@ -52,6 +54,16 @@ def main() -> None:
                 setattr(QuerySet, name, method)
         print(f"{label:10} Django {plain * 1e9:7.1f} ns  with the seam {wrapped * 1e9:7.1f} ns  "
               f"added {(wrapped - plain) * 1e9:6.1f} ns")
+
+    def get_object(descriptor: Any, instance: Any) -> Any:  # Django's runs a statement next: a stand-in
+        return instance
+
+    wrapper = _inplace._wrap_get_object(get_object)
+    descriptor, instance = object(), ContentType()
+    wrapped = best_of(5, per_op(lambda: wrapper(descriptor, instance), NUMBER))
+    plain = best_of(5, per_op(lambda: get_object(descriptor, instance), NUMBER))
+    print(f"{'get_object':10} Django {plain * 1e9:7.1f} ns  with the seam {wrapped * 1e9:7.1f} ns  "
+          f"added {(wrapped - plain) * 1e9:6.1f} ns  (then a statement)")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,22 @@ the other parents are answered from the memo:
   parent with no row gets the answer of an empty set, computed once, by the
   first such parent running its own as written.
 
+A to-one relation read in place (``obj.publisher.name`` in a method, a
+resolver or a ``@property``, the instance not holding it) is answered the
+same way, on every Django: when the first instance of a level misses a
+forward many-to-one or one-to-one cache, Django asks the descriptor's
+``get_object(instance)`` (Django >= 6.1: through ``FETCH_ONE``; the other
+fetch modes never ask it); the seam loads the targets of every instance of
+its level that does not hold the relation in one statement
+(``descriptor.get_queryset(instance=...)`` filtered on the target column,
+as ``get_object`` filters it, what ``prefetch_related_objects`` would load)
+and answers each asking instance with a fresh copy of its target, as
+``get_object`` gives fresh instances; Django caches it as always.  An
+instance holding the relation never asks; a ``None`` foreign key never asks
+either; a dangling one, a deferred one on a peer, a composite foreign key,
+a peer of another class or database are left to ``get_object`` as written.
+The targets served are a level for the next hop (``obj.publisher.country``).
+
 Only a queryset a related manager made is looked at: it names its instance
 (the ``instance`` hint; Django shares one hints dict between clones, so a
 ``Prefetch`` queryset's may name a sibling: the parent is the related
@@ -44,7 +60,9 @@ integration of auto relations is imported) replaces four methods of
 Django's ``QuerySet`` with wrappers that call the originals: ``count``,
 ``exists``, ``aggregate`` and the private ``_fetch_all`` (what iteration,
 ``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()``
-run).  Writes are seen by an execution wrapper (Django's public
+run), and ``ForwardManyToOneDescriptor.get_object`` (what a to-one read that
+misses its cache runs; ``ForwardOneToOneDescriptor``'s calls it).  Writes
+are seen by an execution wrapper (Django's public
 ``connection.execute_wrappers``) put on the thread's connections for the
 execution only, never by a signal: a listener of ``m2m_changed`` or
 ``post_delete`` would make Django's fast paths (``add()`` of a
@@ -361,6 +379,109 @@ def _named_aggregates(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Optional
     return named
 
 
+# -- to-one relations read in place -----------------------------------------------------
+
+class _Targets:
+    """One to-one relation's targets loaded for a level: by the key the instances hold, and the rows of the
+    last load (the level of the copies served from it)."""
+
+    __slots__ = ("group", "loaded", "rows")
+
+    def __init__(self) -> None:
+        self.loaded: set[Any] = set()
+        self.rows: dict[Any, Any] = {}  # key -> the target as loaded: each asker gets a copy
+        self.group: list[Any] = []
+
+
+def to_one(state: InPlace, descriptor: Any, instance: Model) -> Any:
+    """``descriptor.get_object(instance)`` from the level's load, or ``_MISSING`` (run it as written)."""
+    if state.busy or state.off or threading.get_ident() != state.thread:
+        return _MISSING
+    field = descriptor.field
+    if len(field.related_fields) != 1:  # a composite foreign key
+        return _MISSING
+    attname, target = field.attname, field.target_field
+    value = instance.__dict__.get(attname)
+    if value is None:
+        return _MISSING
+    prep = target.get_prep_value
+    value = prep(value)
+    queryset = descriptor.get_queryset(instance=instance)
+    key = ("to_one", field, queryset.db)
+    entry: Optional[_Targets] = state.memo.get(key)
+    if entry is None or value not in entry.loaded:
+        levels = current_levels()
+        peers = levels.peers_of(instance) if levels is not None else None
+        if peers is None:  # a row or a target served in place: the rows of its load are its level
+            known = state.groups.get(id(instance))
+            peers = known[1] if known is not None and known[0] is instance else None
+        if peers is None:
+            return _MISSING
+        loaded = () if entry is None else entry.loaded
+        cls, db = instance.__class__, instance._state.db
+        values = {value}
+        others = False  # another instance of the level will ask: one statement for all (one target or many)
+        for peer in peers:
+            if peer is not instance and peer.__class__ is cls and peer._state.db == db \
+                    and not field.is_cached(peer):
+                raw = peer.__dict__.get(attname)  # a deferred key is left to its own read
+                if raw is not None and (raw := prep(raw)) not in loaded:
+                    values.add(raw)
+                    others = True
+        if not others:
+            return _MISSING
+        if entry is None:
+            entry = state.memo[key] = _Targets()
+        rows = state.load(_targets, queryset, target, list(values))
+        entry.rows.update(rows)
+        entry.loaded.update(values)
+        entry.group = list(rows.values())
+    row = entry.rows.get(value)
+    if row is None:  # no such row: Django's own read raises DoesNotExist
+        return _MISSING
+    served = _fresh(row, None, None)
+    state.groups[id(served)] = (served, entry.group)
+    return served
+
+
+def _targets(queryset: QuerySet[Any], target: Any, values: Sequence[Any]) -> dict[Any, Any]:
+    """``{key: its row}`` of the rows of *queryset* whose *target* column is one of *values*."""
+    found: dict[Any, Any] = {}
+    prep = target.get_prep_value
+    with batch_connection(queryset.db):
+        for chunk in key_chunks(queryset.order_by(), target.name, target, values):
+            for row in chunk:
+                found[prep(getattr(row, target.attname))] = row
+    return found
+
+
+def _wrap_get_object(original: Callable[[Any, Model], Any]) -> Callable[[Any, Model], Any]:
+    def get_object(self: Any, instance: Model) -> Any:
+        ref = _current.get()
+        if ref is None:
+            return original(self, instance)
+        state = ref()
+        found = _MISSING if state is None else to_one(state, self, instance)
+        return original(self, instance) if found is _MISSING else found
+
+    return get_object
+
+
+_installed_descriptor: dict[str, Any] = {}  # "get_object" -> Django's own ForwardManyToOneDescriptor method
+
+
+def _install_to_one() -> None:
+    """Put the ``get_object`` wrapper on ``ForwardManyToOneDescriptor`` (under ``_install_lock``, once)."""
+    from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
+
+    original = ForwardManyToOneDescriptor.__dict__["get_object"]
+    _installed_descriptor["get_object"] = original
+    wrapper = _wrap_get_object(original)
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__doc__ = original.__doc__
+    ForwardManyToOneDescriptor.get_object = wrapper
+
+
 # -- the execution's state ------------------------------------------------------------
 
 def start(owner: Any, mutation: bool = False) -> Optional[Callable[[], None]]:
@@ -521,3 +642,4 @@ def install() -> None:
             wrapper.__wrapped__ = original
             wrapper.__doc__ = original.__doc__
             setattr(QuerySet, name, wrapper)
+        _install_to_one()
