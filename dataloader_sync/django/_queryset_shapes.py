@@ -61,7 +61,7 @@ from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
 from django.db.models.query import ModelIterable
-from django.db.models.sql.where import AND
+from django.db.models.sql.where import AND, WhereNode
 
 from ._connections import batch_connection
 from ._querysets import key_chunks, ordering_of, queryset_key
@@ -233,6 +233,8 @@ def _state(value: Any) -> Any:
         return (tuple, items)
     if kind is set or kind is frozenset:
         return (frozenset, frozenset(value))
+    if isinstance(value, WhereNode):  # a snapshot: a query's WHERE grows in place (add_q), its lookups do not
+        return (kind, value.connector, value.negated, tuple([_state(c) for c in value.children]))
     hash(value)  # expressions, lookups and WHERE nodes hash (and compare) by what they are made of
     return value
 
