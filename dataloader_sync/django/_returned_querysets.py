@@ -24,6 +24,11 @@ applies to a returned queryset (``DjangoListField``: the type's
 Each loader is named after the field: ``Author.published_books`` (the
 parent's model, the resolver's name without ``resolve_``, else the field's).
 
+A related manager's queryset recognised here has its relation watched
+(``_manager_querysets.watch``): the next parents' resolvers, in this
+execution and the next ones with the switch, get the manager's own condition
+copied from the query Django built, rather than built again.
+
 Guarantees:
 - Only inside an execution with the switch (the execution context wraps the
   user's resolvers of that execution; nothing else changes).
