@@ -143,3 +143,35 @@ def test_the_given_queryset_is_not_changed_and_shapes_differ_by_filter_and_slice
     keys = {shape.key, shape_of(author.books.filter(year=2001), author).key,
             shape_of(author.books.filter(year=2002)[:2], author).key}
     assert len(keys) == 3
+
+
+def test_the_parents_condition_at_any_place_gives_one_shape_and_each_parent_its_rows(orm_db, notes):
+    from orm_library.models import Author, Book
+
+    from dataloader_sync.django._queryset_shapes import shape_of
+
+    authors = list(Author.objects.using(orm_db).order_by("pk"))
+    books = Book.objects.using(orm_db)
+    makers = (lambda a: books.filter(year__gte=2001).filter(author=a).order_by("pk"),
+              lambda a: books.filter(author=a).filter(year__gte=2001).order_by("pk"))
+    shapes = [shape_of(make(a), a) for make in makers for a in authors]
+    assert len({s.key for s in shapes}) == 1  # the same statement once the parent's condition is taken out
+    found = shapes[0].load([a.pk for a in authors])
+    for a in authors:
+        assert [b.pk for b in found.get(a.pk, [])] == [b.pk for b in makers[0](a)]
+
+
+def test_shapes_differ_by_fetch_mode(orm_db, notes):
+    import django.db.models
+
+    if not hasattr(django.db.models, "FETCH_PEERS"):
+        pytest.skip(f"Django {django.get_version()} has no fetch modes (6.1 has)")
+    from django.db.models import FETCH_PEERS
+    from orm_library.models import Author
+
+    from dataloader_sync.django._queryset_shapes import shape_of
+
+    author = Author.objects.using(orm_db).first()
+    plain, peers = shape_of(author.books.all(), author), shape_of(author.books.fetch_mode(FETCH_PEERS), author)
+    assert plain.key != peers.key  # a load of one must not serve the other's rows in its mode
+    assert peers.queryset._fetch_mode is FETCH_PEERS

@@ -14,6 +14,9 @@ data as the first variant:
   hand-written one related_loader resolver per relation (the documented way before)
   optimizer    graphene-django-optimizer's gql_optimizer.query() in the root resolvers,
                where it is installed (never a dependency: pip install graphene-django-optimizer)
+  optimizer-hints  the optimizer with the resolvers written its way: each resolver's rows prefetched by
+               a resolver_hints(prefetch_related=Prefetch(..., to_attr=...)) and read back from the
+               attribute (the resolver shapes; the other shapes are the optimizer's)
   optimizer+auto  the optimizer's schema executed with AutoRelationsExecutionContext
   fetch-peers  Django's FETCH_PEERS fetch mode on the root querysets, no resolver written
                (Django 6.1 and later; left out, with the reason, on older Django)
@@ -45,7 +48,9 @@ anything.
     python tools/bench_auto.py --json out.json # the same figures as JSON too
     python tools/bench_auto.py --postgres      # on a PostgreSQL server started for the run
     python tools/bench_auto.py --strawberry-django  # the same shapes on strawberry-django (graphql-core 3.3):
-        no extension (n-plus-one), AutoRelationsExtension (auto), DjangoOptimizerExtension (optimizer), both
+        no extension (n-plus-one), AutoRelationsExtension (auto), DjangoOptimizerExtension (optimizer; with
+        optimizer-hints, the resolver shapes' fields written its way: prefetch_related=Prefetch(..., to_attr=...)
+        hints read back), both (optimizer+auto)
 """
 from __future__ import annotations
 
@@ -70,8 +75,8 @@ SHAPES = {
     "annotated": "{ authors { name reviewed { title } } }",
     "list-field": "{ authors { name not2001 { title } } }",
 }
-VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "optimizer+auto", "fetch-peers"]
-STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer+auto"]
+VARIANTS = ["n-plus-one", "auto", "hand-written", "optimizer", "optimizer-hints", "optimizer+auto", "fetch-peers"]
+STRAWBERRY_VARIANTS = ["n-plus-one", "auto", "optimizer", "optimizer-hints", "optimizer+auto"]
 
 
 def fill(authors: int, books: int, reviews: int) -> None:
@@ -83,7 +88,7 @@ def fill(authors: int, books: int, reviews: int) -> None:
 def schema_for(variant: str) -> Any:
     """The variant's graphene schema (a graphene-django registry of its own: the types never mix)."""
     import graphene
-    from django.db.models import Prefetch  # noqa: F401  (kept for readers comparing with bench_orm)
+    from django.db.models import Prefetch
     from graphene_django import DjangoListField, DjangoObjectType
     from graphene_django.registry import Registry
     from orm_library import models
@@ -92,7 +97,8 @@ def schema_for(variant: str) -> Any:
 
     registry = Registry()
     hand = variant == "hand-written"
-    optimizer = variant in ("optimizer", "optimizer+auto")
+    optimizer = variant in ("optimizer", "optimizer+auto", "optimizer-hints")
+    hints = variant == "optimizer-hints"
     peers = variant == "fetch-peers"
     from django.db.models import Count
 
@@ -124,6 +130,22 @@ def schema_for(variant: str) -> Any:
                            "resolve_reviewed": loader(models.Author.books, reviewed),
                            "resolve_not_2001": loader(models.Author.books, not_2001)}
         extra["publisher"] = {"resolve_authors": loader(models.Publisher.authors)}
+    elif hints:  # graphene-django-optimizer's way: each resolver's rows prefetched by a hint, read back
+        import graphene_django_optimizer as gql_optimizer
+
+        def hinted(attr: str, queryset: Callable[[], Any], post: Callable[[Any], Any] = list) -> Any:
+            # a Prefetch per call: the optimizer prefixes the one it is given in place (add_prefix)
+            @gql_optimizer.resolver_hints(prefetch_related=lambda info: Prefetch("books", queryset=queryset(),
+                                                                                 to_attr=attr))
+            def resolve(author: Any, info: Any) -> Any:
+                return post(getattr(author, attr))
+            return resolve
+
+        extra["author"] = {
+            "resolve_recent_books": hinted("recent_rows", lambda: recent.prefetch_related("tags")),
+            "resolve_top_two": hinted("top_two_rows", lambda: by_year[:2]),
+            "resolve_reviewed": hinted("reviewed_rows", lambda: reviewed),
+            "resolve_not_2001": hinted("not_2001_rows", lambda: not_2001)}
     else:  # the resolvers as a team writes them: the relation's queryset, returned
         def resolve_recent_books(author: Any, info: Any) -> Any:
             return author.books.filter(year__gte=2001).order_by("pk")
@@ -150,11 +172,11 @@ def schema_for(variant: str) -> Any:
         **extra["book"]})
     author = type("Author", (DjangoObjectType,), {
         "Meta": meta(models.Author, ("name", "publisher", "books")),
-        "recent_books": (graphene.List(graphene.NonNull(book), required=True) if hand
+        "recent_books": (graphene.List(graphene.NonNull(book), required=True) if hand or hints
                          else DjangoListField(book, required=True)),
         "top_two": graphene.List(graphene.NonNull(book), required=True),
         "reviewed": graphene.List(graphene.NonNull(book), required=True),
-        "not_2001": (graphene.List(graphene.NonNull(book), required=True) if hand
+        "not_2001": (graphene.List(graphene.NonNull(book), required=True) if hand or hints
                      else DjangoListField(book, required=True)),
         **({"books": graphene.List(graphene.NonNull(book), required=True)} if hand else {}),
         **extra["author"]})
@@ -282,7 +304,8 @@ def _left_out() -> dict[str, str]:
 
     left_out = {}
     if importlib.util.find_spec("graphene_django_optimizer") is None:
-        left_out["optimizer"] = left_out["optimizer+auto"] = "graphene-django-optimizer is not installed"
+        for variant in ("optimizer", "optimizer-hints", "optimizer+auto"):
+            left_out[variant] = "graphene-django-optimizer is not installed"
     if not hasattr(django.db.models, "FETCH_PEERS"):
         left_out["fetch-peers"] = f"Django {django.get_version()} has no fetch modes (Django 6.1 has)"
     return left_out

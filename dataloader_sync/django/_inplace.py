@@ -107,7 +107,7 @@ from ._connections import batch_connection
 from ._queryset_shapes import PARENT, Shape, shape_of
 from ._querysets import key_chunks, queryset_key
 
-__all__ = ["InPlace", "install", "is_mutation", "left_alone", "run_alone", "start"]
+__all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "run_alone", "start"]
 
 _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
@@ -513,6 +513,19 @@ def start(owner: Any, mutation: bool = False) -> Optional[Callable[[], None]]:
         owner._dataloader_sync_inplace = None
 
     return end
+
+
+def answering() -> Optional[InPlace]:
+    """The running execution's in-place state when it answers on this thread now (not in a
+    ``no_auto_relations`` field nor a load, not after a write), else None: what a seam asks first
+    (``_manager_querysets``).  Outside an execution with the switch: one context-variable read."""
+    ref = _current.get()
+    if ref is None:
+        return None
+    state = ref()
+    if state is None or state.busy or state.off or threading.get_ident() != state.thread:
+        return None
+    return state
 
 
 def is_mutation(ctx: Any) -> bool:

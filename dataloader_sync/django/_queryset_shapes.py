@@ -61,8 +61,7 @@ from django.db.models.expressions import Col, OrderBy
 from django.db.models.functions import RowNumber
 from django.db.models.lookups import Exact
 from django.db.models.query import ModelIterable
-from django.db.models.sql.where import AND
-from django.utils.hashable import make_hashable
+from django.db.models.sql.where import AND, WhereNode
 
 from ._connections import batch_connection
 from ._querysets import key_chunks, ordering_of, queryset_key
@@ -78,27 +77,50 @@ class Shape:
     """A queryset split into its common part and one parent's key (see the module notes).  Immutable.
 
     Attributes:
-        queryset: the queryset without the parent's condition, slice and known instance.
+        queryset: the queryset without the parent's condition, slice and known instance (made on
+            first read: a level's parents whose shape has a loader already never need it).
         column: the condition's column (a Django ``Col``).
         value: the value the column was compared with: the parent's key.
         low, high: the slice (``high`` None: no end); ``0, None`` without one.
         known: ``(field, instance)``: the related manager's instance, set on every row's
             forward field as Django does (``_known_related_objects``), or None.
+        db: the database alias the queryset reads.
+        distinct: whether the queryset is ``distinct()``.
         key: what two shapes that load alike have equal (hashable).
     """
 
-    __slots__ = ("column", "high", "key", "known", "low", "queryset", "value")
+    __slots__ = ("_index", "_queryset", "_source", "column", "db", "distinct", "high", "key", "known", "low",
+                 "value")
 
-    def __init__(self, queryset: QuerySet[Any], column: Any, value: Any, low: int, high: Optional[int],
-                 known: Optional[tuple[Any, Any]]) -> None:
-        self.queryset = queryset
+    def __init__(self, source: QuerySet[Any], index: int, column: Any, value: Any, low: int,
+                 high: Optional[int], known: Optional[tuple[Any, Any]]) -> None:
+        """*source* is the queryset as returned, *index* the position of the parent's condition
+        among the top-level children of its ``WHERE``."""
+        self._source = source
+        self._index = index
+        self._queryset: Optional[QuerySet[Any]] = None
         self.column = column
         self.value = value
         self.low = low
         self.high = high
         self.known = known
-        self.key: Hashable = (_sql_key(queryset), queryset.db, column.alias, column.target, low, high,
-                              None if known is None else known[0])
+        self.db: str = source.db
+        self.distinct = bool(source.query.distinct)
+        # Django >= 6.1 keeps a queryset's fetch mode in ``_fetch_mode`` (no reader): a part of what loads
+        self.key: Hashable = (_sql_key(self), self.db, column.alias, column.target, low, high,
+                              None if known is None else known[0], getattr(source, "_fetch_mode", None))
+
+    @property
+    def queryset(self) -> QuerySet[Any]:
+        queryset = self._queryset
+        if queryset is None:
+            queryset = self._source._chain()
+            query = queryset.query
+            del query.where.children[self._index]  # the chain's where is a clone: same children, same order
+            query.clear_limits()
+            queryset._known_related_objects = {}
+            self._queryset = queryset
+        return queryset
 
     def load(self, values: Sequence[Any], known: Sequence[Any] = (), first: Optional[int] = None,
              totals: Optional[dict[Any, int]] = None) -> dict[Any, list[Any]]:
@@ -113,7 +135,7 @@ class Shape:
         (PARTITION BY column)``, computed before the window's rows are kept); a key without rows is
         not in it."""
         found: dict[Any, list[Any]] = {}
-        with batch_connection(self.queryset.db):
+        with batch_connection(self.db):
             for chunk in self._chunks(values, known, first, totals is not None):
                 for row in chunk:
                     key = row.__dict__.pop(PARENT)
@@ -125,10 +147,27 @@ class Shape:
 
     def _chunks(self, values: Sequence[Any], known: Sequence[Any], first: Optional[int],
                 count: bool) -> list[QuerySet[Any]]:
+        base = _BASES.get((self.key, first, count))
+        if base is None:
+            base = self._base(first, count)
+            if len(_BASES) >= _BASES_MAX:
+                _BASES.clear()
+            _BASES[self.key, first, count] = base
+        base = base._chain()  # the cached one is never changed, nor evaluated
+        if self.known is not None and known:
+            field = self.known[0]
+            base._known_related_objects = {field: {getattr(i, field.target_field.attname): i for i in known}}
+        return key_chunks(base, PARENT, self.column.output_field, values)
+
+    def _base(self, first: Optional[int], count: bool) -> QuerySet[Any]:
+        """The statement of ``load`` but for the parents' keys: what every load of this shape's key runs
+        (on its database, with no parent's routing hints: it is kept for the next loads, ``_BASES``)."""
         queryset = self.queryset
         ordering = ordering_of(queryset)
         low, high = self.low, self.high if first is None else first
-        base = queryset.annotate(**{PARENT: self.column})
+        base = queryset.using(self.db)
+        base._hints = {}
+        base = base.annotate(**{PARENT: self.column})
         if count:
             base = base.annotate(**{_TOTAL: Window(Count("*"), partition_by=F(PARENT))})
         if low or high is not None:
@@ -138,11 +177,14 @@ class Shape:
                 base = base.filter(**{f"{_ROW}__gt": low})
             if high is not None:
                 base = base.filter(**{f"{_ROW}__lte": high})
-        base = base.order_by(*ordering)
-        if self.known is not None and known:
-            field = self.known[0]
-            base._known_related_objects = {field: {getattr(i, field.target_field.attname): i for i in known}}
-        return key_chunks(base, PARENT, self.column.output_field, values)
+        return base.order_by(*ordering)
+
+
+# The statements of shapes' loads but for the parents' keys (``Shape._base``), by the shape's key, page and
+# count: the key says the statement, so a level's load need not build it again.  Bounded (cleared when full);
+# no lock (two threads may both build one; either is right).
+_BASES: dict[Hashable, QuerySet[Any]] = {}
+_BASES_MAX = 256
 
 
 def _reversed(term: Any) -> Any:
@@ -163,14 +205,61 @@ def _reversed(term: Any) -> Any:
 _SQL_KEYS: dict[Hashable, Hashable] = {}
 _SQL_KEYS_MAX = 1024
 
+_ATOMS = frozenset({str, int, bool, float, bytes, type(None)})
+_LIMITS = frozenset({"low_mark", "high_mark"})  # a shape's slice is a part of its key of its own
 
-def _fingerprint(queryset: QuerySet[Any]) -> Optional[Hashable]:
+
+def _state(value: Any) -> Any:
+    """*value*, a part of a ``Query``, as a hashable that is equal for two parts built alike: what
+    ``make_hashable`` gives, without its sort (a dict's items in their order: two dicts equal but
+    for their order give two keys, a compile more, never a wrong key) and a tag per container
+    kind.  Raises TypeError for a part that is neither hashable nor a container."""
+    kind = type(value)
+    if kind in _ATOMS:
+        return value
+    if kind is dict:
+        items = tuple(value.items())
+        try:
+            hash(items)  # most of a Query's dicts hold hashable values: no walk
+        except TypeError:
+            items = tuple([(k, _state(v)) for k, v in items])
+        return (dict, items)
+    if kind is list or kind is tuple:
+        items = tuple(value)
+        try:
+            hash(items)
+        except TypeError:
+            items = tuple([_state(v) for v in items])
+        return (tuple, items)
+    if kind is set or kind is frozenset:
+        return (frozenset, frozenset(value))
+    if isinstance(value, WhereNode):  # a snapshot: a query's WHERE grows in place (add_q), its lookups do not
+        return (kind, value.connector, value.negated, tuple([_state(c) for c in value.children]))
+    hash(value)  # expressions, lookups and WHERE nodes hash (and compare) by what they are made of
+    return value
+
+
+def _query_state(query: Any, without: int = -1, limits: bool = True) -> Hashable:
+    """``_state`` of every attribute of *query*; with *without* >= 0, the ``WHERE`` without its
+    top-level child at that position; without *limits*, no ``low_mark``/``high_mark``."""
+    parts: list[Hashable] = []
+    for name, value in query.__dict__.items():
+        if name == "where" and without >= 0:
+            children = value.children
+            parts.append((name, value.__class__, value.connector, value.negated,
+                          tuple([_state(c) for i, c in enumerate(children) if i != without])))
+        elif limits or name not in _LIMITS:
+            parts.append((name, _state(value)))
+    return tuple(parts)
+
+
+def _fingerprint(queryset: QuerySet[Any], without: int = -1, limits: bool = True) -> Optional[Hashable]:
     """What the SQL of *queryset* is made from, hashable and equal for two querysets built alike,
-    or None.  Django's query parts compare by what they are made of (expressions, lookups and
-    ``WHERE`` nodes by their ``identity``; ``make_hashable`` is Django's own); a part that only
-    compares as itself (no ``__eq__``) differs per queryset, so it costs a compile, never a wrong
-    key.  Every attribute of the ``Query`` is read, so a part Django adds later is not missed; a
-    ``Prefetch`` (equal to any other of its path) by its path, ``to_attr`` and queryset."""
+    or None (*without*, *limits*: see ``_query_state``).  Django's query parts compare by what
+    they are made of (expressions, lookups and ``WHERE`` nodes by their ``identity``); a part that
+    only compares as itself (no ``__eq__``) differs per queryset, so it costs a compile, never a
+    wrong key.  Every attribute of the ``Query`` is read, so a part Django adds later is not
+    missed; a ``Prefetch`` (equal to any other of its path) by its path, ``to_attr`` and queryset."""
     lookups: list[Hashable] = []
     for lookup in queryset._prefetch_related_lookups:
         if isinstance(lookup, Prefetch):  # equal to any Prefetch of its path: read what it loads
@@ -181,28 +270,35 @@ def _fingerprint(queryset: QuerySet[Any]) -> Optional[Hashable]:
         else:
             lookups.append(lookup)
     try:
-        return (queryset.model, queryset._db, tuple(lookups), make_hashable(queryset.query.__dict__))
-    except TypeError:  # a part neither hashable nor iterable, or keys that do not sort
+        return (queryset.model, queryset._db, tuple(lookups), _query_state(queryset.query, without, limits))
+    except TypeError:  # a part neither hashable nor a container
         return None
 
 
-def _sql_key(queryset: QuerySet[Any]) -> Hashable:
-    """``queryset_key(queryset)``, compiled once per query structure (see ``_fingerprint``)."""
-    fingerprint = _fingerprint(queryset)
+def _sql_key(shape: Shape) -> Hashable:
+    """``queryset_key(shape.queryset)``, compiled once per query structure (see ``_fingerprint``,
+    read off the queryset as returned: the shape's own is made only to compile it)."""
+    fingerprint = _fingerprint(shape._source, shape._index, limits=False)
     if fingerprint is None:
-        return queryset_key(queryset)
+        return queryset_key(shape.queryset)
     key = _SQL_KEYS.get(fingerprint)
     if key is None:
-        key = queryset_key(queryset)
+        key = queryset_key(shape.queryset)
         if len(_SQL_KEYS) >= _SQL_KEYS_MAX:
             _SQL_KEYS.clear()
         _SQL_KEYS[fingerprint] = key
     return key
 
 
+_WINDOWS: dict[str, bool] = {}  # by alias: a backend's features do not change (no lock: either answer is right)
+
+
 def windows(db: str) -> bool:
     """Whether the database *db* has window functions (a slice, a page, a count per parent)."""
-    return bool(connections[db].features.supports_over_clause)
+    found = _WINDOWS.get(db)
+    if found is None:
+        found = _WINDOWS[db] = bool(connections[db].features.supports_over_clause)
+    return found
 
 
 # (parent model, row model) -> the fields whose column equals a parent's key in a relation between them
@@ -275,13 +371,7 @@ def shape_of(queryset: Any, parent: Model) -> Optional[Shape]:
     if sliced and (query.distinct or not windows(queryset.db)):
         return None
     lookup = where.children[found]
-    shape = queryset._chain()
-    shape_query = shape.query
-    del shape_query.where.children[found]  # the chain's where is a clone: same children, same order
-    shape_query.clear_limits()
-    known = _known(queryset)
-    shape._known_related_objects = {}
-    return Shape(shape, lookup.lhs, lookup.rhs, low, high, known)
+    return Shape(queryset, found, lookup.lhs, lookup.rhs, low, high, _known(queryset))
 
 
 def _known(queryset: QuerySet[Any]) -> Optional[tuple[Any, Any]]:

@@ -157,7 +157,7 @@ def _page(ctx: Any, root: Model, info: Any, value: Any, args: dict[str, Any], ma
     if shape is None or shape.low or shape.high is not None:
         return value
     first = rows_needed(args, max_limit)
-    if first is not None and not shape.queryset.query.distinct and not windows(shape.queryset.db):
+    if first is not None and not shape.distinct and not windows(shape.db):
         return value
     count = first is not None and reads_length(info)
     loader = ctx.auto_loaders().loader_for(load_returned_page, shape, first, count, label=label)

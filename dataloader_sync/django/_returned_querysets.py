@@ -24,6 +24,11 @@ applies to a returned queryset (``DjangoListField``: the type's
 Each loader is named after the field: ``Author.published_books`` (the
 parent's model, the resolver's name without ``resolve_``, else the field's).
 
+A related manager's queryset recognised here has its relation watched
+(``_manager_querysets.watch``): the next parents' resolvers, in this
+execution and the next ones with the switch, get the manager's own condition
+copied from the query Django built, rather than built again.
+
 Guarantees:
 - Only inside an execution with the switch (the execution context wraps the
   user's resolvers of that execution; nothing else changes).
@@ -40,6 +45,7 @@ from django.db.models import Model, QuerySet
 from graphql import is_list_type, is_non_null_type
 
 from ..graphql._auto_relations import FieldLabels, resolver_python_name
+from ._manager_querysets import watch
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
 
@@ -138,5 +144,7 @@ def level_value(ctx: Any, root: Any, info: Any, value: QuerySet[Any],
     shape = shape_of(value, root) if isinstance(root, Model) else None
     if shape is None:
         return listed(info, value)
+    if shape.known is not None:  # a related manager's: its next parents' filter copied (_manager_querysets)
+        watch(shape.known[0])
     loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
     return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))
