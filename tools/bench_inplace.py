@@ -1,7 +1,8 @@
 """What the in-place seam (``dataloader_sync.django._inplace``) adds to Django's ``QuerySet`` outside an execution.
 
 ``python tools/bench_inplace.py`` prints ns per call of ``count()``, ``exists()`` and ``len()``
-on an evaluated queryset (no statement: the figure is the Python around it), with
+on an evaluated queryset and of ``iterator()`` (which returns its generator before any statement: the
+figure is the Python around it), with
 Django's own methods and with the seam's wrappers, and the difference.  Best of 5 repeats, cyclic
 GC off (``bench_micro.best_of``).  A report, not a test.
 """
@@ -31,7 +32,8 @@ NUMBER = 200_000
 
 
 def _cases(queryset: QuerySet[Any]) -> dict[str, Callable[[], object]]:
-    return {"count()": queryset.count, "exists()": queryset.exists, "len()": queryset.__len__}
+    return {"count()": queryset.count, "exists()": queryset.exists, "len()": queryset.__len__,
+            "iterator()": queryset.iterator}
 
 
 def main() -> None:
