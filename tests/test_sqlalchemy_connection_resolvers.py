@@ -143,6 +143,9 @@ def test_a_connection_over_a_resolver_s_query_is_one_statement_for_the_level(sch
     stats = registry.statistics_by_loader()["Author.published"]
     assert stats.batch_invoke_count == 1 and stats.load_count == parents
     assert answer["data"]["authors"][2] is None and answer["data"]["authors"][-1]["published"]["edges"] == []
+    windowed = "first" in arguments  # the rows up to the page's end, each parent's count in the same statement
+    sql = shelf[1].sql[-1]
+    assert ("row_number() OVER (PARTITION BY" in sql and "count(*) OVER (PARTITION BY" in sql) is windowed, sql
 
 
 def test_the_count_is_the_rows_and_ties_keep_their_order(schema, shelf):

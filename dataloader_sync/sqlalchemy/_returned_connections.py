@@ -15,21 +15,24 @@ With auto relations on, such a field — of a class whose
 (compared by identity) — runs that same ``connection_resolver`` around the
 user's resolver wrapped: a query it returns that is a relation of the parent
 (``_query_shapes.shape_of``) with no ``LIMIT``/``OFFSET`` of its own becomes a
-load of the ``load_connection_rows`` family's loader for its shape: one
-statement for the level, every row of each parent, in the query's order (the
-primary key breaking ties).  ``connection_resolver`` sees a loader's future,
+load of the ``load_connection_rows`` family's loader for its shape and the
+rows the page needs: one statement for the level, each parent's rows in the
+query's order (the primary key breaking ties).  With ``first`` (and no
+``last`` nor ``before``) only the rows up to the page's end are read, a window
+over the parent key (``row_number() OVER (PARTITION BY ...)``) with each
+parent's count of all its rows read in the same statement (``count(*) OVER
+(PARTITION BY ...)``), as Django's connection fields do (read from a subquery:
+loader options then load when read, as for a limited query's rows,
+``_query_shapes``); otherwise every row.
+``connection_resolver`` sees a loader's future,
 wraps it in a ``promise.Promise`` as it does any thenable and chains
 ``resolve_connection`` on it (the execution settles such Promises:
 ``dataloader_sync.graphql._promises``); ``resolve_connection`` then takes the
-length of the parent's rows and slices its page out of them: the same
-edges, cursors and ``pageInfo``.  ``connection.iterable`` is those rows (a
-list whose ``count()`` with no argument is its length, as the query's was).
-
-Every row of each parent is read, not the page's alone: ``resolve_connection``
-asks the length of the whole list before it slices, so a window of the page's
-rows would need each parent's count from the same statement, which
-``QueryShape`` does not make (a page of a few rows out of many reads them all:
-still one statement for the level, against two per parent).
+length of the parent's rows (``Rows``: the count of all of them) and slices
+its page out of them: the same edges, cursors and ``pageInfo``.
+``connection.iterable`` is those rows: their ``len()`` and ``count()`` (no
+argument) are the number of all the parent's rows, as the query's
+``count()`` was; iterating it gives the rows read (up to the page's end).
 
 Anything else runs as written: a parent that is not a mapped instance, a
 resolver returning anything but a ``Query`` the shape reader recognises (or a
@@ -39,7 +42,8 @@ thenable: graphene-sqlalchemy's own batching), a query with a ``LIMIT`` or
 
 graphene-sqlalchemy internals read: the arguments of ``wrap_resolve``'s
 partial (their order), ``SQLAlchemyConnectionField.connection_resolver`` and
-``resolve_connection`` (compared by identity).
+``resolve_connection`` (compared by identity).  ``QueryShape._order`` (the
+query's order, the primary key after it) is this package's.
 
 Guarantees:
 - Only inside an execution with the switch (the execution context wraps the
@@ -54,34 +58,90 @@ import sys
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
-from sqlalchemy import inspect
-from sqlalchemy.orm import InstanceState, Query
+from sqlalchemy import func, inspect, select
+from sqlalchemy.orm import InstanceState, Query, aliased
 
 from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._query_shapes import QueryShape, shape_of
+from ._related import run_rows
+from ._sessions import check_thread
 
 __all__ = ["Rows", "load_connection_rows", "returned_connection"]
 
 
 class Rows(list):  # type: ignore[type-arg]
-    """A parent's rows, as a connection's ``iterable``: ``count()`` with no argument is ``len()``, as
-    ``Query.count()`` was for the query they stand for."""
+    """A parent's leading rows, as a connection's ``iterable``: ``len()`` and ``count()`` with no argument
+    are ``total``, the number of all its rows (what ``Query.count()`` was for the query they stand for);
+    iterating and indexing give the rows read."""
+
+    total: int = 0
+
+    def __len__(self) -> int:
+        return self.total
 
     def count(self, *value: Any) -> int:
-        return len(self) if not value else list.count(self, *value)
+        return self.total if not value else list.count(self, *value)
 
 
-def load_connection_rows(keys: Sequence[tuple[Any, ...]], shape: QueryShape, label: str = "") -> list[Rows]:
-    """Every row of each parent's query of *shape*, in one statement.  *label* names the loader."""
-    found = shape.load(list(dict.fromkeys(keys)), label or _rows_name(shape))
-    return [Rows(found.get(key, ())) for key in keys]
+_ROW = "dataloader_row"
+_TOTAL = "dataloader_total"
 
 
-def _rows_key(shape: QueryShape, label: str = "") -> Hashable:
-    return ("connection rows", shape.key)
+def load_connection_rows(keys: Sequence[tuple[Any, ...]], shape: QueryShape, first: Optional[int] = None,
+                         label: str = "") -> list[Rows]:
+    """Each parent's first *first* rows of its query of *shape* (None: all) and the number of all of them,
+    in one statement.  *label* names the loader."""
+    name = label or _rows_name(shape)
+    values = list(dict.fromkeys(keys))
+    totals: dict[tuple[Any, ...], int] = {}
+    if first is None:
+        found = shape.load(values, name)
+    else:
+        check_thread(shape.session, name)
+        found = {key: [] for key in values}
+        width = len(shape.columns)
+        for row in run_rows(shape.session, functools.partial(_page_statement, shape, first), shape.mapper,
+                            shape.columns, values, unique=True):
+            key = tuple(row[1:width + 1])
+            assert key in found, (name, key)  # the keys are of the columns' Python type (shape_of)
+            found[key].append(row[0])
+            totals[key] = row[width + 1]
+    pages = []
+    for key in keys:
+        page = Rows(found.get(key, ()))
+        page.total = totals.get(key, list.__len__(page)) if first is not None else list.__len__(page)
+        pages.append(page)
+    return pages
 
 
-def _rows_name(shape: QueryShape, label: str = "") -> str:
+def _page_statement(shape: QueryShape, first: int, clause: Any) -> Any:
+    """``SELECT entity, key columns, total`` of each parent's first *first* rows for the keys of *clause*."""
+    query = shape.query.filter(clause).order_by(None)
+    columns = list(shape.columns)
+    labels = [col.label(f"dataloader_key_{i}") for i, col in enumerate(columns)]
+    row = func.row_number().over(partition_by=columns, order_by=shape._order())
+    total = func.count().over(partition_by=columns)
+    sub = query.add_columns(*labels, row.label(_ROW), total.label(_TOTAL)).subquery()
+    entity = aliased(shape.mapper.class_, sub)
+    return select(entity, *(sub.c[label.name] for label in labels), sub.c[_TOTAL]) \
+        .where(sub.c[_ROW] <= first).order_by(sub.c[_ROW])
+
+
+def rows_needed(args: dict[str, Any]) -> Optional[int]:
+    """How many leading rows per parent graphene-sqlalchemy's page of *args* reads (the rows before it, after
+    ``after``, and the page), or None for all (``last`` or ``before`` slice from the end; no ``first``)."""
+    if args.get("last") is not None or args.get("before") is not None or args.get("first") is None:
+        return None
+    from graphql_relay import get_offset_with_default
+
+    return int(get_offset_with_default(args.get("after"), -1) + 1 + args["first"])
+
+
+def _rows_key(shape: QueryShape, first: Optional[int] = None, label: str = "") -> Hashable:
+    return ("connection rows", shape.key, first)
+
+
+def _rows_name(shape: QueryShape, first: Optional[int] = None, label: str = "") -> str:
     return label or f"load_connection_rows({shape.mapper.class_.__name__})"
 
 
@@ -133,7 +193,8 @@ def returned_connection(ctx: Any, fn: Any) -> Optional[Callable[..., Any]]:
             shape = shape_of(value, root)
             if shape is None or shape.low or shape.high is not None:
                 return value
-            loader = ctx.auto_loaders().loader_for(load_connection_rows, shape, label=labels.of(type(root), info))
+            label = labels.of(type(root), info)
+            loader = ctx.auto_loaders().loader_for(load_connection_rows, shape, rows_needed(args), label=label)
             return loader.load(shape.value)
 
         return partial.func(rows, connection_type, model, root, info, **args)
