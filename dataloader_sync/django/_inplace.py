@@ -34,7 +34,9 @@ holds at the level being resolved (``LevelSource.find``; its key read only
 where loaded), else a row served in place; found once per shape per
 level, since the other parents' keys are then in the memo.  The same
 queryset with no such parent (a root resolver's
-``Book.objects.filter(author_id=5)``) runs as written.  Anything not
+``Book.objects.filter(author_id=5)``) runs as written, and that key of that
+shape is not looked for again in the execution (one search, not one per
+evaluation).  Anything not
 recognised runs as written: outside an execution
 with the switch, on another thread than the execution's, in a mutation's
 execution, in a field wrapped by ``no_auto_relations`` (its resolver and
@@ -168,8 +170,10 @@ class InPlace:
             parent = shape.known[1]
         levels = current_levels()  # the running execution's (DataLoaderExecutionContext's Levels)
         if parent is None:
-            parent = self._named_parent(levels, shape)
-            if parent is None:
+            missed: set[Any] = self.memo.setdefault(("missed", shape.key), set())
+            parent = None if shape.value in missed else self._named_parent(levels, shape)
+            if parent is None:  # not looked for again: a key no level holds costs one search, not one a parent
+                missed.add(shape.value)
                 return None
         peers = levels.peers_of(parent) if levels is not None else None
         if peers is None:  # a row served in place: the rows of its load are its level
