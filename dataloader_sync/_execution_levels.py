@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextvars
 import weakref
-from typing import Any, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol
 
 __all__ = ["LevelSource", "current_levels", "reset_levels", "set_levels"]
 
@@ -41,6 +41,14 @@ class LevelSource(Protocol):
         to be completed at that depth), or when asked from another thread.
         The list may hold objects of any class; the caller keeps those it can
         read together.
+        """
+
+    def find(self, match: Callable[[Any], bool]) -> Any:
+        """An object the execution holds at the level being resolved now for which *match* is true, or None.
+
+        What a reader asks when it knows a key but not the object (``Book.objects.filter(author=self)``
+        names the author by its key only); the object found is then given to :meth:`peers_of`.
+        *match* is called on each object held until one matches; None from another thread.
         """
 
 

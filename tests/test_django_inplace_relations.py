@@ -30,6 +30,9 @@ def make_schema():
 
     types = Registry()
 
+    def books_of(author):  # the manager's form, on the author's database (the suite's PostgreSQL too)
+        return models.Book.objects.using(author._state.db)
+
     class Book(DjangoObjectType):
         class Meta:
             model = models.Book
@@ -79,6 +82,61 @@ def make_schema():
         r_tags = graphene.Int()
         r_annotated_count = graphene.Int()
         r_joined_count = graphene.Int()
+        # a related manager's iterator(), and the manager's form: Book.objects.filter(author=self)
+        r_iterator = graphene.String()
+        r_iterator_prefetched = graphene.Int()
+        early_book_count = graphene.Int()
+        m_count = graphene.Int()
+        m_exists = graphene.Boolean()
+        m_first = graphene.String()
+        m_aggregate = graphene.String()
+        m_list = graphene.List(graphene.NonNull(Book))
+        m_iteration = graphene.String()
+        m_iterator = graphene.String()
+        m_by_key = graphene.Int()
+        m_two_shapes = graphene.Int()
+        m_tags = graphene.Int()
+
+        def resolve_r_iterator(author, info):
+            return ",".join(b.title for b in author.books.order_by("-year").iterator())
+
+        def resolve_r_iterator_prefetched(author, info):
+            books = author.books.order_by("pk").prefetch_related("reviews").iterator(chunk_size=3)
+            return sum(len(book.reviews.all()) for book in books)
+
+        def resolve_m_count(author, info):
+            return books_of(author).filter(author=author, year__gte=2001).count()
+
+        def resolve_m_exists(author, info):
+            return books_of(author).filter(year=2002, author=author).exists()
+
+        def resolve_m_first(author, info):
+            book = books_of(author).filter(author=author).order_by("-year").first()
+            return None if book is None else f"{book.title} {book.author_id == author.pk}"
+
+        def resolve_m_aggregate(author, info):
+            found = books_of(author).filter(author=author).aggregate(Max("year"), n=Count("id"))
+            return json.dumps(found, sort_keys=True)
+
+        def resolve_m_list(author, info):
+            return list(books_of(author).filter(author=author).order_by("-title"))
+
+        def resolve_m_iteration(author, info):
+            return ",".join(b.title for b in books_of(author).filter(author=author).order_by("year")[1:3])
+
+        def resolve_m_iterator(author, info):
+            books = books_of(author).filter(author=author).order_by("title").iterator()
+            return ",".join(b.title for b in books)
+
+        def resolve_m_by_key(author, info):  # the key compared, not the instance
+            return books_of(author).filter(author_id=author.pk).exclude(year=2000).count()
+
+        def resolve_m_two_shapes(author, info):  # two shapes on one level
+            return books_of(author).filter(author=author, year__gte=2000 + author.pk % 2).count()
+
+        def resolve_m_tags(author, info):  # many-to-many, through the books, from the tag's side
+            return sum(models.Tag.objects.using(book._state.db).filter(books=book).count()
+                       for book in author.books.order_by("pk"))
 
         def resolve_r_count(author, info):
             return author.books.filter(year__gte=2001).count()
@@ -259,6 +317,20 @@ FIELDS = {  # field -> what it evaluates in place
     "rJoinedCount": "resolver: count() through a many-to-many join",
 }
 
+MANAGER_FIELDS = {  # field -> what it evaluates in place: iterator(), and the manager's form
+    "rIterator": "resolver: a related manager's iterator()",
+    "rIteratorPrefetched": "resolver: iterator(chunk_size=...) of a prefetching queryset",
+    "earlyBookCount": "property: Book.objects.filter(author=self, ...).count()",
+    "mCount": "resolver: Book.objects.filter(author=self, ...).count()",
+    "mExists": "resolver: exists()",
+    "mFirst": "resolver: first()",
+    "mAggregate": "resolver: aggregate()",
+    "mList { title }": "resolver: list()",
+    "mIteration": "resolver: iteration of a slice",
+    "mIterator": "resolver: iterator()",
+    "mByKey": "resolver: filter(author_id=self.pk).count()",
+}
+
 
 @pytest.mark.parametrize("field", list(FIELDS))
 def test_a_relation_evaluated_in_place_costs_one_statement_per_level(schema, orm_db, library, field):
@@ -266,6 +338,42 @@ def test_a_relation_evaluated_in_place_costs_one_statement_per_level(schema, orm
     off, on = compare(schema, orm_db, "{ authors { name " + field + " } }")
     empty = "aggregate" in FIELDS[field]  # the empty set's answer: the author without books runs its own
     assert (off, on) == (1 + 51, 2 + empty)
+
+
+@pytest.mark.parametrize("field", list(MANAGER_FIELDS))
+def test_iterator_and_the_manager_s_form_cost_one_statement_per_level(schema, orm_db, library, field):
+    shelf(library, orm_db)
+    off, on = compare(schema, orm_db, "{ authors { name " + field + " } }")
+    empty = "aggregate" in MANAGER_FIELDS[field]
+    prefetched = "prefetching" in MANAGER_FIELDS[field]  # its reviews: one statement per chunk as written,
+    # one for the level's books with the switch
+    assert off == 1 + 51 + 50 * prefetched * 2  # 4 books in chunks of 3: two chunks per author with books
+    assert on == 2 + empty + prefetched
+
+
+def test_the_manager_s_form_with_empty_relations_mixed_shapes_and_none_parents(schema, orm_db, library):
+    shelf(library, orm_db)
+    query = "{ authors { " + " ".join(MANAGER_FIELDS) + " mTwoShapes } }"
+    off, on = compare(schema, orm_db, query)
+    last = json.loads(execute(schema, orm_db, query)[0])["data"]["authors"][-1]
+    assert last["mCount"] == 0 and last["mList"] == [] and last["mFirst"] is None and last["mIterator"] == ""
+    assert off == 1 + 51 * (len(MANAGER_FIELDS) + 1) + 50 * 2
+    # one statement per field's shape; mTwoShapes's two shapes, one of them mCount's (year >= 2001 for odd
+    # keys); the reviews rIteratorPrefetched prefetches; mAggregate's empty set
+    assert on == 1 + len(MANAGER_FIELDS) + 1 + 1 + 1
+    off, on = compare(schema, orm_db, "{ someAuthors { mCount mList { title } } }")
+    assert (off, on) == (1 + 2 * 34, 3)
+
+
+def test_the_manager_s_form_through_a_many_to_many(schema, orm_db, library):
+    shelf(library, orm_db)
+    off, on = compare(schema, orm_db, "{ authors { mTags } }")
+    assert (off, on) == (1 + 51 + 200, 1 + 1 + 1)  # authors, their books (in place), the books' tags
+
+
+def test_the_manager_s_form_with_no_parent_at_a_level_runs_as_written(schema, orm_db, library):
+    shelf(library, orm_db)
+    assert compare(schema, orm_db, "{ oneAuthor { mCount mList { title } earlyBookCount } }") == (4, 4)
 
 
 def test_empty_relations_answer_as_without_the_switch(schema, orm_db, library):
@@ -332,7 +440,7 @@ def test_what_is_not_understood_runs_as_written(schema, orm_db, library):
 def test_outside_an_execution_the_same_code_costs_as_before(orm_db, library):
     from django.db import connections
     from django.test.utils import CaptureQueriesContext
-    from orm_library.models import Author
+    from orm_library.models import Author, Book
 
     import dataloader_sync.graphql  # noqa: F401  # the seam is installed
     from dataloader_sync.django import _inplace
@@ -341,9 +449,11 @@ def test_outside_an_execution_the_same_code_costs_as_before(orm_db, library):
     shelf(library, orm_db)
     authors = list(Author.objects.using(orm_db).order_by("pk"))
     with CaptureQueriesContext(connections[orm_db]) as queries:
-        found = [(a.book_count, a.first_title, a.newest_year, a.recent_count, len(a.book_list)) for a in authors]
-    assert len(queries) == 5 * 51
-    assert found[0] == (4, "book 0.0", 2003, 3, 4) and found[-1] == (0, "", None, 0, 0)
+        found = [(a.book_count, a.first_title, a.newest_year, a.recent_count, len(a.book_list),
+                  a.early_book_count, len(list(a.books.iterator())),
+                  len(list(Book.objects.using(orm_db).filter(author=a).iterator()))) for a in authors]
+    assert len(queries) == 8 * 51
+    assert found[0] == (4, "book 0.0", 2003, 3, 4, 2, 4, 4) and found[-1] == (0, "", None, 0, 0, 0, 0, 0)
 
 
 def test_relations_prefetched_with_a_prefetch_queryset(schema, orm_db, library):

@@ -616,6 +616,40 @@ def test_relations_a_method_evaluates_in_place_are_answered_once_per_level(api, 
     assert expected[0]["latest"] == "book 0.2" and expected[0]["books"][0]["ratings"] == [1, 2]
 
 
+def test_a_method_querying_the_manager_by_its_instance_is_answered_once_per_level(api, orm_db, library):
+    """``Book.objects.filter(author=author)`` names the author by its key only: it is found among the
+    walk's instances."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    class ManagerAuthor(s.ModelSerializer):
+        early = s.SerializerMethodField()
+        titles = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "early", "titles"]
+
+        def get_early(self, author):
+            return models.Book.objects.using(orm_db).filter(author=author, year__lt=2002).count()
+
+        def get_titles(self, author):
+            return [b.title for b in models.Book.objects.using(orm_db).filter(author_id=author.pk).order_by("-id")]
+
+    library(orm_db, authors=5, books=3)
+    authors = models.Author.objects.using(orm_db).order_by("id")
+    with CaptureQueriesContext(connections[orm_db]) as plain:
+        expected = ManagerAuthor(authors.all(), many=True).data
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        assert batched_data(ManagerAuthor(authors.all(), many=True)) == expected
+    assert (len(plain), len(queries)) == (1 + 2 * 5, 1 + 2)
+    assert expected[0]["early"] == 2 and expected[0]["titles"] == ["book 0.2", "book 0.1", "book 0.0"]
+
+
 # -- batched_data -------------------------------------------------------------------------------------
 
 def test_batched_data_outside_a_view_makes_its_own_registry(api, orm_db, library):

@@ -404,3 +404,61 @@ def test_relations_evaluated_in_place_by_properties_and_resolvers_cost_one_state
         assert off == expected[0] and on < off
     else:
         assert (off, on) == expected
+
+
+def _held_to_one_schema(auto: bool):
+    """strawberry-django's ``test_pk_inserted_for_root_field_only`` on the orm_library models: a to-one field
+    whose target type has filters, beside a method and a property that read the same relation."""
+    import strawberry
+    import strawberry_django
+    from orm_library import models
+
+    from dataloader_sync.strawberry_django import AutoRelationsExtension
+
+    @strawberry_django.filter_type(models.Publisher)
+    class PublisherFilter:
+        name: str
+
+    @strawberry_django.type(models.Publisher, filters=PublisherFilter)
+    class HeldPublisher:
+        name: strawberry.auto
+
+    @strawberry_django.type(models.Author)
+    class HeldAuthor:
+        name: strawberry.auto
+        publisher: Optional[HeldPublisher]
+
+        @strawberry_django.field
+        def get_publisher(self) -> Optional[HeldPublisher]:  # reads the relation before the field's batch runs
+            return self.publisher
+
+        publisher_name: str  # the model's property, reading self.publisher
+
+    @strawberry.type
+    class Query:
+        author: HeldAuthor = strawberry_django.field()
+
+        @strawberry_django.field
+        def authors(self, info: strawberry.Info) -> list[HeldAuthor]:
+            return list(models.Author.objects.using(info.context.alias).order_by("id"))
+
+    return strawberry.Schema(query=Query, extensions=[AutoRelationsExtension] if auto else [])
+
+
+def test_a_to_one_read_before_its_batch_is_taken_from_the_instance_with_filters_on_its_type(orm_db, library):
+    made = library(orm_db, authors=4, books=1, publishers=2)
+    pk = made.authors[0].pk
+    one = "{ author(pk: " + str(pk) + ") { name publisher { name } getPublisher { name } publisherName } }"
+    many = "{ authors { name publisher { name } getPublisher { name } publisherName } }"
+    if orm_db != "default":  # strawberry_django.field()'s root reads the default database
+        pytest.skip("the pk root field reads Django's default database")
+    answers = {}
+    for auto in (False, True):
+        answers[auto] = [run(_held_to_one_schema(auto), orm_db, query)[:2] for query in (one, many)]
+    (plain_one, off_one), (plain_many, off_many) = answers[False]
+    (auto_one, on_one), (auto_many, on_many) = answers[True]
+    assert auto_one == plain_one and auto_many == plain_many and '"errors": []' in plain_many, plain_many
+    assert (off_one, on_one) == (2, 2)  # the author; its publisher, read by the method, then by the field
+    # the authors; each one's publisher, read by the method on each author before the level's batch runs,
+    # which then has nothing left to load (the third author has none)
+    assert off_many == on_many == 1 + 3

@@ -1,9 +1,10 @@
 """What the in-place seam (``dataloader_sync.django._inplace``) adds to Django's ``QuerySet`` outside an execution.
 
 ``python tools/bench_inplace.py`` prints ns per call of ``count()``, ``exists()`` and ``len()``
-on an evaluated queryset (no statement: the figure is the Python around it), and of
-``ForwardManyToOneDescriptor.get_object`` (what a to-one read that misses its cache runs, before its
-statement; measured on a stand-in that returns at once, so the figure is the wrapper's Python), with
+on an evaluated queryset (no statement: the figure is the Python around it), of ``iterator()`` (which
+returns its generator before any statement), and of ``ForwardManyToOneDescriptor.get_object`` (what a
+to-one read that misses its cache runs, before its statement; measured on a stand-in that returns at
+once, so the figure is the wrapper's Python), with
 Django's own methods and with the seam's wrappers, and the difference.  Best of 5 repeats, cyclic
 GC off (``bench_micro.best_of``).  A report, not a test.
 """
@@ -33,7 +34,8 @@ NUMBER = 200_000
 
 
 def _cases(queryset: QuerySet[Any]) -> dict[str, Callable[[], object]]:
-    return {"count()": queryset.count, "exists()": queryset.exists, "len()": queryset.__len__}
+    return {"count()": queryset.count, "exists()": queryset.exists, "len()": queryset.__len__,
+            "iterator()": queryset.iterator}
 
 
 def main() -> None:

@@ -80,7 +80,7 @@ _inplace.install()
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,
-                      first: Optional[int] = None, joined: tuple[str, ...] = ()) -> list[Any]:
+                      first: Optional[int] = None, joined: tuple[str, ...] = (), held: bool = False) -> list[Any]:
     """``load_related`` as the batch function of the auto relations' families, whose loaders are
     named after the relation alone: ``Author.books`` (``Author.books, queryset=...`` with a
     queryset).  The rows of a reverse relation know their parent (``book.author``, ``link_parents``),
@@ -90,18 +90,22 @@ def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional
         instances, field, queryset, first: as for ``load_related``.
         joined: ``select_related`` paths from the related model: the to-one
             relations the child selection reads, joined into the same statement.
+        held: take a to-one an instance holds from it with a *queryset* too (strawberry-django
+            reads a to-one the instance holds as it is, whatever the field's ``get_queryset``).
 
     A to-one relation that an instance holds by the time the batch runs (the user's code read it
     after the field asked: ``resolve_author_name`` reading ``book.author``) is taken from the
-    instance, as without the switch; only the others are loaded.
+    instance, as without the switch; only the others are loaded.  With a *queryset* (graphene-django:
+    the target type's ``get_queryset``, which its to-one fields apply to what the instance holds),
+    only when *held*.
     """
-    if queryset is None and first is None and isinstance(field, _JOINABLE):
-        held = [field.is_cached(instance) for instance in instances]
-        if any(held):  # the user's code read the relation of some after they asked: theirs, as Django has it
-            rest = [instance for instance, h in zip(instances, held) if not h]
-            loaded = iter(load_related(rest, field, _auto_queryset(field, None, joined), None) if rest else ())
+    if (queryset is None or held) and first is None and isinstance(field, _JOINABLE):
+        holds = [field.is_cached(instance) for instance in instances]
+        if any(holds):  # the user's code read the relation of some after they asked: theirs, as Django has it
+            rest = [instance for instance, h in zip(instances, holds) if not h]
+            loaded = iter(load_related(rest, field, _auto_queryset(field, queryset, joined), None) if rest else ())
             cache = field.field if isinstance(field, ForwardManyToOneDescriptor) else field.related
-            return [cache.get_cached_value(instance) if h else next(loaded) for instance, h in zip(instances, held)]
+            return [cache.get_cached_value(instance) if h else next(loaded) for instance, h in zip(instances, holds)]
     values = load_related(instances, field, _auto_queryset(field, queryset, joined), first)
     link_parents(field, instances, values)
     return values
@@ -179,12 +183,13 @@ def with_level_mode(queryset: QuerySet[Any]) -> QuerySet[Any]:
 
 
 def _auto_key(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None,
-              joined: tuple[str, ...] = ()) -> Hashable:
-    return (_related_key(field, queryset, first), joined)
+              joined: tuple[str, ...] = (), held: bool = False) -> Hashable:
+    key = (_related_key(field, queryset, first), joined)
+    return (*key, "held") if held else key
 
 
 def _auto_name(field: Any, queryset: Optional[QuerySet[Any]] = None, first: Optional[int] = None,
-               joined: tuple[str, ...] = ()) -> str:
+               joined: tuple[str, ...] = (), held: bool = False) -> str:
     name = _related_name(field, queryset, first)
     return f"{name}, select_related=({', '.join(joined)})" if joined else name
 
@@ -195,12 +200,14 @@ load_auto_related.dataloader_name_is_label = True  # type: ignore[attr-defined]
 
 
 def auto_related_loader(registry: DataLoaderRegistry, field: Any, queryset: Optional[QuerySet[Any]] = None,
-                        joined: tuple[str, ...] = ()) -> DataLoader[Any, Any]:
+                        joined: tuple[str, ...] = (), held: bool = False) -> DataLoader[Any, Any]:
     """``related_loader`` for auto relations: the connection being resolved's page loader, else
-    the ``load_auto_related`` family's."""
+    the ``load_auto_related`` family's (*held*: see ``load_auto_related``)."""
     page = connection_loader(registry, load_auto_related, field, queryset)
     if page is not None:
         return page
+    if held:
+        return registry.loader_for(load_auto_related, field, queryset, joined=joined, held=True)
     if joined:
         return registry.loader_for(load_auto_related, field, queryset, joined=joined)
     return registry.loader_for(load_auto_related, field, queryset)

@@ -37,11 +37,23 @@ either; a dangling one, a deferred one on a peer, a composite foreign key,
 a peer of another class or database are left to ``get_object`` as written.
 The targets served are a level for the next hop (``obj.publisher.country``).
 
-Only a queryset a related manager made is looked at: it names its instance
-(the ``instance`` hint; Django shares one hints dict between clones, so a
-``Prefetch`` queryset's may name a sibling: the parent is the related
-manager's known instance where there is one, and a parent is recognised by
-its key).  Anything not recognised runs as written: outside an execution
+Two forms are looked at.  A queryset a related manager made names its
+instance (the ``instance`` hint; Django shares one hints dict between
+clones, so a ``Prefetch`` queryset's may name a sibling: the parent is the
+related manager's known instance where there is one, and a parent is
+recognised by its key).  A manager's queryset with no hints that compares a
+foreign key with a key at the top of its ``WHERE``
+(``Book.objects.filter(author=self)``, ``filter(author_id=self.pk)``,
+``Book.objects.filter(tags=tag)``) names its parent by that key only: the
+parent is an instance of the key's model with that key that the execution
+holds at the level being resolved (``LevelSource.find``; its key read only
+where loaded), else a row served in place; found once per shape per
+level, since the other parents' keys are then in the memo.  The same
+queryset with no such parent (a root resolver's
+``Book.objects.filter(author_id=5)``) runs as written, and that key of that
+shape is not looked for again in the execution (one search, not one per
+evaluation).  Anything not
+recognised runs as written: outside an execution
 with the switch, on another thread than the execution's, in a mutation's
 execution, in a field wrapped by ``no_auto_relations`` (its resolver and
 the queryset it returns), a parent the execution does not hold at a level,
@@ -56,13 +68,17 @@ steps aside for the rest of the execution; in mutations it is off).
 
 The seam: Django offers no hook for a related manager's queryset
 evaluated in place, so ``install()`` (called once, when the Django
-integration of auto relations is imported) replaces four methods of
+integration of auto relations is imported) replaces five methods of
 Django's ``QuerySet`` with wrappers that call the originals: ``count``,
-``exists``, ``aggregate`` and the private ``_fetch_all`` (what iteration,
+``exists``, ``aggregate``, the private ``_fetch_all`` (what iteration,
 ``len()``, ``bool()``, indexing, ``first()``, ``last()`` and ``get()``
-run), and ``ForwardManyToOneDescriptor.get_object`` (what a to-one read that
-misses its cache runs; ``ForwardOneToOneDescriptor``'s calls it).  Writes
-are seen by an execution wrapper (Django's public
+run), the private ``_iterator`` (what ``iterator()`` runs once it has
+checked its arguments; the answer is looked up when the first row is
+asked, as Django runs its statement then; an ``iterator()`` with
+prefetches and no ``chunk_size``, which prefetches nothing on Django 4.2,
+runs as written), and ``ForwardManyToOneDescriptor.get_object`` (what a
+to-one read that misses its cache runs; ``ForwardOneToOneDescriptor``'s
+calls it).  Writes are seen by an execution wrapper (Django's public
 ``connection.execute_wrappers``) put on the thread's connections for the
 execution only, never by a signal: a listener of ``m2m_changed`` or
 ``post_delete`` would make Django's fast paths (``add()`` of a
@@ -70,7 +86,8 @@ many-to-many, ``QuerySet.delete()``) cost a select more everywhere.
 Outside an execution with the switch each wrapper costs one context-variable
 read and one more Python call before the original (``tools/bench_inplace.py`` measures it: about
 100 ns per call on CPython 3.11).  The Django internals read:
-``QuerySet._hints`` (``instance``), ``_result_cache``, ``_prefetch_done``,
+``QuerySet._hints`` (``instance``), ``_result_cache``, ``_iterator``,
+``_prefetch_related_lookups``, ``Query.where`` (``Exact`` of a ``Col``), ``_prefetch_done``,
 ``_chain()``, ``_known_related_objects`` (through ``Shape``),
 ``Model._state`` (``fields_cache``, and ``peers`` on Django >= 6.1, kept
 by copies as ``FETCH_PEERS`` sets them), ``Query.distinct``, ``group_by``,
@@ -101,6 +118,9 @@ from typing import Any, Callable, Optional
 
 from django.db import connections
 from django.db.models import Count, Model, QuerySet
+from django.db.models.expressions import Col
+from django.db.models.lookups import Exact
+from django.db.models.sql.where import AND
 
 from .._execution_levels import current_levels
 from ._connections import batch_connection
@@ -141,27 +161,38 @@ class InPlace:
         self.busy = False  # loading, or in a no_auto_relations field: querysets run as written
         self.off = False  # a row was written: the seam steps aside
 
-    def shape(self, queryset: QuerySet[Any]) -> Optional[tuple[Shape, Model]]:
-        """The shape of a related manager's *queryset* and its parent, when this state answers it."""
+    def shape(self, queryset: QuerySet[Any]) -> Optional[tuple[Shape, Optional[Model]]]:
+        """The shape of a related manager's *queryset* and its parent, when this state answers it; of a
+        manager's queryset that names its parent by its key, and None for the parent (``level`` finds it)."""
         if self.busy or self.off or threading.get_ident() != self.thread or id(queryset) in self.alone:
             return None
         parent = queryset._hints.get("instance")
         if not isinstance(parent, Model):
-            return None
+            if queryset._hints:
+                return None
+            shape = _named_shape(queryset)
+            return None if shape is None else (shape, None)
         shape = shape_of(queryset, parent)
         if shape is None:
             return None
         return shape, parent
 
-    def level(self, shape: Shape, parent: Model, loaded: Any) -> Optional[dict[Any, Any]]:
+    def level(self, shape: Shape, parent: Optional[Model], loaded: Any) -> Optional[dict[Any, Any]]:
         """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
         *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
         other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
         *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
-        have written a sibling there; a key is what a parent is recognised by)."""
+        have written a sibling there; a key is what a parent is recognised by).  *parent* None: a
+        manager's queryset named it by its key only; it is the object held with that key (``_named_parent``)."""
         if shape.known is not None:
             parent = shape.known[1]
         levels = current_levels()  # the running execution's (DataLoaderExecutionContext's Levels)
+        if parent is None:
+            missed: set[Any] = self.memo.setdefault(("missed", shape.key), set())
+            parent = None if shape.value in missed else self._named_parent(levels, shape)
+            if parent is None:  # not looked for again: a key no level holds costs one search, not one a parent
+                missed.add(shape.value)
+                return None
         peers = levels.peers_of(parent) if levels is not None else None
         if peers is None:  # a row served in place: the rows of its load are its level
             known = self.groups.get(id(parent))
@@ -180,6 +211,27 @@ class InPlace:
             return None
         if shape.known is not None:
             found[shape.value] = parent
+        return found
+
+    def _named_parent(self, levels: Any, shape: Shape) -> Optional[Model]:
+        """The instance a manager's queryset names by its key (``Book.objects.filter(author=self)``:
+        ``shape.value``): one the execution holds at the level being resolved, else a row served in place
+        with that key; None when none is (the queryset runs as written)."""
+        target = shape.column.target
+        model, attname, value = target.related_model, target.target_field.attname, shape.value
+        prep = target.get_prep_value
+
+        def match(obj: Any) -> bool:  # a key not loaded (deferred) is not read: no statement
+            if not isinstance(obj, model):
+                return False
+            raw = obj.__dict__.get(attname)
+            return raw is not None and prep(raw) == value
+
+        found = levels.find(match) if levels is not None else None
+        if found is None:
+            for row, _ in self.groups.values():
+                if match(row):
+                    return row
         return found
 
     def load(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -290,6 +342,31 @@ class InPlace:
         if entry[1] is _MISSING:  # the first parent with no row: its own statement, the answer of any empty set
             entry[1] = original(queryset, *args, **kwargs)
         return dict(entry[1])
+
+
+def _named_shape(queryset: QuerySet[Any]) -> Optional[Shape]:
+    """The ``Shape`` of a manager's *queryset* that compares a foreign key with a parent's key at the top
+    of its ``WHERE`` (``Book.objects.filter(author=self)``, ``Book.objects.filter(tags=tag)``: the through
+    table's key), the first such key's model taken as the parent's class; or None.  Reads
+    ``Query.where`` and its ``Exact`` lookups, as ``_queryset_shapes``."""
+    if queryset._result_cache is not None:
+        return None
+    where = queryset.query.where
+    if where.connector != AND or where.negated:
+        return None
+    tried: list[Any] = []
+    for child in where.children:
+        if not isinstance(child, Exact) or not isinstance(child.lhs, Col):
+            continue
+        target = child.lhs.target
+        model = getattr(target, "related_model", None)
+        if not isinstance(model, type) or getattr(target, "target_field", None) is None or model in tried:
+            continue
+        tried.append(model)
+        shape = shape_of(queryset, model)
+        if shape is not None and shape.column.target is target:
+            return shape
+    return None
 
 
 def _value_reader(shape: Shape, parent: Model) -> Optional[Callable[[Model], Any]]:
@@ -600,6 +677,28 @@ def _wrap_fetch_all(original: Callable[[QuerySet[Any]], None]) -> Callable[[Quer
     return _fetch_all
 
 
+def _wrap_iterator(original: Callable[..., Any]) -> Callable[..., Any]:
+    def _iterator(self: QuerySet[Any], use_chunked_fetch: bool, chunk_size: Optional[int]) -> Any:
+        if _current.get() is None or (chunk_size is None and self._prefetch_related_lookups):
+            return original(self, use_chunked_fetch, chunk_size)  # (iterator() then prefetches nothing)
+        return _iterated(self, original, use_chunked_fetch, chunk_size)
+
+    return _iterator
+
+
+def _iterated(queryset: QuerySet[Any], original: Callable[..., Any], use_chunked_fetch: bool,
+              chunk_size: Optional[int]) -> Any:
+    """``queryset.iterator()``'s rows from the level's load (asked when the first row is, as Django
+    runs its statement then), or the original's."""
+    ref = _current.get()
+    state = None if ref is None else ref()
+    rows = None if state is None else state.rows(queryset)
+    if rows is None:
+        yield from original(queryset, use_chunked_fetch, chunk_size)
+    else:
+        yield from rows
+
+
 def _wrap_count(original: Callable[[QuerySet[Any]], int]) -> Callable[[QuerySet[Any]], int]:
     def count(self: QuerySet[Any]) -> int:
         ref = _current.get()
@@ -647,7 +746,7 @@ def install() -> None:
             return
         wraps: tuple[tuple[str, Callable[[Any], Any]], ...] = (
             ("_fetch_all", _wrap_fetch_all), ("count", _wrap_count), ("exists", _wrap_exists),
-            ("aggregate", _wrap_aggregate))
+            ("aggregate", _wrap_aggregate), ("_iterator", _wrap_iterator))
         for name, wrap in wraps:
             original = QuerySet.__dict__[name]
             _installed[name] = original

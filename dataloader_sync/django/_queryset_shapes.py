@@ -337,8 +337,9 @@ def relation_columns(parent: type[Model], model: type[Model]) -> frozenset[Any]:
     return found
 
 
-def shape_of(queryset: Any, parent: Model) -> Optional[Shape]:
-    """The ``Shape`` of *queryset*, a queryset a resolver returned for *parent*, or None (see the module notes)."""
+def shape_of(queryset: Any, parent: Any) -> Optional[Shape]:
+    """The ``Shape`` of *queryset*, a queryset a resolver returned for *parent*, or None (see the module notes).
+    *parent* may be a model class: the parent's class is all that is read of it."""
     if not isinstance(queryset, QuerySet) or queryset._result_cache is not None \
             or queryset._iterable_class is not ModelIterable or queryset._fields is not None:
         return None
@@ -349,7 +350,7 @@ def shape_of(queryset: Any, parent: Model) -> Optional[Shape]:
     where = query.where
     if where.connector != AND or where.negated:
         return None
-    columns = relation_columns(type(parent), queryset.model)
+    columns = relation_columns(parent if isinstance(parent, type) else type(parent), queryset.model)
     if not columns:
         return None
     found = None

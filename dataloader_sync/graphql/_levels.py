@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures._base import FINISHED
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ._run import ENTRY, VALUE, Frame, Pending, Run
 
@@ -68,6 +68,21 @@ class Levels:
             for one in held:
                 if one is obj:
                     return held
+        return None
+
+    def find(self, match: Callable[[Any], bool]) -> Any:
+        """An object of the level of the object whose field is being resolved (or of the level below it,
+        as ``peers_of``) for which *match* is true, or None."""
+        if threading.get_ident() != self.thread:
+            return None
+        depths: dict[int, int] = {}
+        depth = _depth(self.ctx._frame, depths)
+        for level in (depth, depth + 1):
+            if level == 0:
+                continue
+            for one in self._held(level, depths):
+                if match(one):
+                    return one
         return None
 
     def _held(self, level: int, depths: dict[int, int]) -> list[Any]:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
@@ -81,6 +81,16 @@ class Levels:
             return None
         entry = self._of.get(id(obj))
         return entry[1] if entry is not None and entry[0] is obj else None
+
+    def find(self, match: Callable[[Any], bool]) -> Any:
+        """An instance of any level of the walk for which *match* is true, or None (REST framework's own
+        pass does not say which instance it serializes: every level is looked at, latest first)."""
+        if threading.get_ident() != self._thread:
+            return None
+        for instance, _ in reversed(self._of.values()):
+            if match(instance):
+                return instance
+        return None
 
 
 class _Cursor:

@@ -222,7 +222,13 @@ class AutoRelation:
 
 def user_resolver(ctx: Any, fn: Callable[..., Any]) -> Callable[..., Any]:
     """The resolver standing for a resolver the user wrote: it runs as written, and a relation query
-    it returns is loaded for the level (``_returned_queries``); anything else is returned as it is."""
+    it returns is loaded for the level (``_returned_queries``; inside a graphene-sqlalchemy connection
+    field, every row of each parent for the level, the page sliced from them: ``_returned_connections``);
+    anything else is returned as it is."""
+    from ._returned_connections import returned_connection
     from ._returned_queries import returned_resolver
 
+    paged = returned_connection(ctx, fn)
+    if paged is not None:
+        return paged
     return returned_resolver(ctx, fn)

@@ -220,7 +220,10 @@ class AutoRelationsExtension(SchemaExtension):
         if queryset is None:  # a page of a list: strawberry-django slices it
             return _next(root, info, *args, **kwargs)
         joined = joins(self, info, auto.rel.related_model)
-        return auto_related_loader(self._registry(info.context), auto.descriptor, queryset, joined).load(root)
+        # a to-one the instance holds by the time the batch runs (read by a resolver beside the field) is
+        # taken from it, as strawberry-django reads a held to-one, whatever the field's get_queryset
+        return auto_related_loader(self._registry(info.context), auto.descriptor, queryset, joined,
+                                   held=True).load(root)
 
     def _connection(self, field: Any, auto: AutoRelation, root: Any, info: Any, kwargs: dict[str, Any]) -> Any:
         """A connection field's page, from the page family of our connection extension: the field's

@@ -68,6 +68,10 @@ class Author(models.Model):
     def book_list(self) -> list:  # type: ignore[type-arg]
         return list(self.books.order_by("-year"))
 
+    @property
+    def early_book_count(self) -> int:  # the manager's form: the parent named by its key
+        return Book.objects.using(self._state.db).filter(author=self, year__lt=2002).count()
+
 
 class AuthorProfile(models.Model):
     author = models.OneToOneField(Author, on_delete=models.CASCADE, related_name="profile")
