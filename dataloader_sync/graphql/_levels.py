@@ -35,6 +35,7 @@ Guarantees:
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from concurrent.futures._base import FINISHED
 from typing import Any, Callable, Optional
 
@@ -57,14 +58,7 @@ class Levels:
 
     def peers_of(self, obj: Any) -> Optional[list[Any]]:
         """The objects of *obj*'s level the execution holds (*obj* among them), or None (module notes)."""
-        if threading.get_ident() != self.thread:
-            return None
-        depths: dict[int, int] = {}
-        depth = _depth(self.ctx._frame, depths)
-        for level in (depth, depth + 1):
-            if level == 0:
-                continue  # the root value: no level
-            held = self._held(level, depths)
+        for held in self._levels():
             for one in held:
                 if one is obj:
                     return held
@@ -73,17 +67,22 @@ class Levels:
     def find(self, match: Callable[[Any], bool]) -> Any:
         """An object of the level of the object whose field is being resolved (or of the level below it,
         as ``peers_of``) for which *match* is true, or None."""
-        if threading.get_ident() != self.thread:
-            return None
-        depths: dict[int, int] = {}
-        depth = _depth(self.ctx._frame, depths)
-        for level in (depth, depth + 1):
-            if level == 0:
-                continue
-            for one in self._held(level, depths):
+        for held in self._levels():
+            for one in held:
                 if match(one):
                     return one
         return None
+
+    def _levels(self) -> Iterator[list[Any]]:
+        """The objects held at the level of the object whose field is being resolved, then at the level
+        below it; nothing on another thread than the execution's, nor at the root value's."""
+        if threading.get_ident() != self.thread:
+            return
+        depths: dict[int, int] = {}
+        depth = _depth(self.ctx._frame, depths)
+        for level in (depth, depth + 1):
+            if level:
+                yield self._held(level, depths)
 
     def _held(self, level: int, depths: dict[int, int]) -> list[Any]:
         """The objects at depth *level* that the execution holds (module notes): may repeat an object."""
