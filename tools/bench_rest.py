@@ -18,7 +18,9 @@ and each variant serializes it its own way:
   plain                 REST framework as it is: the N+1
   prefetch              hand-written prefetch_related on the queryset (for the
                         method fields: a Prefetch(to_attr=...) and the method
-                        rewritten to read it, as a team does by hand)
+                        rewritten to read it, as a team does by hand; for the
+                        source= path: select_related("book__author"), the join
+                        a team writes for a path of to-one hops)
   serializer-prefetch   drf-serializer-prefetch's PrefetchingSerializerMixin on the
                         top serializer (the package serializer_prefetch)
   auto-prefetching      django-auto-prefetching's prefetch(queryset, serializer)
@@ -138,8 +140,9 @@ def serializers_for(shape: str) -> dict[str, Any]:
                 model = models.Review
                 fields = ["rating", "book_title", "author_name"]
 
+        # by hand, a dotted path of to-one hops is a join: select_related, not a prefetch per hop
         return {"top": SourceReviewSerializer, "root": models.Review.objects.order_by("id"),
-                "by_hand": ("book__author",)}
+                "by_hand": (), "by_hand_joined": ("book__author",)}
     if shape == "run-time":
         class RunTimeAuthorSerializer(serializers.ModelSerializer):
             books = serializers.SerializerMethodField()
@@ -166,8 +169,9 @@ def request_for(variant: str, shape: str) -> Callable[[], Any]:
         return lambda: top(root.all(), many=True).data
     if variant == "prefetch":
         by_hand = made.get("prefetch_top", top)
-        lookups = made["by_hand"]
-        return lambda: by_hand(root.prefetch_related(*lookups), many=True).data
+        lookups, joined = made["by_hand"], made.get("by_hand_joined", ())
+        planned = root.select_related(*joined) if joined else root
+        return lambda: by_hand(planned.prefetch_related(*lookups), many=True).data
     if variant == "serializer-prefetch":
         from serializer_prefetch import PrefetchingSerializerMixin
 
