@@ -75,7 +75,7 @@ def setup_django() -> None:
         ALLOWED_HOSTS=["testserver"],
         CACHES={"default": {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}},
         # every app's tables made from its models (the proxy of auth.User needs auth's state)
-        MIGRATION_MODULES={app: None for app in ("auth", "contenttypes", "authtoken", "taggit", "outside_rest")},
+        MIGRATION_MODULES=dict.fromkeys(("auth", "contenttypes", "authtoken", "taggit", "outside_rest")),
         ALLOW_NEW_REGISTRATIONS=True,
         DRF_URL_FIELD_NAME="resource_link",
         # pinry/settings/base.py's, less DEFAULT_SCHEMA_CLASS (coreapi, for the docs page only)
@@ -288,8 +288,8 @@ def main(argv: Optional[list[str]] = None) -> int:
         with open(args.json, "w", encoding="utf-8") as out:
             json.dump({"scale": args.scale, "variants": variants, "skipped": missing, "rows": rows}, out, indent=1)
     failed = not all(map(switch_passed, rows))
-    print("\n" + textwrap.fill(LEGEND, 116) + f"\n{'FAILED: the switch answers otherwise, or erred' if failed else 'passed'}"
-          f" ({time.perf_counter() - started:.1f} s)")
+    outcome = "FAILED: the switch answers otherwise, or erred" if failed else "passed"
+    print("\n" + textwrap.fill(LEGEND, 116) + f"\n{outcome} ({time.perf_counter() - started:.1f} s)")
     return 1 if failed else 0
 
 

@@ -14,7 +14,6 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from taggit.managers import TaggableManager
 
-
 # users/models.py
 
 def create_token_if_necessary(user: AuthUser):

@@ -16,7 +16,6 @@ from taggit.models import Tag
 
 from .models import Board, Image, Pin, Thumbnail, User, create_token_if_necessary
 
-
 # users/serializers.py
 
 class UserSerializer(serializers.HyperlinkedModelSerializer):

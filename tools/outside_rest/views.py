@@ -18,7 +18,6 @@ from . import serializers as api
 from .models import Board, Image, Pin, User
 from .serializers import UserSerializer, filter_private_board, filter_private_pin
 
-
 # core/permissions.py
 
 class IsOwnerOrReadOnly(permissions.IsAuthenticatedOrReadOnly):
