@@ -203,10 +203,14 @@ def table(rows: list[dict[str, Any]], variants: list[str]) -> str:
     head = ["endpoint", *variants, "bodies identical"]
     body = [[row["endpoint"], *(("ERR " if row[v]["error"] else "") + str(row[v]["statements"]) for v in variants),
              verdict(row, variants)] for row in rows]
-    totals = [sum(row[v]["statements"] for row in rows) for v in variants]
+    def total(variant: str) -> str:   # a sum over the rows a variant answered, else how many it erred on
+        erred = sum(bool(row[variant]["error"]) for row in rows)
+        return f"{erred} ERR" if erred else str(sum(row[variant]["statements"] for row in rows))
+
+    totals = [total(v) for v in variants]
     passing = sum(passed(r, variants) for r in rows)
     switch = sum(map(switch_passed, rows))
-    body.append(["total", *map(str, totals), f"{passing}/{len(rows)} all identical, switch {switch}/{len(rows)}"])
+    body.append(["total", *totals, f"{passing}/{len(rows)} all identical, switch {switch}/{len(rows)}"])
     widths = [max(len(line[i]) for line in [head, *body]) for i in range(len(head))]
 
     def fmt(line: list[str]) -> str:
