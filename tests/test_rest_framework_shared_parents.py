@@ -78,8 +78,9 @@ def test_parents_with_distinct_keys_cost_one_statement(orm_db, library, form):
     assert (plain_count, batched_count) == (7, 2)   # books; every author's profile (or books)
 
 
-@pytest.mark.xfail(strict=True, reason="a level whose instances share a key: the manager's queryset runs once "
-                                       "per instance (dataloader_sync.django's in-place answers)")
+@pytest.mark.xfail(strict=True, reason="dataloader_sync/django/_inplace.py InPlace.level: a level whose instances "
+                                       "all hold the asking key is one distinct key (len(found) < 2), answered "
+                                       "None, so each instance runs its statement")
 @FORMS
 def test_parents_sharing_a_key_cost_one_statement(orm_db, library, form):
     from orm_library import models
