@@ -14,9 +14,11 @@ limit/offset pagination and ``cache_page``.  Django is configured in-process on 
 framework settings as upstream's, Django's dummy cache), filled by ``outside_rest.fixtures`` (``--scale``: 1 is
 ~2,000 rows; ``--quick`` is 0.25, ~600; ``--seed``).
 
-Each request of ``outside_rest.endpoints`` (the single-page app's) goes through REST framework's test client
-(``APIClient``, signed in with ``force_authenticate`` where the page is a user's) once per variant, each with
-URL routes of its own over its own view classes:
+Each request of ``outside_rest.endpoints`` (the single-page app's: ten reads and two writes) goes through REST
+framework's test client (``APIClient``, signed in with ``force_authenticate`` where the page is a user's) once
+per variant, each with URL routes of its own over its own view classes; a write runs in a transaction rolled
+back afterwards, so that every variant starts from the same rows, and its answer is its response body with
+the rows it left (boards, their pins, pins, their tags):
 
 - ``off``: the views as written;
 - ``switch``: each viewset with ``dataloader_sync.rest_framework.AutoRelationsMixin`` first in its bases;
@@ -27,8 +29,8 @@ URL routes of its own over its own view classes:
 
 The two planners are not dependencies of the project: a variant whose package is missing is skipped, and the
 output names it.  The table: the statements each variant sends (Django's ``CaptureQueriesContext``; the
-content-type cache is warmed first), and whether every variant's response body is byte-identical to off's.
-``ERR`` marks a variant that raised or answered a status other than 200; ``--diff`` prints where a
+content-type cache is warmed first), and whether every variant's answer is byte-identical to off's.
+``ERR`` marks a variant that raised or answered a status other than 200 or 201; ``--diff`` prints where a
 body differs, ``--sql`` (with ``--endpoint``) every statement.  Exit status 1 if the switch's body differs
 from off's, or off or the switch errs.  A planner's error or different body is the planner's (they plan from
 the declarations, and a property or method behind a ``source`` is not a relation they can prefetch): shown in
@@ -50,9 +52,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = ("off", "switch", "serializer-prefetch", "auto-prefetching")
 PACKAGES = {"serializer-prefetch": ("serializer_prefetch", "drf-serializer-prefetch"),
             "auto-prefetching": ("django_auto_prefetching", "django-auto-prefetching")}
-LEGEND = ("yes: every variant's response body is byte-identical to off's.  NO: a variant's differs (who answers "
-          "alike in brackets).  ERR: the variant raised, or answered a status other than 200.  The run fails when "
-          "the switch's body differs from off's or either errs; the planners' failures are reported, not failed.")
+LEGEND = ("yes: every variant's answer (a write's: its response and the rows it left) is byte-identical to off's.  "
+          "NO: a variant's differs (who answers alike in brackets).  ERR: the variant raised, or answered a status "
+          "other than 200 or 201.  The run fails when the switch's answer differs from off's or either errs; the "
+          "planners' failures are reported, not failed.")
 
 
 def setup_django() -> None:
@@ -136,44 +139,66 @@ def variant_views(variant: str) -> dict[str, type]:
     raise ValueError(f"unknown variant {variant!r}")
 
 
-def request(urlconf: Any, path: str, username: Optional[str]) -> tuple[int, str, Optional[str], list[str]]:
-    """(statements, response body, error or None, the statements' SQL) of one GET through the test client."""
+def state() -> str:
+    """What a write can change that a response may not show: boards, their pins, pins and their tags."""
+    from outside_rest import models
+
+    return json.dumps({
+        "boards": list(models.Board.objects.order_by("id").values_list("id", "name", "private")),
+        "board pins": sorted(models.Board.pins.through.objects.values_list("board_id", "pin_id")),
+        "pins": list(models.Pin.objects.order_by("id").values_list("id", "description", "private", "image_id")),
+        "tags": sorted(models.Pin.tags.through.objects.values_list("object_id", "tag__name")),
+    })
+
+
+def request(urlconf: Any, call: tuple[Any, ...]) -> tuple[int, str, Optional[str], list[str]]:
+    """(statements, answer, error or None, the statements' SQL) of one request through the test client.
+
+    *call* is ``(path, username)`` for a GET, ``(path, username, method, data)`` for a write; a write runs
+    in a transaction rolled back afterwards (every variant starts from the same rows), and its answer is
+    the response body with the rows it left (``state()``)."""
     from django.contrib.auth.models import User
-    from django.db import connection
+    from django.db import connection, transaction
     from django.test import override_settings
     from django.test.utils import CaptureQueriesContext
     from rest_framework.test import APIClient
 
+    path, username = call[:2]
+    method, data = call[2:] if len(call) == 4 else ("get", None)
     client = APIClient()
     if username is not None:
         client.force_authenticate(User.objects.get(username=username))
     error: Optional[str] = None
-    with override_settings(ROOT_URLCONF=urlconf), CaptureQueriesContext(connection) as queries:
-        try:
-            response = client.get(path)
-            body = response.content.decode()
-            if response.status_code != 200:
-                error = f"status {response.status_code}: {body[:200]}"
-        except Exception as exc:  # a crash is a finding: recorded, not raised
-            body = json.dumps({"crash": f"{type(exc).__name__}: {exc}"})
-            error = f"{type(exc).__name__}: {exc}"
+    with transaction.atomic():
+        with override_settings(ROOT_URLCONF=urlconf), CaptureQueriesContext(connection) as queries:
+            try:
+                response = getattr(client, method)(path, data, format="json") if data is not None else \
+                    client.get(path)
+                body = response.content.decode()
+                if response.status_code not in (200, 201):
+                    error = f"status {response.status_code}: {body[:200]}"
+            except Exception as exc:  # a crash is a finding: recorded, not raised
+                body = json.dumps({"crash": f"{type(exc).__name__}: {exc}"})
+                error = f"{type(exc).__name__}: {exc}"
+        if method != "get":
+            body = json.dumps({"response": body, "after": json.loads(state())})
+        transaction.set_rollback(True)
     sql = [q["sql"] for q in queries.captured_queries]
     return len(sql), body, error, sql
 
 
-def check(variants: list[str], requests: dict[str, tuple[str, Optional[str]]],
-          only: Optional[str]) -> list[dict[str, Any]]:
-    """One row per request: each variant's statements, body and error."""
+def check(variants: list[str], requests: dict[str, tuple[Any, ...]], only: Optional[str]) -> list[dict[str, Any]]:
+    """One row per request: each variant's statements, answer and error."""
     from outside_rest.urls import urlconf_for
 
     urlconfs = {v: urlconf_for(variant_views(v), v.replace("-", "_")) for v in variants}
     rows = []
-    for name, (path, username) in requests.items():
+    for name, call in requests.items():
         if only and only != name:
             continue
-        row: dict[str, Any] = {"endpoint": name, "path": path, "user": username}
+        row: dict[str, Any] = {"endpoint": name, "request": list(call)}
         for variant in variants:
-            measured = request(urlconfs[variant], path, username)
+            measured = request(urlconfs[variant], call)
             row[variant] = dict(zip(("statements", "body", "error", "sql"), measured))
         rows.append(row)
     return rows
@@ -200,7 +225,7 @@ def switch_passed(row: dict[str, Any]) -> bool:
 
 
 def table(rows: list[dict[str, Any]], variants: list[str]) -> str:
-    head = ["endpoint", *variants, "bodies identical"]
+    head = ["endpoint", *variants, "answers identical"]
     body = [[row["endpoint"], *(("ERR " if row[v]["error"] else "") + str(row[v]["statements"]) for v in variants),
              verdict(row, variants)] for row in rows]
     def total(variant: str) -> str:   # a sum over the rows a variant answered, else how many it erred on

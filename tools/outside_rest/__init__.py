@@ -8,7 +8,8 @@ board.  A Django app of its own (label ``outside_rest``), configured in-process 
   (bodies as upstream): core/models.py (``Image``, ``Board``, ``Pin``), django_images/models.py (``Image``,
   here ``BaseImage``, the name core/models.py imports it by; ``Thumbnail``), users/models.py (``User``, a
   proxy of ``auth.User``, and ``create_token_if_necessary``).  Tags are django-taggit's, as upstream.
-- ``serializers.py``: core/serializers.py and users/serializers.py (``UserSerializer``), as written.
+- ``serializers.py``: core/serializers.py and users/serializers.py (``UserSerializer``), as written, writes
+  included.
 - ``views.py``: core/views.py, core/permissions.py and users/views.py's ``UserViewSet``, as written, with the
   routers of core/views.py and users/views.py; ``urls.py``: pinry/urls.py and users/urls.py (the API's routes).
 - ``fixtures.py``: a deterministic data set (no upstream counterpart).
@@ -19,8 +20,9 @@ read depends on it); the views' ``filter_fields`` read ``filterset_fields`` (dja
 pins, read the old name; later releases read only the new one); the router's second ``basename="board"``
 (``boards-auto-complete``) reads ``board-auto-complete`` (REST framework 3.15 and later refuse a basename
 registered twice); upload paths and the thumbnail generation (``create_for_url``, ``get_or_create_at_sizes``)
-are left out: the fixtures write rows whose image names are set, no file is read or written.
+are left out: the fixtures write rows whose image names are set, no file is read or written (so a pin is
+created from an image's id, not from a URL); ``PinSerializer``'s ``tags.set(*tags)`` and ``tags.set()`` read
+``set(tags)`` and ``set([])`` (django-taggit 2.0 changed the signature; upstream pins 1.3.0).
 
-Left out: writes (create, update, favourites of boards), the plugin system, the login views and the
-server-rendered pages.
+Left out: image uploads, the plugin system, the login views and the server-rendered pages.
 """

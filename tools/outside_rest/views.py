@@ -1,8 +1,9 @@
 """Pinry's API views, as written: core/views.py, core/permissions.py and users/views.py's viewsets.
 
-The views read upstream's (``filter_fields`` reads ``filterset_fields``, see the package docstring); writes
-are the generic ones and not exercised.  ``TagAutoCompleteViewSet.list`` keeps its ``cache_page`` (the tool
-runs with Django's dummy cache, so each variant sends its own statements).
+The views read upstream's (``filter_fields`` reads ``filterset_fields``, see the package docstring); their
+writes are REST framework's generic ones, calling the serializers' ``create`` and ``update``.
+``TagAutoCompleteViewSet.list`` keeps its ``cache_page`` (the tool runs with Django's dummy cache, so each
+variant sends its own statements).
 """
 from django.conf import settings
 from django.utils.decorators import method_decorator
