@@ -12,7 +12,7 @@ over ``source="tag_list"`` (a model method returning django-taggit's ``self.tags
 the method, model properties that query ``Thumbnail.objects`` per image, hyperlinks, django-filter,
 limit/offset pagination and ``cache_page``.  Django is configured in-process on SQLite in memory (REST
 framework settings as upstream's, Django's dummy cache), filled by ``outside_rest.fixtures`` (``--scale``: 1 is
-~2,000 rows; ``--quick`` is 0.25, ~600; ``--seed``).
+~2,700 rows; ``--quick`` is 0.25, ~700; ``--seed``).
 
 Each request of ``outside_rest.endpoints`` (the single-page app's: ten reads and two writes) goes through REST
 framework's test client (``APIClient``, signed in with ``force_authenticate`` where the page is a user's) once
@@ -30,9 +30,9 @@ the rows it left (boards, their pins, pins, their tags):
 The two planners are not dependencies of the project: a variant whose package is missing is skipped, and the
 output names it.  The table: the statements each variant sends (Django's ``CaptureQueriesContext``; the
 content-type cache is warmed first), and whether every variant's answer is byte-identical to off's.
-``ERR`` marks a variant that raised or answered a status other than 200 or 201; ``--diff`` prints where a
-body differs, ``--sql`` (with ``--endpoint``) every statement.  Exit status 1 if the switch's body differs
-from off's, or off or the switch errs.  A planner's error or different body is the planner's (they plan from
+``ERR`` marks a variant that raised or answered a status other than 200 or 201; ``--diff`` prints where an
+answer differs, ``--sql`` (with ``--endpoint``) every statement.  Exit status 1 if the switch's answer
+differs from off's, or off or the switch errs.  A planner's error or different answer is the planner's (they plan from
 the declarations, and a property or method behind a ``source`` is not a relation they can prefetch): shown in
 the table and by ``--diff``, not failed.
 """
@@ -269,10 +269,10 @@ def diffs(rows: list[dict[str, Any]], variants: list[str], out: Callable[[str], 
 def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--quick", action="store_true", help="a small data set (scale 0.25)")
-    p.add_argument("--scale", type=float, default=1.0, help="data set size (1: ~2,000 rows)")
+    p.add_argument("--scale", type=float, default=1.0, help="data set size (1: ~2,700 rows)")
     p.add_argument("--seed", type=int, default=41, help="the data set's random seed")
     p.add_argument("--endpoint", help="run only this request (a name in the table)")
-    p.add_argument("--diff", action="store_true", help="print where bodies differ from off's, and the errors")
+    p.add_argument("--diff", action="store_true", help="print where answers differ from off's, and the errors")
     p.add_argument("--sql", action="store_true", help="print each variant's statements (with --endpoint)")
     p.add_argument("--json", metavar="PATH", help="also write the rows (counts, bodies, errors) as JSON")
     args = p.parse_args(argv)

@@ -1,4 +1,4 @@
-"""A deterministic Pinry data set (``populate(scale, seed)``; scale 1: ~2,000 rows).
+"""A deterministic Pinry data set (``populate(scale, seed)``; scale 1: ~2,700 rows).
 
 Users with their tokens, images with their three thumbnails, pins (some private, each with 0-4 of 16 tags),
 boards per user (some private, some empty) holding pins.  ``published`` is set from a fixed base after the
