@@ -31,7 +31,9 @@ Guarantees:
   left to REST framework.
 - The root instances are those ``to_representation`` will iterate: a model
   instance, a list or tuple, or a ``QuerySet`` (evaluated here, so that
-  REST framework iterates its result cache, the same instances).  A
+  REST framework iterates its result cache, the same instances; an
+  unevaluated one joins the to-one hops the serializer reads from it first,
+  ``_joins``: those hops cost no statement of their own).  A
   ``Manager`` (``serializer(author.books, many=True)``), whose ``.all()``
   makes new instances, and other iterables are left as they are.
 - Per call state only; no lock.
@@ -49,6 +51,7 @@ from rest_framework.serializers import ListSerializer, Serializer
 from .._registry import DataLoaderRegistry
 from ..django._auto import AutoRelation, relation_of
 from ..django._level_relations import LevelRelation, load_level, related_values
+from ._joins import plannable, planned
 from ._plan import FieldPath, paths
 
 __all__ = ["Levels", "prepare", "root_instances"]
@@ -107,11 +110,22 @@ class _Cursor:
         self.pos = 0
 
 
-def root_instances(instance: Any) -> Optional[list[Any]]:
-    """The instances ``to_representation(instance)`` serializes at the top, or None when they cannot be known."""
+def root_instances(instance: Any, serializer: Any = None) -> Optional[list[Any]]:
+    """The instances ``to_representation(instance)`` serializes at the top, or None when they cannot be known.
+
+    An unevaluated ``QuerySet`` is evaluated as a copy joining the to-one hops *serializer* reads
+    (``_joins.planned``), whose rows are put in *instance*'s own result cache, as Django's
+    ``prefetch_related`` does for the querysets it fills: REST framework iterates the same rows."""
     if isinstance(instance, Model):
         return [instance]
     if isinstance(instance, QuerySet):
+        if serializer is not None and plannable(instance):
+            copy = planned(instance, serializer)
+            if copy is not instance:
+                rows = list(copy)
+                instance._result_cache = rows  # the copy's prefetches are done on these rows
+                instance._prefetch_done = True
+                return rows
         return list(instance)  # fills its result cache: REST framework iterates the same instances
     if isinstance(instance, (list, tuple)):
         return list(instance)
@@ -126,7 +140,7 @@ def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> tup
         levels walked (None when the instances could not be known).
     """
     top = serializer.child if isinstance(serializer, ListSerializer) else serializer
-    instances = root_instances(instance)
+    instances = root_instances(instance, serializer)
     if instances is None or not isinstance(top, Serializer):
         return False, None
     levels = Levels()
