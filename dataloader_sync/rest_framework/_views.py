@@ -237,6 +237,6 @@ def _page_planned(view: Any, queryset: Any) -> Any:
         return queryset
     try:
         serializer = view.get_serializer()  # the serializer list() makes for the page, without its rows
-    except Exception:  # noqa: BLE001 - one that needs its instance: the walk loads its hops on the page
+    except Exception:  # one that needs its instance: the walk loads the page's hops instead
         return queryset
     return planned(queryset, serializer)
