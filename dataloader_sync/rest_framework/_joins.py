@@ -56,7 +56,7 @@ from ..django._auto import MAX_JOIN_DEPTH, AutoRelation, relation_of
 from ..django._planned_querysets import joinable
 from ._plan import FieldPath, paths
 
-__all__ = ["join_paths", "plannable", "planned"]
+__all__ = ["join_paths", "joined_through", "plannable", "planned"]
 
 
 def plannable(queryset: Any) -> bool:
@@ -120,3 +120,27 @@ def _to_one(model: type[Model], name: str, pk_only: bool) -> Optional[type[Model
         return None
     target = rel.rel.related_model
     return target if isinstance(target, type) and issubclass(target, Model) else None
+
+
+def joined_through(path: Any, model: type[Model], joined: dict[str, Any]) -> bool:
+    """Whether the field *path* (a ``FieldPath`` or a walk's cursor at its start) reads, from a row of *model*
+    read with the ``select_related`` tree *joined*, only what that row holds: every hop joined up to where the
+    path ends (a column, a property: anything not a relation; a primary-key field's key column), no nested
+    serializer, the slug path after it joined too.  The walk has nothing to load for such a path."""
+    if path.child is not None:
+        return False  # its instances are a level of the walk (in-place answers, FETCH_LEVEL): walked
+    return _joined(path.attrs, path.pk_only, model, joined) and \
+        (not path.then or _joined(path.attrs + path.then, False, model, joined))
+
+
+def _joined(attrs: tuple[str, ...], pk_only: bool, model: type[Model], joined: dict[str, Any]) -> bool:
+    for i, attr in enumerate(attrs):
+        rel = relation_of(model, attr)
+        if rel is None:
+            return True  # the path ends here, read as written
+        if attr not in joined or not isinstance(rel, AutoRelation):
+            last = i == len(attrs) - 1
+            return last and pk_only and isinstance(rel, AutoRelation) and \
+                isinstance(rel.descriptor, ForwardManyToOneDescriptor)
+        joined, model = joined[attr], rel.rel.related_model
+    return True
