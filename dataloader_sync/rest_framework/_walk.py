@@ -33,7 +33,9 @@ Guarantees:
   instance, a list or tuple, or a ``QuerySet`` (evaluated here, so that
   REST framework iterates its result cache, the same instances; an
   unevaluated one joins the to-one hops the serializer reads from it first,
-  ``_joins``: those hops cost no statement of their own).  A
+  ``_joins``: those hops cost no statement of their own, and a field whose
+  path the joined rows answer whole, with no nested serializer below it, is
+  not walked at all: ``_joins.joined_through``).  A
   ``Manager`` (``serializer(author.books, many=True)``), whose ``.all()``
   makes new instances, and other iterables are left as they are.
 - Per call state only; no lock.
