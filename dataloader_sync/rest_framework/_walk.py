@@ -48,6 +48,7 @@ from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
+from django.db.models.query import ModelIterable
 from rest_framework.serializers import ListSerializer, Serializer
 
 from .._registry import DataLoaderRegistry
@@ -125,7 +126,9 @@ def root_instances(instance: Any, serializer: Any = None) -> tuple[Optional[list
         read = instance
         if serializer is not None and plannable(instance):
             read = planned(instance, serializer)
-        joined = read.query.select_related if read._result_cache is None else False
+        # the rows hold what the statement joined (a queryset of its own iterable, polymorphic ones, may not)
+        joined = read.query.select_related if read._result_cache is None and \
+            read._iterable_class is ModelIterable else False
         rows = list(read)  # fills its result cache: REST framework iterates the same instances
         if read is not instance:
             instance._result_cache = rows  # the copy's prefetches are done on these rows
