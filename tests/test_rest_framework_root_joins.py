@@ -201,7 +201,7 @@ def test_a_related_manager_s_rows_know_their_parent_and_are_not_joined_to_it(orm
     assert plain == 1 + 1 + 1 and len(batched) == 1 + 1 + 1 and "JOIN" not in batched[1]
 
 
-def test_a_page_cut_in_an_order_that_is_not_total_is_not_joined(orm_db, library):
+def test_a_page_cut_in_an_order_that_is_not_total_or_by_a_serializer_needing_rows_is_not_joined(orm_db, library):
     from django.db import connections
     from django.test import override_settings
     from django.test.utils import CaptureQueriesContext
@@ -227,10 +227,18 @@ def test_a_page_cut_in_an_order_that_is_not_total_is_not_joined(orm_db, library)
     class ByPublisherOnly(ByPublisher):
         queryset = models.Author.objects.order_by("publisher")  # ties: a join may cut another page
 
+    class NeedsRows(Author):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.sized = len(self.instance)  # made without rows, it raises: the page is not planned
+
+    class NeedsRowsView(ByPublisher):
+        serializer_class = NeedsRows
+
     library(orm_db, authors=6)
     factory = APIRequestFactory()
     with override_settings(DATABASE_ROUTERS=[Route()]):
-        for view, joined in ((ByPublisher, True), (ByPublisherOnly, False)):
+        for view, joined in ((ByPublisher, True), (ByPublisherOnly, False), (NeedsRowsView, False)):
             plain = view.as_view()(factory.get("/?page=2")).render().content
             with CaptureQueriesContext(connections[orm_db]) as queries:
                 batched = type("Batched", (AutoRelationsMixin, view), {}).as_view()(
