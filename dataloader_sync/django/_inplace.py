@@ -133,6 +133,9 @@ _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
 
 _Ref = Optional["weakref.ReferenceType[InPlace]"]
+#: ``_manager_querysets.watch``, given by ``_auto`` (which imports both): called with the foreign key of a
+#: related manager whose queryset a level loaded, so that its next parents' querysets are recorded.
+_watch_known: list[Callable[[Any], None]] = []
 _current: contextvars.ContextVar[_Ref] = contextvars.ContextVar("dataloader_sync_inplace", default=None)
 
 
@@ -257,14 +260,21 @@ class InPlace:
             if entry is None:
                 entry = self.memo[key] = _Rows()
             self._load_rows(entry, shape, level)
-        rows = entry.rows.get(shape.value)
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
+        return self.served(entry, shape.value, shape.known)
+
+    def served(self, entry: _Rows, value: Any, known: Optional[tuple[Any, Any]]) -> Optional[list[Any]]:
+        """The rows *entry* loaded for the key *value*, as an evaluation gives them (fresh copies, the
+        related manager's instance of *known* set on them), or None (run the queryset as written)."""
+        rows = entry.rows.get(value)
         if rows is None:  # served once, with the prefetches on its rows
             return None
-        instance = shape.known[1] if shape.known is not None else None
-        loaded_with = entry.instances.get(shape.value)
+        instance = known[1] if known is not None else None
+        loaded_with = entry.instances.get(value)
         if any("_prefetched_objects_cache" in row.__dict__ for row in rows):
-            del entry.rows[shape.value]
-            _own_instance(rows, shape.known, loaded_with)
+            del entry.rows[value]
+            _own_instance(rows, known, loaded_with)
             served = rows
         else:
             served = [_fresh(row, loaded_with, instance) for row in rows]

@@ -50,11 +50,12 @@ import threading
 from collections.abc import Hashable
 from typing import Any, Callable, Optional
 
-from django.db.models import QuerySet
+from django.db.models import Manager, QuerySet
 from django.db.models.expressions import Col
 
 from ._inplace import answering
 from ._queryset_shapes import _query_state
+from ._recorded_querysets import _ORIGINALS, recorded_root
 
 __all__ = ["watch"]
 
@@ -88,6 +89,14 @@ def watch(field: Any) -> None:
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         wrapper.__doc__ = original.__doc__
         cls._apply_rel_filters = wrapper
+        # recorded, not built, when Django's queryset is known without building it: the plain Manager's
+        if cls.__mro__[1] is Manager and Manager._queryset_class is QuerySet and "get_queryset" in cls.__dict__:
+            own = cls.__dict__["get_queryset"]
+            _ORIGINALS[cls] = own
+            recording = _wrap_get_queryset(own)
+            recording.__wrapped__ = own  # type: ignore[attr-defined]
+            recording.__doc__ = own.__doc__
+            cls.get_queryset = recording
         _watched.add(cls)
 
 
@@ -100,6 +109,16 @@ def _wrap(original: Callable[[Any, QuerySet[Any]], QuerySet[Any]]) -> Callable[[
         return result
 
     return _apply_rel_filters
+
+
+def _wrap_get_queryset(original: Callable[[Any], QuerySet[Any]]) -> Callable[[Any], QuerySet[Any]]:
+    def get_queryset(self: Any) -> QuerySet[Any]:
+        if answering() is None:
+            return original(self)
+        found = recorded_root(self)
+        return original(self) if found is None else found
+
+    return get_queryset
 
 
 def _apply_deferred(manager: Any, queryset: QuerySet[Any]) -> None:
