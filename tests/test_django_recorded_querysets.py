@@ -320,3 +320,24 @@ def test_a_served_row_is_the_copy_django_s_copy_makes(orm_db, library):
     assert made._state.fields_cache["author"] is book._state.fields_cache["author"]  # (_fresh copies it)
     made.title = "changed"
     assert book.title != "changed"
+
+
+def test_counts_and_exists_of_recorded_querysets_are_read_from_the_level_s_count(orm_db, library):
+    from dataloader_sync.django._recorded_querysets import is_recorded
+
+    recorded = []
+
+    def counted(author):
+        every, later, sliced = author.books.all(), author.books.filter(year__gte=2001), author.books.all()[1:]
+        answer = [every.count(), later.count(), later.exists(), sliced.count(), author.books.filter(year=1).exists()]
+        recorded.append(is_recorded(every))
+        listed = author.books.order_by("pk")
+        titles = [b.title for b in listed]
+        return answer + [listed.count(), titles]  # the count of an evaluated one: its rows, as Django counts
+
+    library(orm_db, authors=6, books=3)
+    both(orm_db, method_serializer(counted))
+    recorded.clear()
+    _, plain, _, switched = both(orm_db, method_serializer(counted))
+    assert plain == 1 + 6 * 6 and switched == 1 + 4
+    assert sum(recorded) == 5

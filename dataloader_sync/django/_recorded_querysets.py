@@ -237,6 +237,44 @@ def _rows(state: InPlace, queryset: RecordedQuerySet) -> Optional[list[Any]]:
     return None
 
 
+def _counted(queryset: RecordedQuerySet) -> Optional[int]:
+    """``queryset.count()`` from its level's grouped count (``InPlace.count``), or None: it is then
+    materialised, and its node learned the first time (the count it reads)."""
+    recorded = queryset.__dict__
+    if recorded.get("_result_cache") is not None:
+        return None
+    state = answering()
+    if state is None:
+        return None
+    key = ("recorded count", recorded["_dls_node"])
+    memo = state.memo
+    learned = memo.get(key)
+    instance = recorded["_dls_manager"].instance
+    if learned and id(queryset) not in state.alone:
+        counts_key, db, value_of, low, high = learned
+        counts = memo.get(counts_key)
+        if counts is not None:
+            value = value_of(instance)
+            if value in counts and db_of(queryset) == db:
+                total: int = counts[value]
+                end = total if high is None else min(total, high)
+                return max(0, end - int(low))
+    if learned is None:
+        materialise(queryset)
+        found = state.shape(queryset)
+        shape = None if found is None else found[0]
+        learned = False
+        if shape is not None and shape.known is not None and shape.known[1] is instance:
+            query = shape.queryset.query
+            value_of = _value_reader(shape, instance)
+            if value_of is not None and value_of(instance) == shape.value and not query.distinct \
+                    and query.group_by is None and not query.extra:
+                qkey, db, alias, target = shape.key[:4]  # type: ignore[index]  # InPlace.count's key
+                learned = (("count", qkey, db, alias, target), shape.db, value_of, shape.low, shape.high)
+        memo[key] = learned
+    return None
+
+
 class RecordedQuerySet(QuerySet):  # type: ignore[misc]
     """A related manager's queryset, recorded (see the module notes); made by ``recorded_root`` only."""
 
@@ -325,6 +363,22 @@ class RecordedQuerySet(QuerySet):  # type: ignore[misc]
             return
         recorded["_result_cache"] = rows
         recorded["_prefetch_done"] = True  # the level's load ran the prefetches
+
+    def count(self) -> int:
+        found = _counted(self)
+        if found is not None:
+            return found
+        if "_dls_manager" in self.__dict__:
+            materialise(self)
+        return self.count()
+
+    def exists(self) -> bool:
+        found = _counted(self)
+        if found is not None:
+            return found > 0
+        if "_dls_manager" in self.__dict__:
+            materialise(self)
+        return self.exists()
 
     def __deepcopy__(self, memo: Any) -> Any:
         materialise(self)
