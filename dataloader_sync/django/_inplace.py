@@ -325,6 +325,8 @@ class InPlace:
             if counts is None:
                 counts = self.memo[key] = {}
             counts.update(self.load(_counts, shape, list(level)))
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
         total = counts[shape.value]
         end = total if shape.high is None else min(total, shape.high)
         return max(0, end - shape.low)
