@@ -157,11 +157,22 @@ def test_arguments_that_are_not_plain_values_are_built_as_written(orm_db, librar
 
     def typed(author):  # 2001 and 2001.0 are two keys: each built once, each answered as Django answers it
         return [[b.title for b in author.books.filter(year=2001)],
-                [b.title for b in author.books.filter(title__in=["book 0.1", "book 1.1"])],
-                [b.title for b in author.books.filter(year__in={2000, 2002}).order_by("pk")]]
+                [b.title for b in author.books.filter(year=2001.0)],
+                [b.title for b in author.books.filter(title__in=("book 0.1", "book 1.1"))],
+                [b.title for b in author.books.filter(year__in=frozenset({2000, 2002})).order_by("pk")]]
+
+    def changed_after_the_call(author):  # Django reads a list and a Q at the call: so are they read
+        years, either = [2000], Q(year=2000)
+        by_list, by_q = author.books.filter(year__in=years), author.books.filter(either)
+        kinds.append(type(by_list))
+        years.append(2001)
+        either.children.append(("year", 2001))
+        either.connector = Q.OR
+        assert str(by_q.query) == str(models.Book.objects.filter(author=author, year=2000).query)
+        return [[b.title for b in by_list], [b.title for b in author.books.filter(Q(year=2000)).order_by("pk")]]
 
     library(orm_db, authors=4, books=3, reviews=2)
-    for method in (subquery, annotated, typed):
+    for method in (subquery, annotated, typed, changed_after_the_call):
         both(orm_db, method_serializer(method))
     assert kinds and all(kind is QuerySet for kind in kinds)
 

@@ -16,11 +16,12 @@ chain is its key: a node of a tree of the steps seen (``_NODES``), each
 argument read with its type (``1``, ``1.0`` and ``True`` are three keys), so two
 parents whose resolvers chained alike have the same node.
 
-Evaluated (iteration, ``len()``, ``bool()``, ``list()``: ``_fetch_all``), it is
+Evaluated (iteration, ``len()``, ``bool()``, ``list()``: ``_fetch_all``; ``count()``
+and ``exists()``, from the level's grouped count), it is
 answered from the execution's in-place rows (``_inplace``): the first
 evaluation of a node at a level builds the queryset as Django does and loads
 the level through ``_inplace`` (one statement per shape), and learns which
-loaded rows the node reads (``InPlace.recorded``: the shape's key, the parent's
+loaded rows the node reads (in ``InPlace.memo``: the shape's key, the parent's
 column, the database); the next parents of that level are served those rows
 with no ``Query`` built.  Returned to ``_returned_querysets.level_value``
 (graphene-django, strawberry-django), the same: the first parent of a field's
@@ -28,9 +29,11 @@ node builds, plans and shapes it, the next ones load the loader that shape
 keyed.
 
 Anything else materialises it: any attribute read that is not the recorded
-state (``.query``, ``.db``, ``count()``, ``iterator()``, an unknown method,
+state (``.query``, ``.db``, ``iterator()``, ``get()``, an unknown method,
 pickling, copying, ``repr()``), a step with an argument that is not a plain
-value (a ``QuerySet``, a ``Prefetch``, an object of the user's), a step not seen
+value (a ``QuerySet``, a ``Prefetch``, a list or a set, which may change after
+the call while Django reads them at the call, an object of the user's; a
+``Q`` is kept as a copy, as read at the call), a step not seen
 built before (each step is built by Django the first time its node is met, so
 an error is raised where Django raises it), an evaluation the level does not
 answer.  Materialising replays the chain on what the related manager's
@@ -63,6 +66,7 @@ Guarantees:
 """
 from __future__ import annotations
 
+import copy
 import datetime
 import decimal
 import itertools
@@ -101,9 +105,9 @@ def _typed(value: Any) -> Hashable:
         return (kind, value, str(value.tzinfo))
     if kind is decimal.Decimal:  # Decimal("1.0") == Decimal("1.00"): by its digits
         return (kind, str(value))
-    if kind is tuple or kind is list:
+    if kind is tuple:  # (a list or a set may change after the call: Django reads it at the call)
         return (kind, tuple([_typed(v) for v in value]))
-    if kind is set or kind is frozenset:
+    if kind is frozenset:
         return (kind, frozenset([_typed(v) for v in value]))
     if kind is Q:
         return (kind, value.connector, value.negated, tuple([
@@ -304,6 +308,8 @@ class RecordedQuerySet(QuerySet):  # type: ignore[misc]
             if step is not None:
                 _remember((recorded["_dls_node"], step))
             return result
+        if name in ("filter", "exclude") and any(type(arg) is Q for arg in args):
+            args = tuple([copy.deepcopy(arg) if type(arg) is Q else arg for arg in args])  # as read now
         return _new(recorded["_dls_manager"], node, recorded["_dls_steps"] + ((name, args, kwargs),))
 
     def filter(self, *args: Any, **kwargs: Any) -> Any:
