@@ -352,3 +352,57 @@ def test_counts_and_exists_of_recorded_querysets_are_read_from_the_level_s_count
     _, plain, _, switched = both(orm_db, method_serializer(counted))
     assert plain == 1 + 6 * 6 and switched == 1 + 4
     assert sum(recorded) == 5
+
+
+def test_a_relation_the_root_queryset_prefetched_is_djangos_prefetched_queryset(orm_db, library):
+    """Django's prefetch asks the related manager's ``get_queryset`` and keeps it with its rows: what it keeps
+    answers as Django's does (its rows, a count of them, a new statement for a filter of it)."""
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+
+    from dataloader_sync.rest_framework import batched_data
+
+    def read(author):
+        every = author.books.all()
+        return [every.count(), every.exists(), [b.title for b in every], len(author.books.all()),
+                author.books.count(), [b.title for b in author.books.filter(year__gte=2001)], str(every.query)[:6]]
+
+    from dataloader_sync.django._manager_querysets import watch
+
+    watch(models.Book._meta.get_field("author"))  # (as a level's load of Author.books has, in another test)
+    serializer = method_serializer(read)
+    library(orm_db, authors=5, books=3)
+    authors = models.Author.objects.using(orm_db).order_by("id").prefetch_related("books")
+    with CaptureQueriesContext(connections[orm_db]) as plain:
+        expected = json.dumps(serializer(authors.all(), many=True).data)
+    for _ in range(2):
+        with CaptureQueriesContext(connections[orm_db]) as switched:
+            assert json.dumps(batched_data(serializer(authors.all(), many=True))) == expected
+        assert len(switched) <= len(plain)
+
+
+def test_a_prefetch_inside_an_execution_keeps_a_queryset_that_answers_as_djangos(orm_db, library):
+    from orm_library import models
+
+    from dataloader_sync.django import _inplace
+    from dataloader_sync.django._manager_querysets import watch
+
+    watch(models.Book._meta.get_field("author"))
+    library(orm_db, authors=3, books=3)
+
+    def read():
+        authors = list(models.Author.objects.using(orm_db).order_by("id").prefetch_related("books"))
+        return [(a.books.count(), a.books.exists(), [b.title for b in a.books.all()], str(a.books.all().query),
+                 [b.title for b in a.books.filter(year__gte=2001)], len(a.books.all())) for a in authors]
+
+    expected = read()
+    end = _inplace.start(Owner())
+    try:
+        assert read() == expected
+    finally:
+        end()
+
+
+class Owner:
+    """What an execution context is to ``_inplace.start``: something the state lives on."""

@@ -55,7 +55,7 @@ from django.db.models.expressions import Col
 
 from ._inplace import answering
 from ._queryset_shapes import _query_state
-from ._recorded_querysets import _ORIGINALS, recorded_root
+from ._recorded_querysets import recorded_root
 
 __all__ = ["watch"]
 
@@ -92,7 +92,6 @@ def watch(field: Any) -> None:
         # recorded, not built, when Django's queryset is known without building it: the plain Manager's
         if cls.__mro__[1] is Manager and Manager._queryset_class is QuerySet and "get_queryset" in cls.__dict__:
             own = cls.__dict__["get_queryset"]
-            _ORIGINALS[cls] = own
             recording = _wrap_get_queryset(own)
             recording.__wrapped__ = own  # type: ignore[attr-defined]
             recording.__doc__ = own.__doc__

@@ -37,7 +37,10 @@ the call while Django reads them at the call, an object of the user's; a
 built before (each step is built by Django the first time its node is met, so
 an error is raised where Django raises it), an evaluation the level does not
 answer.  Materialising replays the chain on what the related manager's
-``get_queryset`` builds (Django's own) and makes the object that very
+``get_queryset`` built when it was recorded (its ``_apply_rel_filters`` of
+the plain ``Manager``'s queryset, as Django's ``get_queryset`` builds it when
+the relation is not prefetched: Django's prefetch may since have kept this
+very queryset as the prefetched one) and makes the object that very
 ``QuerySet`` in place (its ``__dict__`` and class): from then on it is exactly
 Django's queryset, with the rows already served kept as its result cache.
 
@@ -50,7 +53,8 @@ field, a mutation, after a write, another thread: ``_inplace.answering``) the
 wrapper costs one context-variable read and calls Django's own.
 
 Django internals read: a related manager's ``instance``, ``field``, ``_db``,
-``get_queryset`` and the class Django made it from; ``Model._state`` (``db``,
+``get_queryset``, ``_apply_rel_filters`` and the class Django made it from;
+``Model._is_pk_set`` (Django >= 5.2); ``Model._state`` (``db``,
 ``fetch_mode`` on Django >= 6.1), ``_prefetched_objects_cache``; a
 ``QuerySet``'s ``__dict__`` as a whole (``_result_cache``, ``_prefetch_done``).
 Tests cover Django 4.2, 5.2 and 6.1.
@@ -72,10 +76,10 @@ import decimal
 import itertools
 import uuid
 from collections.abc import Hashable
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from django.db import router
-from django.db.models import F, Model, Q, QuerySet
+from django.db.models import F, Manager, Model, Q, QuerySet
 
 from ._inplace import InPlace, _value_reader, answering
 
@@ -139,10 +143,6 @@ def _new(manager: Any, node: int, steps: tuple[Any, ...]) -> RecordedQuerySet:
     return queryset
 
 
-# The related manager classes whose get_queryset is recorded -> Django's get_queryset of that class
-_ORIGINALS: dict[type, Callable[[Any], QuerySet[Any]]] = {}
-
-
 def recorded_root(manager: Any) -> Optional[RecordedQuerySet]:
     """The ``RecordedQuerySet`` of the related *manager*'s ``get_queryset()``, or None (build it as written)."""
     instance = manager.instance
@@ -151,12 +151,15 @@ def recorded_root(manager: Any) -> Optional[RecordedQuerySet]:
     field = manager.field
     if prefetched and _cache_name(field.remote_field) in prefetched:
         return None
-    if instance.pk is None:
+    is_pk_set = getattr(instance, "_is_pk_set", None)  # Django >= 5.2 (a composite key: each part)
+    if (instance.pk is None) if is_pk_set is None else not is_pk_set():
         return None
-    for target in field.foreign_related_fields:
-        value = getattr(instance, target.attname)
-        if value is None or value == "":
-            return None
+    targets = field.foreign_related_fields
+    if len(targets) != 1:
+        return None
+    value = getattr(instance, targets[0].attname)
+    if value is None or value == "":
+        return None
     model_state = instance._state
     key = ("root", type(manager), type(instance), manager._db, getattr(model_state, "fetch_mode", None))
     node = _NODES.get(key)
@@ -187,7 +190,9 @@ def materialise(queryset: RecordedQuerySet) -> None:
     """Make *queryset* the ``QuerySet`` Django builds for its chain, in place (see the module notes)."""
     recorded = queryset.__dict__
     manager = recorded["_dls_manager"]
-    real = _ORIGINALS[type(manager)](manager)
+    # what the related manager's get_queryset built when it was recorded (its instance had a key and had not
+    # prefetched the relation; since then, Django's prefetch may have kept this very queryset there)
+    real = manager._apply_rel_filters(Manager.get_queryset(manager))
     for name, args, kwargs in recorded["_dls_steps"]:
         real = real[args] if name == "slice" else getattr(real, name)(*args, **kwargs)
     built = real.__dict__
