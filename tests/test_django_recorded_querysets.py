@@ -241,6 +241,7 @@ def test_a_resolver_s_returned_queryset_is_recorded_for_the_field_s_level(orm_db
     from django.db import connections
     from django.test.utils import CaptureQueriesContext
     from graphene_django import DjangoListField, DjangoObjectType
+    from django.db.models import Prefetch
     from graphene_django.registry import Registry
     from orm_library import models
 
@@ -277,14 +278,26 @@ def test_a_resolver_s_returned_queryset_is_recorded_for_the_field_s_level(orm_db
         def resolve_not_2001(author, info):
             return author.books.exclude(year=2001).order_by("pk")
 
+        every = graphene.List(graphene.NonNull(Book))
+
+        def resolve_every(author, info):
+            return author.books.all()
+
         def resolve_top_two(author, info):
             return author.books.order_by("-year", "pk")[:2]
 
     class Query(graphene.ObjectType):
         authors = graphene.List(graphene.NonNull(Author), required=True)
 
+        prefetched = graphene.List(graphene.NonNull(Author), required=True)
+
         def resolve_authors(root, info):
             return models.Author.objects.using(orm_db).order_by("pk")
+
+        def resolve_prefetched(root, info):  # the relation prefetched for some: Django's prefetched rows
+            authors = models.Author.objects.using(orm_db).order_by("pk")
+            return list(authors[:2]) + list(authors[2:4].prefetch_related("books")) + list(authors[4:].prefetch_related(
+                Prefetch("books", queryset=models.Book.objects.using(orm_db).filter(year__gte=2002))))
 
     schema = graphene.Schema(query=Query)
     query = "{ authors { name later { title } not2001 { title } topTwo { title year } } }"
@@ -308,6 +321,10 @@ def test_a_resolver_s_returned_queryset_is_recorded_for_the_field_s_level(orm_db
     assert (off, on) == (1 + 3 * 6, 1 + 3)
     assert sum(is_recorded(q) for q in returned) == 5  # the first parent's built, the next ones recorded
     assert builds.count < 6 * 3
+    query = "{ authors { every { title } } prefetched { every { title } later { title } } }"
+    plain, off = execute(DataLoaderExecutionContext)
+    switched, on = execute(AutoRelationsExecutionContext)
+    assert '"errors"' not in plain and switched == plain and on <= off
 
 
 def test_a_served_row_is_the_copy_django_s_copy_makes(orm_db, library):

@@ -148,7 +148,7 @@ def level_value(ctx: Any, root: Any, info: Any, value: QuerySet[Any],
     load the loader its shape keyed, with their own key (the shape's value read off the instance as it
     was read off the first one, and checked equal then)."""
     learn: Any = None  # the memo key to learn this recorded chain under
-    if is_recorded(value) and instance_of(value) is root:
+    if is_recorded(value) and instance_of(value) is root and value.__dict__["_result_cache"] is None:
         nodes = info.field_nodes
         key = ("recorded", id(nodes[0]), len(nodes), value.__dict__["_dls_node"])
         memo = ctx.auto_memo
