@@ -239,9 +239,9 @@ def test_a_resolver_s_returned_queryset_is_recorded_for_the_field_s_level(orm_db
         pytest.skip("graphene_django is not installed")
     import graphene
     from django.db import connections
+    from django.db.models import Prefetch
     from django.test.utils import CaptureQueriesContext
     from graphene_django import DjangoListField, DjangoObjectType
-    from django.db.models import Prefetch
     from graphene_django.registry import Registry
     from orm_library import models
 
