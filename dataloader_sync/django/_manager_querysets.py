@@ -26,10 +26,15 @@ be read, evaluated, chained and passed on.
 The seam: ``watch(field)`` replaces ``_apply_rel_filters`` on that reverse
 relation's related manager class (Django makes one class per relation,
 ``ReverseManyToOneDescriptor.related_manager_cls``), once, when a level's
-returned queryset of that relation is first recognised.  Outside an
-execution with the switch (and inside one, in a ``no_auto_relations`` field,
-a mutation, after a write, on another thread: ``_inplace.answering``) the
-wrapper costs one context-variable read and calls Django's own.  Django
+returned queryset of that relation is first recognised or a level's rows or
+count of it are loaded in place (``_inplace``); and, when that class is
+Django's over the plain ``Manager``, its ``get_queryset``, which inside an
+execution gives a queryset recorded rather than built
+(``_recorded_querysets``; replayed on this module's path when it must be
+built).  Outside an execution with the switch (and inside one, in a
+``no_auto_relations`` field, a mutation, after a write, on another thread:
+``_inplace.answering``) each wrapper costs one context-variable read and
+calls Django's own (``tools/bench_inplace.py``, ``manager``).  Django
 internals read: ``QuerySet._deferred_filter``, ``_query``,
 ``Query.where.children``, ``Query.clone``, a lookup's ``lhs`` and
 constructor, ``related_manager_cls``, ``core_filters``.  Tests cover Django
