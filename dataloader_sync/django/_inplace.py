@@ -92,7 +92,11 @@ read and one more Python call before the original (``tools/bench_inplace.py`` me
 ``Model._state`` (``fields_cache``, and ``peers`` on Django >= 6.1, kept
 by copies as ``FETCH_PEERS`` sets them), ``Query.distinct``, ``group_by``,
 ``extra``, ``annotations``, a relation field's ``target_field`` and
-``get_cached_value``; the rest is ``_queryset_shapes``'.  Tests cover
+``get_cached_value``; for the copies served, what ``copy.copy`` of a model
+instance runs (``Model.__reduce__``/``__getstate__``/``__setstate__``,
+``ModelState.__getstate__`` on Django >= 6.1, ``DJANGO_VERSION_PICKLE_KEY``),
+made directly where a model keeps Django's own (``_copied``); the rest is
+``_queryset_shapes``'.  Tests cover
 Django 4.2, 5.2 and 6.1.
 
 Guarantees:
@@ -111,13 +115,16 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import copyreg
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from django.db import connections
+import django
+from django.db import DJANGO_VERSION_PICKLE_KEY, connections
 from django.db.models import Count, Model, QuerySet
+from django.db.models.base import ModelState
 from django.db.models.expressions import Col
 from django.db.models.lookups import Exact
 from django.db.models.sql.where import AND
@@ -129,10 +136,14 @@ from ._querysets import key_chunks, queryset_key
 
 __all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "run_alone", "start"]
 
+_DJANGO_VERSION = django.__version__
 _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
 
 _Ref = Optional["weakref.ReferenceType[InPlace]"]
+#: ``_manager_querysets.watch``, given by ``_auto`` (which imports both): called with the foreign key of a
+#: related manager whose queryset a level loaded, so that its next parents' querysets are recorded.
+_watch_known: list[Callable[[Any], None]] = []
 _current: contextvars.ContextVar[_Ref] = contextvars.ContextVar("dataloader_sync_inplace", default=None)
 
 
@@ -257,14 +268,21 @@ class InPlace:
             if entry is None:
                 entry = self.memo[key] = _Rows()
             self._load_rows(entry, shape, level)
-        rows = entry.rows.get(shape.value)
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
+        return self.served(entry, shape.value, shape.known)
+
+    def served(self, entry: _Rows, value: Any, known: Optional[tuple[Any, Any]]) -> Optional[list[Any]]:
+        """The rows *entry* loaded for the key *value*, as an evaluation gives them (fresh copies, the
+        related manager's instance of *known* set on them), or None (run the queryset as written)."""
+        rows = entry.rows.get(value)
         if rows is None:  # served once, with the prefetches on its rows
             return None
-        instance = shape.known[1] if shape.known is not None else None
-        loaded_with = entry.instances.get(shape.value)
+        instance = known[1] if known is not None else None
+        loaded_with = entry.instances.get(value)
         if any("_prefetched_objects_cache" in row.__dict__ for row in rows):
-            del entry.rows[shape.value]
-            _own_instance(rows, shape.known, loaded_with)
+            del entry.rows[value]
+            _own_instance(rows, known, loaded_with)
             served = rows
         else:
             served = [_fresh(row, loaded_with, instance) for row in rows]
@@ -307,6 +325,8 @@ class InPlace:
             if counts is None:
                 counts = self.memo[key] = {}
             counts.update(self.load(_counts, shape, list(level)))
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
         total = counts[shape.value]
         end = total if shape.high is None else min(total, shape.high)
         return max(0, end - shape.low)
@@ -401,13 +421,52 @@ def _own_instance(rows: list[Any], known: Optional[tuple[Any, Any]], loaded_with
 def _fresh(row: Model, loaded_with: Any, instance: Any) -> Model:
     """A copy of *row* and of the instances it holds (``select_related``), as a new evaluation gives
     fresh ones; where it holds *loaded_with* (the related manager's instance the load set), *instance*."""
-    copied = copy.copy(row)  # Model.__getstate__: its own _state and fields cache
+    copied = _copied(row)  # Model.__getstate__: its own _state and fields cache
     cache = copied._state.fields_cache
     for name, value in cache.items():
         if value is loaded_with and loaded_with is not None:
             cache[name] = instance
         elif isinstance(value, Model):
             cache[name] = _fresh(value, loaded_with, instance)
+    return copied
+
+
+# model class -> whether ``copy.copy`` of its instances is Django's own Model.__reduce__ path (``_copied``)
+_PLAIN_COPY: dict[type, bool] = {}
+_STATE_GETSTATE: Any = ModelState.__dict__.get("__getstate__")  # Django >= 6.1: drops the weak peers
+
+
+def _plain_copy(cls: type) -> bool:
+    found = _PLAIN_COPY.get(cls)
+    if found is None:
+        kind: Any = cls
+        found = _PLAIN_COPY[cls] = (
+            kind.__reduce__ is Model.__reduce__ and kind.__reduce_ex__ is object.__reduce_ex__
+            and kind.__getstate__ is Model.__getstate__ and kind.__setstate__ is Model.__setstate__
+            and getattr(kind, "__copy__", None) is None and cls not in copyreg.dispatch_table)
+    return found
+
+
+def _copied(row: Model) -> Model:
+    """``copy.copy(row)``, made directly for a model whose copy is Django's own: what ``Model.__reduce__``,
+    ``__getstate__`` and ``__setstate__`` make of it (its ``__dict__`` and the pickle version key, a copy
+    of its ``_state`` and fields cache), without the pickle protocol's calls; anything else by ``copy.copy``."""
+    cls = row.__class__
+    state = row.__dict__
+    old = state.get("_state")
+    if type(old) is not ModelState or not _plain_copy(cls):
+        return copy.copy(row)
+    for value in state.values():
+        if isinstance(value, memoryview):  # kept as bytes by __getstate__, made a memoryview again
+            return copy.copy(row)
+    new_state = object.__new__(ModelState)
+    new_state.__dict__.update(_STATE_GETSTATE(old) if _STATE_GETSTATE is not None else old.__dict__)
+    new_state.fields_cache = new_state.fields_cache.copy()
+    copied = object.__new__(cls)
+    values = copied.__dict__
+    values.update(state)
+    values["_state"] = new_state
+    values[DJANGO_VERSION_PICKLE_KEY] = _DJANGO_VERSION
     return copied
 
 
