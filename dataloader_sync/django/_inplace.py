@@ -191,7 +191,8 @@ class InPlace:
     def level(self, shape: Shape, parent: Optional[Model], loaded: Any) -> Optional[dict[Any, Any]]:
         """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
         *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
-        other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
+        other instance with a key to load (a level of one instance runs its statement as written: the same
+        one statement; instances that all hold one key are loaded once and answered from the memo).  The asking parent is the related manager's instance (*shape*'s ``known``, else
         *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
         have written a sibling there; a key is what a parent is recognised by).  *parent* None: a
         manager's queryset named it by its key only; it is the object held with that key (``_named_parent``)."""
@@ -213,12 +214,14 @@ class InPlace:
             return None
         cls, db = parent.__class__, parent._state.db
         found: dict[Any, Any] = {}
+        instances = 0  # of the level, with a key to load: all may hold one key (the same user of every pin)
         for peer in peers:
             if peer.__class__ is cls and peer._state.db == db:
                 value = value_of(peer)
                 if value is not None and value not in loaded:
                     found.setdefault(value, peer)
-        if shape.value not in found or len(found) < 2:
+                    instances += 1
+        if shape.value not in found or instances < 2:  # a level of one instance: its statement as written
             return None
         if shape.known is not None:
             found[shape.value] = parent
