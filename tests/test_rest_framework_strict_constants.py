@@ -2,12 +2,12 @@
 with different constants: Pinry's ``Image.standard``, ``.thumbnail`` and ``.square`` properties
 (``Thumbnail.objects.get(original=self, size=...)``, see tools/outside_check_rest.py), here an author's
 books of two years.  On one object nothing is read row by row; on a list the in-place answers load each
-year for the whole level (one statement per year).  The test mode raises ``PerRowStatementError`` on both
-all the same ("ran this statement once per row"): it compares the SQL only, and on the list the second
-year's batch is the first's SQL, though docs/rest-framework.rst says batches are not counted.  So a team
-cannot pin Pinry's pages as batched.  A statement whose runs differ by a row's key (the test mode's test in
-tests/test_rest_framework.py) must still raise.  ``xfail``, strict: it passes once the test mode tells the
-in-place batches and the fields' constants from rows.
+year for the whole level (one statement per year, the second year's batch the first's SQL).  Neither
+raises: a statement's runs count as rows when they are for other instances (the serializer's, or the
+instance or key the statement reads), and the in-place seam's level loads are not counted.  What reads a
+row by row still raises: a statement whose runs differ by a row's key (the test mode's test in
+tests/test_rest_framework.py), one naming no key run for each instance of a level (django-taggit's
+``obj.tags.all()`` in Pinry's pins), at the top or in a nested serializer.
 """
 from __future__ import annotations
 
@@ -45,9 +45,6 @@ def years_serializer():
     return AuthorYears
 
 
-@pytest.mark.xfail(strict=True, reason="dataloader_sync/rest_framework/_strict.py compares a statement's SQL "
-                                       "only: two fields' constants read as two rows, and the in-place "
-                                       "batches are checked (InPlace.load and run_alone share one busy flag)")
 @pytest.mark.parametrize("many", [False, True], ids=["one object", "a list"])
 def test_fields_differing_by_a_constant_are_not_read_row_by_row(orm_db, library, many):
     from django.test import override_settings
@@ -66,3 +63,50 @@ def test_fields_differing_by_a_constant_are_not_read_row_by_row(orm_db, library,
     expected = make().data
     with override_settings(DATALOADER_SYNC_REST_FRAMEWORK_STRICT=True):
         assert batched_data(make()) == expected
+
+
+def title_serializers():
+    from orm_library import models
+    from rest_framework import serializers as s
+
+    class AuthorTitled(s.ModelSerializer):
+        titled = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Author
+            fields = ["id", "titled"]
+
+        def get_titled(self, author):   # names no key: the row is the instance serialized
+            return models.Book.objects.using(author._state.db).filter(title__startswith=author.name[:1]).exists()
+
+    class BookWithTitledAuthor(s.ModelSerializer):
+        author = AuthorTitled(read_only=True)
+
+        class Meta:
+            model = models.Book
+            fields = ["id", "author"]
+
+    return AuthorTitled, BookWithTitledAuthor
+
+
+@pytest.mark.parametrize("where", ["top", "nested"])
+def test_a_statement_naming_no_key_run_for_each_instance_raises(orm_db, library, where):
+    from django.test import override_settings
+    from orm_library import models
+
+    from dataloader_sync.rest_framework import PerRowStatementError, batched_data
+
+    library(orm_db, authors=3, books=1, reviews=0, tags=0)
+    top, nested = title_serializers()
+    if where == "top":
+        serializer = top(models.Author.objects.using(orm_db).order_by("id"), many=True)
+        name = "AuthorTitled"
+    else:
+        serializer = nested(models.Book.objects.using(orm_db).order_by("id"), many=True)
+        name = "BookWithTitledAuthor"
+    with override_settings(DATALOADER_SYNC_REST_FRAMEWORK_STRICT=True):
+        with pytest.raises(PerRowStatementError, match=rf"^{name}\(many=True\) ran .*orm_library_book"):
+            batched_data(serializer)
+        assert batched_data(top(models.Author.objects.using(orm_db).order_by("id")[0])) is not None  # one: fine
+    assert len(batched_data(serializer)) == 3   # the setting off: the serializers' own attributes restored
+    assert "to_representation" not in serializer.child.__dict__

@@ -4,31 +4,56 @@ With the Django setting ``DATALOADER_SYNC_REST_FRAMEWORK_STRICT = True`` (a
 test's settings, ``override_settings``), ``rows_checked()`` wraps REST
 framework's own serializing pass — after the walk loaded what it could —
 in a ``connection.execute_wrapper`` on every database connection this
-thread has opened: the first time a statement's SQL (with its placeholders,
-not its parameters) runs a second time during the pass, it raises
-``PerRowStatementError`` naming the statement.  That is the signature of a
-relation read row by row: a field the walk cannot follow (a method reading
-``obj.books.filter(...)``, a property, a field in ``Meta.no_auto_relations``).
-The walk's batches and the futures settled after the pass are not checked.
+thread has opened.  A statement runs once per row when its SQL (with its
+placeholders, not its parameters) runs again for another row; it then
+raises ``PerRowStatementError`` naming the statement.  The row of a run is
+two things together:
+
+- the instance its serializer was serializing (each serializer of the tree
+  tells its instance while the pass runs: ``to_representation`` wrapped on
+  the serializer objects for the pass);
+- what the statement reads a row of, when the in-place seam
+  (``dataloader_sync.django._inplace``) saw it run as written: the related
+  manager's instance (``author.books.count()``), else the relation or
+  primary key values its ``WHERE`` compares at the top
+  (``Review.objects.filter(book=book)``: the book's key), else nothing
+  (``_inplace.row_of``).
+
+So a field reading a relation row by row (a method's ``obj.books.filter(...)``,
+a property, a field in ``Meta.no_auto_relations``, django-taggit's
+``obj.tags.all()``) raises at the second instance of its level, and a method
+querying a model once per row it iterates (``Review.objects.filter(book=b)``
+for each book) raises at the second row; one object's fields running one
+query with different constants (``Thumbnail.objects.get(original=self,
+size=...)`` for three sizes: one original, three sizes) do not, nor a field
+reading the same thing twice for one instance.  The walk's batches, the
+in-place seam's level loads (``InPlace.loading``) and the futures settled
+after the pass are not checked.
 
 Guarantees:
 - Off (the default), it costs one settings read per serialization.
-- The wrappers are Django's documented ``execute_wrapper`` hook, removed when
-  the pass ends, raising or not; per call state only.
+- The wrappers are Django's documented ``execute_wrapper`` hook and the
+  serializer objects' own attribute, removed when the pass ends, raising or
+  not; per call state only.
 """
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from django.conf import settings
 from django.db import connections
+from django.db.models import Model
+from rest_framework.serializers import ListSerializer, Serializer
+
+from ..django import _inplace
 
 __all__ = ["SETTING", "PerRowStatementError", "rows_checked"]
 
 #: The Django setting that turns the test mode on.
 SETTING = "DATALOADER_SYNC_REST_FRAMEWORK_STRICT"
+_NONE: Any = object()  # a serializer without a to_representation of its own
 
 
 class PerRowStatementError(AssertionError):
@@ -36,33 +61,106 @@ class PerRowStatementError(AssertionError):
 
 
 class _Once:
-    """An ``execute_wrapper`` that refuses a statement's second run."""
+    """An ``execute_wrapper`` that refuses a statement run again for another row (see the module notes)."""
 
-    __slots__ = ("seen", "serializer")
+    __slots__ = ("kept", "seen", "serializer", "serializing", "state")
 
-    def __init__(self, serializer: str) -> None:
+    def __init__(self, serializer: str, state: Optional[_inplace.InPlace]) -> None:
         self.serializer = serializer
-        self.seen: set[str] = set()
+        self.state = state  # the in-place seam's, watching its rows; None without one
+        self.seen: dict[str, set[Any]] = {}  # SQL -> the rows it ran for
+        self.serializing: list[Any] = []  # the instances being serialized, innermost last
+        self.kept: list[Any] = []  # the instances a row names by identity, alive for the pass (ids not reused)
+
+    def row(self) -> Any:
+        current = self.serializing[-1] if self.serializing else None
+        asking = None if self.state is None else self.state.asking
+        if isinstance(asking, Model):
+            self.kept.append(asking)
+            asking = ("instance", id(asking))
+        if current is not None:
+            self.kept.append(current)
+        return id(current), asking
 
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        if sql in self.seen:
+        state = self.state
+        if state is not None and state.loading:  # a level's load: the seam's batch
+            return execute(sql, params, many, context)
+        row = self.row()
+        rows = self.seen.get(sql)
+        if rows is None:
+            self.seen[sql] = {row}
+        elif row not in rows:
             raise PerRowStatementError(
                 f"{self.serializer} ran this statement once per row while REST framework serialized "
                 f"({SETTING} is on): a relation read row by row, which dataloader_sync.rest_framework cannot "
                 f"batch (see docs/rest-framework.rst): {sql}")
-        self.seen.add(sql)
         return execute(sql, params, many, context)
 
 
+class _Telling:
+    """A serializer's ``to_representation`` for the pass: tells the test mode the instance it serializes."""
+
+    __slots__ = ("method", "once")
+
+    def __init__(self, method: Callable[[Any], Any], once: _Once) -> None:
+        self.method = method
+        self.once = once
+
+    def __call__(self, instance: Any) -> Any:
+        serializing = self.once.serializing
+        serializing.append(instance)
+        try:
+            return self.method(instance)
+        finally:
+            serializing.pop()
+
+
+def _tell_instances(serializer: Any, once: _Once, stack: contextlib.ExitStack, seen: set[int]) -> None:
+    """Wrap the ``to_representation`` of *serializer*'s nested serializers (and theirs) for the pass."""
+    if id(serializer) in seen:
+        return
+    seen.add(id(serializer))
+    for field in serializer.fields.values():
+        nested = field.child if isinstance(field, ListSerializer) else field
+        if isinstance(nested, Serializer):
+            _tell(nested, once, stack)
+            _tell_instances(nested, once, stack, seen)
+
+
+def _tell(serializer: Any, once: _Once, stack: contextlib.ExitStack) -> None:
+    own = serializer.__dict__.get("to_representation", _NONE)
+    serializer.to_representation = _Telling(serializer.to_representation, once)
+
+    def restore() -> None:
+        if own is _NONE:
+            serializer.__dict__.pop("to_representation", None)
+        else:
+            serializer.to_representation = own
+
+    stack.callback(restore)
+
+
 @contextlib.contextmanager
-def rows_checked(serializer: Any) -> Iterator[None]:
-    """The test mode around REST framework's serializing pass of *serializer*, if the setting is on."""
+def rows_checked(serializer: Any, instance: Any) -> Iterator[None]:
+    """The test mode around REST framework's serializing pass of *serializer* over *instance*, if the
+    setting is on."""
     if not getattr(settings, SETTING, False):
         yield
         return
     child = getattr(serializer, "child", None)
-    once = _Once(f"{type(child).__name__}(many=True)" if child is not None else type(serializer).__name__)
+    state = _inplace.watch_rows()
+    once = _Once(f"{type(child).__name__}(many=True)" if child is not None else type(serializer).__name__, state)
     with contextlib.ExitStack() as stack:
+        if state is not None:
+            stack.callback(_inplace.unwatch_rows, state)
+        top = child if child is not None else serializer
+        if isinstance(top, Serializer):
+            if child is not None:
+                _tell(child, once, stack)
+            else:
+                once.serializing.append(instance)  # REST framework's pass calls its class's method: not told
+            _tell_instances(top, once, stack, set())
         for connection in connections.all(initialized_only=True):
             stack.enter_context(connection.execute_wrapper(once))
         yield
