@@ -6,18 +6,18 @@ framework's own serializing pass — after the walk loaded what it could —
 in a ``connection.execute_wrapper`` on every database connection this
 thread has opened.  A statement runs once per row when its SQL (with its
 placeholders, not its parameters) runs again for another row; it then
-raises ``PerRowStatementError`` naming the statement.  The row of a run is
-two things together:
+raises ``PerRowStatementError`` naming the statement.  The row of a run is:
 
-- the instance its serializer was serializing (each serializer of the tree
-  tells its instance while the pass runs: ``to_representation`` wrapped on
-  the serializer objects for the pass);
 - what the statement reads a row of, when the in-place seam
   (``dataloader_sync.django._inplace``) saw it run as written: the related
-  manager's instance (``author.books.count()``), else the relation or
-  primary key values its ``WHERE`` compares at the top
-  (``Review.objects.filter(book=book)``: the book's key), else nothing
-  (``_inplace.row_of``).
+  manager's instance (``author.books.count()``) or the instance whose
+  to-one read missed its cache, else the relation or primary key values its
+  ``WHERE`` compares at the top (``Review.objects.filter(book=book)``: the
+  book's key) (``_inplace.row_of``);
+- else (it names none: django-taggit's ``obj.tags.all()``, raw SQL) the
+  instance its serializer was serializing (each serializer of the tree
+  tells its instance while the pass runs: ``to_representation`` wrapped on
+  the serializer objects for the pass).
 
 So a field reading a relation row by row (a method's ``obj.books.filter(...)``,
 a property, a field in ``Meta.no_auto_relations``, django-taggit's
@@ -25,8 +25,11 @@ a property, a field in ``Meta.no_auto_relations``, django-taggit's
 querying a model once per row it iterates (``Review.objects.filter(book=b)``
 for each book) raises at the second row; one object's fields running one
 query with different constants (``Thumbnail.objects.get(original=self,
-size=...)`` for three sizes: one original, three sizes) do not, nor a field
-reading the same thing twice for one instance.  The walk's batches, the
+size=...)`` for three sizes: one original, three sizes) do not, nor a
+statement run again for the same row from another serializer (one user's
+token read for a board's submitter and again for its cover pin's); the
+same row read for two instances of one serializer (instances of a level
+that share a key, each reading it as written) is per row.  The walk's batches, the
 in-place seam's level loads (``InPlace.loading``) and the futures settled
 after the pass are not checked.
 
@@ -68,29 +71,37 @@ class _Once:
     def __init__(self, serializer: str, state: Optional[_inplace.InPlace]) -> None:
         self.serializer = serializer
         self.state = state  # the in-place seam's, watching its rows; None without one
-        self.seen: dict[str, set[Any]] = {}  # SQL -> the rows it ran for
-        self.serializing: list[Any] = []  # the instances being serialized, innermost last
+        #: SQL -> the rows it ran for -> {id(the serializer): id(the instance it serialized then)}
+        self.seen: dict[str, dict[Any, dict[int, int]]] = {}
+        self.serializing: list[tuple[int, Any]] = []  # (id(a serializer), its instance), innermost last
         self.kept: list[Any] = []  # the instances a row names by identity, alive for the pass (ids not reused)
 
-    def row(self) -> Any:
-        current = self.serializing[-1] if self.serializing else None
+    def row(self) -> tuple[Any, int, int]:
+        """The row of the statement running now (what it reads a row of, else the instance serialized),
+        the serializer serializing and its instance."""
+        serializer, current = self.serializing[-1] if self.serializing else (0, None)
+        self.kept.append(current)
         asking = None if self.state is None else self.state.asking
         if isinstance(asking, Model):
             self.kept.append(asking)
-            asking = ("instance", id(asking))
-        if current is not None:
-            self.kept.append(current)
-        return id(current), asking
+            return ("instance", id(asking)), serializer, id(current)
+        if asking is not None:
+            return ("keys", asking), serializer, id(current)
+        return ("serializing", id(current)), serializer, id(current)
 
     def __call__(self, execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
         state = self.state
         if state is not None and state.loading:  # a level's load: the seam's batch
             return execute(sql, params, many, context)
-        row = self.row()
+        row, serializer, current = self.row()
         rows = self.seen.get(sql)
         if rows is None:
-            self.seen[sql] = {row}
-        elif row not in rows:
+            self.seen[sql] = {row: {serializer: current}}
+            return execute(sql, params, many, context)
+        by_serializer = rows.get(row)
+        # another row, or the same one for another instance of the same serializer (a level's instances
+        # that share a key, read one by one); the same row from elsewhere (another level) is not per row
+        if by_serializer is None or by_serializer.setdefault(serializer, current) != current:
             raise PerRowStatementError(
                 f"{self.serializer} ran this statement once per row while REST framework serialized "
                 f"({SETTING} is on): a relation read row by row, which dataloader_sync.rest_framework cannot "
@@ -101,15 +112,16 @@ class _Once:
 class _Telling:
     """A serializer's ``to_representation`` for the pass: tells the test mode the instance it serializes."""
 
-    __slots__ = ("method", "once")
+    __slots__ = ("method", "once", "serializer")
 
-    def __init__(self, method: Callable[[Any], Any], once: _Once) -> None:
-        self.method = method
+    def __init__(self, serializer: Any, once: _Once) -> None:
+        self.method = serializer.to_representation
+        self.serializer = id(serializer)
         self.once = once
 
     def __call__(self, instance: Any) -> Any:
         serializing = self.once.serializing
-        serializing.append(instance)
+        serializing.append((self.serializer, instance))
         try:
             return self.method(instance)
         finally:
@@ -130,7 +142,7 @@ def _tell_instances(serializer: Any, once: _Once, stack: contextlib.ExitStack, s
 
 def _tell(serializer: Any, once: _Once, stack: contextlib.ExitStack) -> None:
     own = serializer.__dict__.get("to_representation", _NONE)
-    serializer.to_representation = _Telling(serializer.to_representation, once)
+    serializer.to_representation = _Telling(serializer, once)
 
     def restore() -> None:
         if own is _NONE:
@@ -159,7 +171,8 @@ def rows_checked(serializer: Any, instance: Any) -> Iterator[None]:
             if child is not None:
                 _tell(child, once, stack)
             else:
-                once.serializing.append(instance)  # REST framework's pass calls its class's method: not told
+                # REST framework's pass calls its class's method, not the attribute: told here
+                once.serializing.append((id(serializer), instance))
             _tell_instances(top, once, stack, set())
         for connection in connections.all(initialized_only=True):
             stack.enter_context(connection.execute_wrapper(once))
