@@ -141,7 +141,7 @@ from ._queryset_shapes import PARENT, Shape, shape_of
 from ._querysets import key_chunks, queryset_key
 
 __all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "row_of", "run_alone", "start",
-           "watch_rows"]
+           "unwatch_rows", "watch_rows"]
 
 _DJANGO_VERSION = django.__version__
 _N = "_dataloader_sync_n"  # the grouped count's annotation
@@ -851,6 +851,7 @@ def watch_rows() -> Optional[InPlace]:
 
 
 def unwatch_rows(state: InPlace) -> None:
+    """The end of ``watch_rows``: the wrappers tell nothing again."""
     state.asking = _UNWATCHED
 
 
