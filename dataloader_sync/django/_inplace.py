@@ -83,6 +83,12 @@ calls it).  Writes are seen by an execution wrapper (Django's public
 execution only, never by a signal: a listener of ``m2m_changed`` or
 ``post_delete`` would make Django's fast paths (``add()`` of a
 many-to-many, ``QuerySet.delete()``) cost a select more everywhere.
+For REST framework's test mode (``DATALOADER_SYNC_REST_FRAMEWORK_STRICT``,
+``rest_framework/_strict``), ``watch_rows`` makes the wrappers tell what a
+queryset run as written reads a row of (``InPlace.asking``: ``row_of``, or
+the instance whose to-one read misses), and ``InPlace.loading`` tells a
+level's load from a field's own statements (``busy`` is both, and a
+``no_auto_relations`` field's too).
 Outside an execution with the switch each wrapper costs one context-variable
 read and one more Python call before the original (``tools/bench_inplace.py`` measures it: about
 100 ns per call on CPython 3.11).  The Django internals read:
@@ -134,11 +140,13 @@ from ._connections import batch_connection
 from ._queryset_shapes import PARENT, Shape, shape_of
 from ._querysets import key_chunks, queryset_key
 
-__all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "run_alone", "start"]
+__all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "row_of", "run_alone", "start",
+           "unwatch_rows", "watch_rows"]
 
 _DJANGO_VERSION = django.__version__
 _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
+_UNWATCHED: Any = object()  # InPlace.asking when the REST framework test mode does not watch the execution
 
 _Ref = Optional["weakref.ReferenceType[InPlace]"]
 #: ``_manager_querysets.watch``, given by ``_auto`` (which imports both): called with the foreign key of a
@@ -162,7 +170,7 @@ class _Rows:
 class InPlace:
     """One execution's in-place answers (its thread only; see the module notes)."""
 
-    __slots__ = ("thread", "memo", "groups", "alone", "busy", "off", "__weakref__")
+    __slots__ = ("thread", "memo", "groups", "alone", "busy", "loading", "asking", "off", "__weakref__")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
@@ -170,6 +178,10 @@ class InPlace:
         self.groups: dict[int, tuple[Any, list[Any]]] = {}  # id(row served) -> (the row, its level)
         self.alone: dict[int, QuerySet[Any]] = {}  # querysets of no_auto_relations fields: as written
         self.busy = False  # loading, or in a no_auto_relations field: querysets run as written
+        self.loading = False  # a level's load (``load``), not a field's own statements: the test mode skips it
+        #: the row of the statement run as written now (``row_of``), for the REST framework test mode
+        #: (``watch_rows``); ``_UNWATCHED`` when it does not watch
+        self.asking: Any = _UNWATCHED
         self.off = False  # a row was written: the seam steps aside
 
     def shape(self, queryset: QuerySet[Any]) -> Optional[tuple[Shape, Optional[Model]]]:
@@ -191,9 +203,11 @@ class InPlace:
     def level(self, shape: Shape, parent: Optional[Model], loaded: Any) -> Optional[dict[Any, Any]]:
         """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
         *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
-        other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
-        *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
-        have written a sibling there; a key is what a parent is recognised by).  *parent* None: a
+        other instance with a key to load (a level of one instance runs its statement as written: the same
+        one statement; instances that all hold one key are loaded once and answered from the memo).  The
+        asking parent is the related manager's instance (*shape*'s ``known``, else *parent*, the ``instance``
+        hint: Django shares a hints dict between clones, so a prefetch may have written a sibling there; a
+        key is what a parent is recognised by).  *parent* None: a
         manager's queryset named it by its key only; it is the object held with that key (``_named_parent``)."""
         if shape.known is not None:
             parent = shape.known[1]
@@ -213,12 +227,14 @@ class InPlace:
             return None
         cls, db = parent.__class__, parent._state.db
         found: dict[Any, Any] = {}
+        instances = 0  # of the level, with a key to load: all may hold one key (the same user of every pin)
         for peer in peers:
             if peer.__class__ is cls and peer._state.db == db:
                 value = value_of(peer)
                 if value is not None and value not in loaded:
                     found.setdefault(value, peer)
-        if shape.value not in found or len(found) < 2:
+                    instances += 1
+        if shape.value not in found or instances < 2:  # a level of one instance: its statement as written
             return None
         if shape.known is not None:
             found[shape.value] = parent
@@ -246,11 +262,13 @@ class InPlace:
         return found
 
     def load(self, fn: Callable[..., Any], *args: Any) -> Any:
-        self.busy = True
+        """``fn(*args)``, a level's load: its querysets run as written (``busy``), and its statements are
+        the seam's batch (``loading``: the REST framework test mode does not count them)."""
+        self.busy = self.loading = True
         try:
             return fn(*args)
         finally:
-            self.busy = False
+            self.busy = self.loading = False
 
     # -- rows ---------------------------------------------------------------------
     def rows(self, queryset: QuerySet[Any]) -> Optional[list[Any]]:
@@ -598,7 +616,15 @@ def _wrap_get_object(original: Callable[[Any, Model], Any]) -> Callable[[Any, Mo
             return original(self, instance)
         state = ref()
         found = _MISSING if state is None else to_one(state, self, instance)
-        return original(self, instance) if found is _MISSING else found
+        if found is not _MISSING:
+            return found
+        if state is None or state.asking is _UNWATCHED:
+            return original(self, instance)
+        previous, state.asking = state.asking, instance  # the asking instance is the statement's row
+        try:
+            return original(self, instance)
+        finally:
+            state.asking = previous
 
     return get_object
 
@@ -728,7 +754,10 @@ def _wrap_fetch_all(original: Callable[[QuerySet[Any]], None]) -> Callable[[Quer
         state = ref()
         rows = None if state is None else state.rows(self)
         if rows is None:
-            return original(self)
+            if state is None or state.asking is _UNWATCHED:
+                return original(self)
+            _written(state, self, original)
+            return None
         self._result_cache = rows
         self._prefetch_done = True  # the level's load ran the prefetches
         return None
@@ -752,7 +781,13 @@ def _iterated(queryset: QuerySet[Any], original: Callable[..., Any], use_chunked
     ref = _current.get()
     state = None if ref is None else ref()
     rows = None if state is None else state.rows(queryset)
-    if rows is None:
+    if rows is None and state is not None and state.asking is not _UNWATCHED:  # its statement runs at the first row
+        iterator = original(queryset, use_chunked_fetch, chunk_size)
+        first = _written(state, queryset, lambda _: next(iterator, _MISSING))
+        if first is not _MISSING:
+            yield first
+            yield from iterator
+    elif rows is None:
         yield from original(queryset, use_chunked_fetch, chunk_size)
     else:
         yield from rows
@@ -765,7 +800,9 @@ def _wrap_count(original: Callable[[QuerySet[Any]], int]) -> Callable[[QuerySet[
             return original(self)
         state = ref()
         found = None if state is None else state.count(self)
-        return original(self) if found is None else found
+        if found is None:
+            return original(self) if state is None or state.asking is _UNWATCHED else _written(state, self, original)
+        return found
 
     return count
 
@@ -777,7 +814,9 @@ def _wrap_exists(original: Callable[[QuerySet[Any]], bool]) -> Callable[[QuerySe
             return original(self)
         state = ref()
         found = None if state is None else state.count(self)
-        return original(self) if found is None else found > 0
+        if found is None:
+            return original(self) if state is None or state.asking is _UNWATCHED else _written(state, self, original)
+        return found > 0
 
     return exists
 
@@ -789,9 +828,66 @@ def _wrap_aggregate(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         state = ref()
         found = _MISSING if state is None else state.aggregate(self, original, args, kwargs)
-        return original(self, *args, **kwargs) if found is _MISSING else found
+        if found is not _MISSING:
+            return found
+        if state is None or state.asking is _UNWATCHED:
+            return original(self, *args, **kwargs)
+        return _written(state, self, lambda queryset: original(queryset, *args, **kwargs))
 
     return aggregate
+
+
+# -- the REST framework test mode's rows --------------------------------------------------
+
+def watch_rows() -> Optional[InPlace]:
+    """The running execution's state on this thread, from now on telling the row of each statement it runs
+    as written (``InPlace.asking``, see ``row_of``) until ``unwatch_rows``; None when there is none."""
+    ref = _current.get()
+    state = None if ref is None else ref()
+    if state is None or threading.get_ident() != state.thread:
+        return None
+    state.asking = None
+    return state
+
+
+def unwatch_rows(state: InPlace) -> None:
+    """The end of ``watch_rows``: the wrappers tell nothing again."""
+    state.asking = _UNWATCHED
+
+
+def row_of(queryset: QuerySet[Any]) -> Any:
+    """What a queryset evaluated as written reads a row of: its related manager's instance (the ``instance``
+    hint), else the values its ``WHERE`` compares with a relation or a primary key at the top
+    (``Thumbnail.objects.get(original=self, size=...)``: the original's key, not the size), else None."""
+    instance = queryset._hints.get("instance")
+    if isinstance(instance, Model):
+        return instance
+    where = queryset.query.where
+    if where.connector != AND or where.negated:
+        return None
+    keys = []
+    for child in where.children:
+        if isinstance(child, Exact) and isinstance(child.lhs, Col):
+            target = child.lhs.target
+            if getattr(target, "related_model", None) is None and not getattr(target, "primary_key", False):
+                continue
+            value = child.rhs
+            try:
+                hash(value)
+            except TypeError:
+                continue
+            if not hasattr(value, "resolve_expression"):
+                keys.append((target, value))
+    return tuple(keys) if keys else None
+
+
+def _written(state: InPlace, queryset: QuerySet[Any], original: Callable[[QuerySet[Any]], Any]) -> Any:
+    """``original(queryset)``, run as written with its row told (``row_of``) to the test mode watching."""
+    previous, state.asking = state.asking, row_of(queryset)
+    try:
+        return original(queryset)
+    finally:
+        state.asking = previous
 
 
 _install_lock = threading.Lock()
