@@ -58,8 +58,9 @@ LEGEND = ("yes: every variant's answer (a write's: its response and the rows it 
           "planners' failures are reported, not failed.")
 
 
-def setup_django() -> None:
-    """Django with ``outside_rest`` (found in tools/) on SQLite in memory, Pinry's REST framework settings."""
+def setup_django(strict: bool = False) -> None:
+    """Django with ``outside_rest`` (found in tools/) on SQLite in memory, Pinry's REST framework settings;
+    *strict*: with REST framework's test mode on (``DATALOADER_SYNC_REST_FRAMEWORK_STRICT``)."""
     import django
     from django.conf import settings
 
@@ -80,6 +81,7 @@ def setup_django() -> None:
         # every app's tables made from its models (the proxy of auth.User needs auth's state)
         MIGRATION_MODULES=dict.fromkeys(("auth", "contenttypes", "authtoken", "taggit", "outside_rest")),
         ALLOW_NEW_REGISTRATIONS=True,
+        DATALOADER_SYNC_REST_FRAMEWORK_STRICT=strict,
         DRF_URL_FIELD_NAME="resource_link",
         # pinry/settings/base.py's, less DEFAULT_SCHEMA_CLASS (coreapi, for the docs page only)
         REST_FRAMEWORK={
@@ -274,6 +276,9 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
     p.add_argument("--endpoint", help="run only this request (a name in the table)")
     p.add_argument("--diff", action="store_true", help="print where answers differ from off's, and the errors")
     p.add_argument("--sql", action="store_true", help="print each variant's statements (with --endpoint)")
+    p.add_argument("--strict", action="store_true",
+                   help="with the test mode on (DATALOADER_SYNC_REST_FRAMEWORK_STRICT): a statement run once per "
+                        "row errs the switch's request (with --diff: which statement)")
     p.add_argument("--json", metavar="PATH", help="also write the rows (counts, bodies, errors) as JSON")
     args = p.parse_args(argv)
     if args.quick:
@@ -285,7 +290,7 @@ def parse_args(argv: Optional[list[str]]) -> argparse.Namespace:
 
 def main(argv: Optional[list[str]] = None) -> int:
     args = parse_args(argv)
-    setup_django()
+    setup_django(args.strict)
     from django.contrib.contenttypes.models import ContentType
     from outside_rest import fixtures, models
     from outside_rest.endpoints import endpoints

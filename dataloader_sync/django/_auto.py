@@ -67,7 +67,7 @@ from django.db.models.fields.related_descriptors import ForwardManyToOneDescript
 
 from .._core import DataLoader
 from .._registry import DataLoaderRegistry
-from . import _inplace
+from . import _inplace, _manager_querysets
 from ._connection_scope import connection_loader
 from ._generic import is_generic_foreign_key, load_generic
 from ._orm import _related_key, _related_name, link_parents, load_related, load_related_counted
@@ -77,6 +77,8 @@ __all__ = ["AutoRelation", "auto_related_loader", "classify", "join_hop", "joins
            "execution", "left_alone", "load_auto_related", "relation_of", "user_resolver", "with_level_mode"]
 
 _inplace.install()
+if not _inplace._watch_known:
+    _inplace._watch_known.append(_manager_querysets.watch)
 
 
 def load_auto_related(instances: Sequence[Model], field: Any, queryset: Optional[QuerySet[Any]] = None,

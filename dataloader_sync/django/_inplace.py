@@ -83,6 +83,12 @@ calls it).  Writes are seen by an execution wrapper (Django's public
 execution only, never by a signal: a listener of ``m2m_changed`` or
 ``post_delete`` would make Django's fast paths (``add()`` of a
 many-to-many, ``QuerySet.delete()``) cost a select more everywhere.
+For REST framework's test mode (``DATALOADER_SYNC_REST_FRAMEWORK_STRICT``,
+``rest_framework/_strict``), ``watch_rows`` makes the wrappers tell what a
+queryset run as written reads a row of (``InPlace.asking``: ``row_of``, or
+the instance whose to-one read misses), and ``InPlace.loading`` tells a
+level's load from a field's own statements (``busy`` is both, and a
+``no_auto_relations`` field's too).
 Outside an execution with the switch each wrapper costs one context-variable
 read and one more Python call before the original (``tools/bench_inplace.py`` measures it: about
 100 ns per call on CPython 3.11).  The Django internals read:
@@ -92,7 +98,11 @@ read and one more Python call before the original (``tools/bench_inplace.py`` me
 ``Model._state`` (``fields_cache``, and ``peers`` on Django >= 6.1, kept
 by copies as ``FETCH_PEERS`` sets them), ``Query.distinct``, ``group_by``,
 ``extra``, ``annotations``, a relation field's ``target_field`` and
-``get_cached_value``; the rest is ``_queryset_shapes``'.  Tests cover
+``get_cached_value``; for the copies served, what ``copy.copy`` of a model
+instance runs (``Model.__reduce__``/``__getstate__``/``__setstate__``,
+``ModelState.__getstate__`` on Django >= 6.1, ``DJANGO_VERSION_PICKLE_KEY``),
+made directly where a model keeps Django's own (``_copied``); the rest is
+``_queryset_shapes``'.  Tests cover
 Django 4.2, 5.2 and 6.1.
 
 Guarantees:
@@ -111,13 +121,16 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import copyreg
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any, Callable, Optional
 
-from django.db import connections
+import django
+from django.db import DJANGO_VERSION_PICKLE_KEY, connections
 from django.db.models import Count, Model, QuerySet
+from django.db.models.base import ModelState
 from django.db.models.expressions import Col
 from django.db.models.lookups import Exact
 from django.db.models.sql.where import AND
@@ -127,12 +140,18 @@ from ._connections import batch_connection
 from ._queryset_shapes import PARENT, Shape, shape_of
 from ._querysets import key_chunks, queryset_key
 
-__all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "run_alone", "start"]
+__all__ = ["InPlace", "answering", "install", "is_mutation", "left_alone", "row_of", "run_alone", "start",
+           "unwatch_rows", "watch_rows"]
 
+_DJANGO_VERSION = django.__version__
 _N = "_dataloader_sync_n"  # the grouped count's annotation
 _MISSING: Any = object()
+_UNWATCHED: Any = object()  # InPlace.asking when the REST framework test mode does not watch the execution
 
 _Ref = Optional["weakref.ReferenceType[InPlace]"]
+#: ``_manager_querysets.watch``, given by ``_auto`` (which imports both): called with the foreign key of a
+#: related manager whose queryset a level loaded, so that its next parents' querysets are recorded.
+_watch_known: list[Callable[[Any], None]] = []
 _current: contextvars.ContextVar[_Ref] = contextvars.ContextVar("dataloader_sync_inplace", default=None)
 
 
@@ -151,7 +170,7 @@ class _Rows:
 class InPlace:
     """One execution's in-place answers (its thread only; see the module notes)."""
 
-    __slots__ = ("thread", "memo", "groups", "alone", "busy", "off", "__weakref__")
+    __slots__ = ("thread", "memo", "groups", "alone", "busy", "loading", "asking", "off", "__weakref__")
 
     def __init__(self) -> None:
         self.thread = threading.get_ident()
@@ -159,6 +178,10 @@ class InPlace:
         self.groups: dict[int, tuple[Any, list[Any]]] = {}  # id(row served) -> (the row, its level)
         self.alone: dict[int, QuerySet[Any]] = {}  # querysets of no_auto_relations fields: as written
         self.busy = False  # loading, or in a no_auto_relations field: querysets run as written
+        self.loading = False  # a level's load (``load``), not a field's own statements: the test mode skips it
+        #: the row of the statement run as written now (``row_of``), for the REST framework test mode
+        #: (``watch_rows``); ``_UNWATCHED`` when it does not watch
+        self.asking: Any = _UNWATCHED
         self.off = False  # a row was written: the seam steps aside
 
     def shape(self, queryset: QuerySet[Any]) -> Optional[tuple[Shape, Optional[Model]]]:
@@ -180,9 +203,11 @@ class InPlace:
     def level(self, shape: Shape, parent: Optional[Model], loaded: Any) -> Optional[dict[Any, Any]]:
         """``{key: instance}`` of the parents of the asking parent's level to load *shape* for (not in
         *loaded*); None when the level is unknown, does not hold the asking parent's key or holds no
-        other parent.  The asking parent is the related manager's instance (*shape*'s ``known``, else
-        *parent*, the ``instance`` hint: Django shares a hints dict between clones, so a prefetch may
-        have written a sibling there; a key is what a parent is recognised by).  *parent* None: a
+        other instance with a key to load (a level of one instance runs its statement as written: the same
+        one statement; instances that all hold one key are loaded once and answered from the memo).  The
+        asking parent is the related manager's instance (*shape*'s ``known``, else *parent*, the ``instance``
+        hint: Django shares a hints dict between clones, so a prefetch may have written a sibling there; a
+        key is what a parent is recognised by).  *parent* None: a
         manager's queryset named it by its key only; it is the object held with that key (``_named_parent``)."""
         if shape.known is not None:
             parent = shape.known[1]
@@ -202,12 +227,14 @@ class InPlace:
             return None
         cls, db = parent.__class__, parent._state.db
         found: dict[Any, Any] = {}
+        instances = 0  # of the level, with a key to load: all may hold one key (the same user of every pin)
         for peer in peers:
             if peer.__class__ is cls and peer._state.db == db:
                 value = value_of(peer)
                 if value is not None and value not in loaded:
                     found.setdefault(value, peer)
-        if shape.value not in found or len(found) < 2:
+                    instances += 1
+        if shape.value not in found or instances < 2:  # a level of one instance: its statement as written
             return None
         if shape.known is not None:
             found[shape.value] = parent
@@ -235,11 +262,13 @@ class InPlace:
         return found
 
     def load(self, fn: Callable[..., Any], *args: Any) -> Any:
-        self.busy = True
+        """``fn(*args)``, a level's load: its querysets run as written (``busy``), and its statements are
+        the seam's batch (``loading``: the REST framework test mode does not count them)."""
+        self.busy = self.loading = True
         try:
             return fn(*args)
         finally:
-            self.busy = False
+            self.busy = self.loading = False
 
     # -- rows ---------------------------------------------------------------------
     def rows(self, queryset: QuerySet[Any]) -> Optional[list[Any]]:
@@ -257,14 +286,21 @@ class InPlace:
             if entry is None:
                 entry = self.memo[key] = _Rows()
             self._load_rows(entry, shape, level)
-        rows = entry.rows.get(shape.value)
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
+        return self.served(entry, shape.value, shape.known)
+
+    def served(self, entry: _Rows, value: Any, known: Optional[tuple[Any, Any]]) -> Optional[list[Any]]:
+        """The rows *entry* loaded for the key *value*, as an evaluation gives them (fresh copies, the
+        related manager's instance of *known* set on them), or None (run the queryset as written)."""
+        rows = entry.rows.get(value)
         if rows is None:  # served once, with the prefetches on its rows
             return None
-        instance = shape.known[1] if shape.known is not None else None
-        loaded_with = entry.instances.get(shape.value)
+        instance = known[1] if known is not None else None
+        loaded_with = entry.instances.get(value)
         if any("_prefetched_objects_cache" in row.__dict__ for row in rows):
-            del entry.rows[shape.value]
-            _own_instance(rows, shape.known, loaded_with)
+            del entry.rows[value]
+            _own_instance(rows, known, loaded_with)
             served = rows
         else:
             served = [_fresh(row, loaded_with, instance) for row in rows]
@@ -307,6 +343,8 @@ class InPlace:
             if counts is None:
                 counts = self.memo[key] = {}
             counts.update(self.load(_counts, shape, list(level)))
+            if shape.known is not None and _watch_known:  # its next parents recorded (_recorded_querysets)
+                _watch_known[0](shape.known[0])
         total = counts[shape.value]
         end = total if shape.high is None else min(total, shape.high)
         return max(0, end - shape.low)
@@ -401,13 +439,52 @@ def _own_instance(rows: list[Any], known: Optional[tuple[Any, Any]], loaded_with
 def _fresh(row: Model, loaded_with: Any, instance: Any) -> Model:
     """A copy of *row* and of the instances it holds (``select_related``), as a new evaluation gives
     fresh ones; where it holds *loaded_with* (the related manager's instance the load set), *instance*."""
-    copied = copy.copy(row)  # Model.__getstate__: its own _state and fields cache
+    copied = _copied(row)  # Model.__getstate__: its own _state and fields cache
     cache = copied._state.fields_cache
     for name, value in cache.items():
         if value is loaded_with and loaded_with is not None:
             cache[name] = instance
         elif isinstance(value, Model):
             cache[name] = _fresh(value, loaded_with, instance)
+    return copied
+
+
+# model class -> whether ``copy.copy`` of its instances is Django's own Model.__reduce__ path (``_copied``)
+_PLAIN_COPY: dict[type, bool] = {}
+_STATE_GETSTATE: Any = ModelState.__dict__.get("__getstate__")  # Django >= 6.1: drops the weak peers
+
+
+def _plain_copy(cls: type) -> bool:
+    found = _PLAIN_COPY.get(cls)
+    if found is None:
+        kind: Any = cls
+        found = _PLAIN_COPY[cls] = (
+            kind.__reduce__ is Model.__reduce__ and kind.__reduce_ex__ is object.__reduce_ex__
+            and kind.__getstate__ is Model.__getstate__ and kind.__setstate__ is Model.__setstate__
+            and getattr(kind, "__copy__", None) is None and cls not in copyreg.dispatch_table)
+    return found
+
+
+def _copied(row: Model) -> Model:
+    """``copy.copy(row)``, made directly for a model whose copy is Django's own: what ``Model.__reduce__``,
+    ``__getstate__`` and ``__setstate__`` make of it (its ``__dict__`` and the pickle version key, a copy
+    of its ``_state`` and fields cache), without the pickle protocol's calls; anything else by ``copy.copy``."""
+    cls = row.__class__
+    state = row.__dict__
+    old = state.get("_state")
+    if type(old) is not ModelState or not _plain_copy(cls):
+        return copy.copy(row)
+    for value in state.values():
+        if isinstance(value, memoryview):  # kept as bytes by __getstate__, made a memoryview again
+            return copy.copy(row)
+    new_state = object.__new__(ModelState)
+    new_state.__dict__.update(_STATE_GETSTATE(old) if _STATE_GETSTATE is not None else old.__dict__)
+    new_state.fields_cache = new_state.fields_cache.copy()
+    copied = object.__new__(cls)
+    values = copied.__dict__
+    values.update(state)
+    values["_state"] = new_state
+    values[DJANGO_VERSION_PICKLE_KEY] = _DJANGO_VERSION
     return copied
 
 
@@ -539,7 +616,15 @@ def _wrap_get_object(original: Callable[[Any, Model], Any]) -> Callable[[Any, Mo
             return original(self, instance)
         state = ref()
         found = _MISSING if state is None else to_one(state, self, instance)
-        return original(self, instance) if found is _MISSING else found
+        if found is not _MISSING:
+            return found
+        if state is None or state.asking is _UNWATCHED:
+            return original(self, instance)
+        previous, state.asking = state.asking, instance  # the asking instance is the statement's row
+        try:
+            return original(self, instance)
+        finally:
+            state.asking = previous
 
     return get_object
 
@@ -669,7 +754,10 @@ def _wrap_fetch_all(original: Callable[[QuerySet[Any]], None]) -> Callable[[Quer
         state = ref()
         rows = None if state is None else state.rows(self)
         if rows is None:
-            return original(self)
+            if state is None or state.asking is _UNWATCHED:
+                return original(self)
+            _written(state, self, original)
+            return None
         self._result_cache = rows
         self._prefetch_done = True  # the level's load ran the prefetches
         return None
@@ -693,7 +781,13 @@ def _iterated(queryset: QuerySet[Any], original: Callable[..., Any], use_chunked
     ref = _current.get()
     state = None if ref is None else ref()
     rows = None if state is None else state.rows(queryset)
-    if rows is None:
+    if rows is None and state is not None and state.asking is not _UNWATCHED:  # its statement runs at the first row
+        iterator = original(queryset, use_chunked_fetch, chunk_size)
+        first = _written(state, queryset, lambda _: next(iterator, _MISSING))
+        if first is not _MISSING:
+            yield first
+            yield from iterator
+    elif rows is None:
         yield from original(queryset, use_chunked_fetch, chunk_size)
     else:
         yield from rows
@@ -706,7 +800,9 @@ def _wrap_count(original: Callable[[QuerySet[Any]], int]) -> Callable[[QuerySet[
             return original(self)
         state = ref()
         found = None if state is None else state.count(self)
-        return original(self) if found is None else found
+        if found is None:
+            return original(self) if state is None or state.asking is _UNWATCHED else _written(state, self, original)
+        return found
 
     return count
 
@@ -718,7 +814,9 @@ def _wrap_exists(original: Callable[[QuerySet[Any]], bool]) -> Callable[[QuerySe
             return original(self)
         state = ref()
         found = None if state is None else state.count(self)
-        return original(self) if found is None else found > 0
+        if found is None:
+            return original(self) if state is None or state.asking is _UNWATCHED else _written(state, self, original)
+        return found > 0
 
     return exists
 
@@ -730,9 +828,66 @@ def _wrap_aggregate(original: Callable[..., Any]) -> Callable[..., Any]:
             return original(self, *args, **kwargs)
         state = ref()
         found = _MISSING if state is None else state.aggregate(self, original, args, kwargs)
-        return original(self, *args, **kwargs) if found is _MISSING else found
+        if found is not _MISSING:
+            return found
+        if state is None or state.asking is _UNWATCHED:
+            return original(self, *args, **kwargs)
+        return _written(state, self, lambda queryset: original(queryset, *args, **kwargs))
 
     return aggregate
+
+
+# -- the REST framework test mode's rows --------------------------------------------------
+
+def watch_rows() -> Optional[InPlace]:
+    """The running execution's state on this thread, from now on telling the row of each statement it runs
+    as written (``InPlace.asking``, see ``row_of``) until ``unwatch_rows``; None when there is none."""
+    ref = _current.get()
+    state = None if ref is None else ref()
+    if state is None or threading.get_ident() != state.thread:
+        return None
+    state.asking = None
+    return state
+
+
+def unwatch_rows(state: InPlace) -> None:
+    """The end of ``watch_rows``: the wrappers tell nothing again."""
+    state.asking = _UNWATCHED
+
+
+def row_of(queryset: QuerySet[Any]) -> Any:
+    """What a queryset evaluated as written reads a row of: its related manager's instance (the ``instance``
+    hint), else the values its ``WHERE`` compares with a relation or a primary key at the top
+    (``Thumbnail.objects.get(original=self, size=...)``: the original's key, not the size), else None."""
+    instance = queryset._hints.get("instance")
+    if isinstance(instance, Model):
+        return instance
+    where = queryset.query.where
+    if where.connector != AND or where.negated:
+        return None
+    keys = []
+    for child in where.children:
+        if isinstance(child, Exact) and isinstance(child.lhs, Col):
+            target = child.lhs.target
+            if getattr(target, "related_model", None) is None and not getattr(target, "primary_key", False):
+                continue
+            value = child.rhs
+            try:
+                hash(value)
+            except TypeError:
+                continue
+            if not hasattr(value, "resolve_expression"):
+                keys.append((target, value))
+    return tuple(keys) if keys else None
+
+
+def _written(state: InPlace, queryset: QuerySet[Any], original: Callable[[QuerySet[Any]], Any]) -> Any:
+    """``original(queryset)``, run as written with its row told (``row_of``) to the test mode watching."""
+    previous, state.asking = state.asking, row_of(queryset)
+    try:
+        return original(queryset)
+    finally:
+        state.asking = previous
 
 
 _install_lock = threading.Lock()

@@ -26,10 +26,15 @@ be read, evaluated, chained and passed on.
 The seam: ``watch(field)`` replaces ``_apply_rel_filters`` on that reverse
 relation's related manager class (Django makes one class per relation,
 ``ReverseManyToOneDescriptor.related_manager_cls``), once, when a level's
-returned queryset of that relation is first recognised.  Outside an
-execution with the switch (and inside one, in a ``no_auto_relations`` field,
-a mutation, after a write, on another thread: ``_inplace.answering``) the
-wrapper costs one context-variable read and calls Django's own.  Django
+returned queryset of that relation is first recognised or a level's rows or
+count of it are loaded in place (``_inplace``); and, when that class is
+Django's over the plain ``Manager``, its ``get_queryset``, which inside an
+execution gives a queryset recorded rather than built
+(``_recorded_querysets``; replayed on this module's path when it must be
+built).  Outside an execution with the switch (and inside one, in a
+``no_auto_relations`` field, a mutation, after a write, on another thread:
+``_inplace.answering``) each wrapper costs one context-variable read and
+calls Django's own (``tools/bench_inplace.py``, ``manager``).  Django
 internals read: ``QuerySet._deferred_filter``, ``_query``,
 ``Query.where.children``, ``Query.clone``, a lookup's ``lhs`` and
 constructor, ``related_manager_cls``, ``core_filters``.  Tests cover Django
@@ -50,11 +55,12 @@ import threading
 from collections.abc import Hashable
 from typing import Any, Callable, Optional
 
-from django.db.models import QuerySet
+from django.db.models import Manager, QuerySet
 from django.db.models.expressions import Col
 
 from ._inplace import answering
 from ._queryset_shapes import _query_state
+from ._recorded_querysets import recorded_root
 
 __all__ = ["watch"]
 
@@ -88,6 +94,13 @@ def watch(field: Any) -> None:
         wrapper.__wrapped__ = original  # type: ignore[attr-defined]
         wrapper.__doc__ = original.__doc__
         cls._apply_rel_filters = wrapper
+        # recorded, not built, when Django's queryset is known without building it: the plain Manager's
+        if cls.__mro__[1] is Manager and Manager._queryset_class is QuerySet and "get_queryset" in cls.__dict__:
+            own = cls.__dict__["get_queryset"]
+            recording = _wrap_get_queryset(own)
+            recording.__wrapped__ = own  # type: ignore[attr-defined]
+            recording.__doc__ = own.__doc__
+            cls.get_queryset = recording
         _watched.add(cls)
 
 
@@ -100,6 +113,16 @@ def _wrap(original: Callable[[Any, QuerySet[Any]], QuerySet[Any]]) -> Callable[[
         return result
 
     return _apply_rel_filters
+
+
+def _wrap_get_queryset(original: Callable[[Any], QuerySet[Any]]) -> Callable[[Any], QuerySet[Any]]:
+    def get_queryset(self: Any) -> QuerySet[Any]:
+        if answering() is None:
+            return original(self)
+        found = recorded_root(self)
+        return original(self) if found is None else found
+
+    return get_queryset
 
 
 def _apply_deferred(manager: Any, queryset: QuerySet[Any]) -> None:

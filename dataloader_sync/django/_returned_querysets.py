@@ -45,9 +45,11 @@ from django.db.models import Model, QuerySet
 from graphql import is_list_type, is_non_null_type
 
 from ..graphql._auto_relations import FieldLabels, resolver_python_name
+from ._inplace import _value_reader
 from ._manager_querysets import watch
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
+from ._recorded_querysets import db_of, instance_of, is_recorded, materialise
 
 __all__ = ["ParentKey", "level_value", "listed", "load_returned", "returned_resolver"]
 
@@ -139,12 +141,36 @@ def level_value(ctx: Any, root: Any, info: Any, value: QuerySet[Any],
     its shape's loader when it is a relation queryset of *root*, else the planned queryset (its rows,
     for a list field: ``listed``).
 
-    *ctx* gives ``auto_loaders()`` (the registry) and ``auto_memo``; the loader is named by *labels*."""
+    *ctx* gives ``auto_loaders()`` (the registry) and ``auto_memo``; the loader is named by *labels*.
+
+    A ``RecordedQuerySet`` of *root*'s related manager (``_recorded_querysets``) is not built for the next
+    parents of the field: the first one's is, planned and shaped, and the next ones with the same chain
+    load the loader its shape keyed, with their own key (the shape's value read off the instance as it
+    was read off the first one, and checked equal then)."""
+    learn: Any = None  # the memo key to learn this recorded chain under
+    if is_recorded(value) and instance_of(value) is root and value.__dict__["_result_cache"] is None:
+        nodes = info.field_nodes
+        key = ("recorded", id(nodes[0]), len(nodes), value.__dict__["_dls_node"])
+        memo = ctx.auto_memo
+        learned = memo.get(key)
+        if learned:
+            shape, value_of = learned
+            if db_of(value) == shape.db:
+                loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
+                return loader.load(ParentKey(value_of(root), root))
+        materialise(value)
+        if learned is None:
+            memo[key] = False  # learned below when it is a relation of root's with root's key
+            learn = key
     value = plan(ctx, info, value)
     shape = shape_of(value, root) if isinstance(root, Model) else None
     if shape is None:
         return listed(info, value)
     if shape.known is not None:  # a related manager's: its next parents' filter copied (_manager_querysets)
         watch(shape.known[0])
+        if learn is not None and shape.known[1] is root:
+            value_of = _value_reader(shape, root)
+            if value_of is not None and value_of(root) == shape.value:
+                ctx.auto_memo[learn] = (shape, value_of)
     loader = ctx.auto_loaders().loader_for(load_returned, shape, label=labels.of(root.__class__, info))
     return loader.load(ParentKey(shape.value, None if shape.known is None else shape.known[1]))

@@ -137,12 +137,12 @@ def _serialized(method: Callable[[Any, Any], Any], serializer: Any, instance: An
     """REST framework's own pass, with the walk's levels current: relations evaluated in place
     (``author.books.count()`` in a method) answered once per level (``_inplace``), ``FETCH_LEVEL``'s peers."""
     if levels is None:
-        with rows_checked(serializer):
+        with rows_checked(serializer, instance):
             return method(serializer, instance)
     token = set_levels(levels)
     end = _inplace.start(levels)
     try:
-        with rows_checked(serializer):
+        with rows_checked(serializer, instance):
             return method(serializer, instance)
     finally:
         if end is not None:
