@@ -420,8 +420,9 @@ def add_notes(orm_db, lib):
 def test_nested_serializers_cost_one_statement_per_relation_per_level(client, orm_db, library):
     library(orm_db, authors=6, books=3, reviews=2)
     plain, batched, data = compare(client, orm_db, "Authors/")
-    # authors; then publisher, profile, books; then the books' reviews and tags
-    assert batched == 6
+    # authors joined to their publisher and profile (to-one hops of the root); then books; then the books'
+    # reviews and tags
+    assert batched == 4
     assert plain == 1 + 4 + 6 + 6 + 18 + 18  # a publisher for 4 of 6 authors, the rest per row
     assert [a["publisher"] for a in data].count(None) == 2 and [a["profile"] for a in data].count(None) == 3
     assert [len(a["books"]) for a in data] == [3] * 6 and data[0]["books"][0]["tags"]
@@ -430,8 +431,8 @@ def test_nested_serializers_cost_one_statement_per_relation_per_level(client, or
 def test_empty_relations_and_an_empty_list_are_serialized_as_without_the_mixin(client, orm_db, library):
     library(orm_db, authors=3, books=0, reviews=0, tags=0, publishers=0)
     _, batched, data = compare(client, orm_db, "Authors/")
-    # authors, profile, books: no publisher to read (every foreign key is None)
-    assert batched == 3 and [a["books"] for a in data] == [[], [], []]
+    # authors joined to their (missing) publisher and profile, books
+    assert batched == 2 and [a["books"] for a in data] == [[], [], []]
     assert all(a["publisher"] is None for a in data)
     from orm_library import models
 
@@ -451,16 +452,17 @@ def test_a_detail_view_batches_the_levels_below_its_object(client, orm_db, libra
 def test_what_the_view_prefetched_is_used_as_it_is(client, orm_db, library):
     library(orm_db, authors=5, books=2, reviews=1)
     plain, batched, _ = compare(client, orm_db, "PrefetchedAuthors/")
-    # authors joined to their publisher and the books prefetch are the view's; then profile; reviews, tags
-    assert batched == 2 + 1 + 2
+    # authors joined to their publisher (the view's join) and their profile (added to it), the books prefetch
+    # (the view's); reviews, tags
+    assert batched == 2 + 2
     assert plain == 2 + 5 + 10 + 10
 
 
 def test_every_relational_field_and_dotted_sources(client, orm_db, library):
     library(orm_db, authors=4, books=3, reviews=2)
     plain, batched, data = compare(client, orm_db, "BookViewSet/")
-    # books with the view's tags prefetch; Book.author and Book.reviews; Author.publisher
-    assert batched == 2 + 2 + 1
+    # books joined to their author and its publisher, with the view's tags prefetch; Book.reviews
+    assert batched == 2 + 1
     assert plain == 2 + 12 + 12 + 12 + 9  # per book: author, reviews (links), reviews.count; publisher (9 of 12)
     first = data[0]
     assert first["url"].endswith(f"/books/{first['id']}/")
@@ -472,7 +474,7 @@ def test_every_relational_field_and_dotted_sources(client, orm_db, library):
 def test_a_slug_path_and_a_dotted_source_through_two_hops(client, orm_db, library):
     library(orm_db, authors=3, books=2, reviews=2)
     plain, batched, data = compare(client, orm_db, "Reviews/")
-    assert batched == 1 + 1 + 1  # reviews; Review.book; Book.author (the slug's author__name)
+    assert batched == 1  # reviews joined to their book and its author (the slug's author__name)
     assert plain == 1 + 12 + 12
     assert data[0]["author_name"] == "author 0" and data[0]["book_title"] == "book 0.0"
 
@@ -480,7 +482,7 @@ def test_a_slug_path_and_a_dotted_source_through_two_hops(client, orm_db, librar
 def test_depth_builds_nested_serializers_that_are_batched_too(client, orm_db, library):
     library(orm_db, authors=4, books=2)
     plain, batched, data = compare(client, orm_db, "DepthBooks/")
-    assert batched == 1 + 2 + 1  # books; Book.author, Book.tags; Author.publisher
+    assert batched == 1 + 1  # books joined to their author and its publisher; Book.tags
     assert plain == 1 + 8 + 8 + 8 * 2 // 3 + 1
     assert data[0]["author"]["publisher"] == {"id": data[0]["author"]["publisher"]["id"], "name": "publisher 0"}
 
@@ -501,7 +503,7 @@ def test_generic_foreign_keys_and_generic_relations(client, orm_db, library):
 def test_to_representation_overrides_keep_their_output(client, orm_db, library):
     library(orm_db, authors=3, books=2, reviews=4)
     plain, batched, data = compare(client, orm_db, "OverriddenAuthors/")
-    assert batched == 6 and plain > batched
+    assert batched == 4 and plain > batched
     assert "tag_count" in data[0]["books"][0] and "tags" not in data[0]["books"][0]
     assert all(review["rating"] >= 3 for a in data for b in a["books"] for review in b["reviews"])
 
@@ -514,8 +516,19 @@ def test_pagination_serializes_the_page_breadth_first(client, orm_db, library, v
     library(orm_db, authors=6, books=2, reviews=1)
     plain, batched, data = compare(client, orm_db, f"{view}/{query}")
     assert len(data["results"]) == 2
-    assert batched == counted + 6  # the page count (page number, limit/offset), then as a list of two
+    # the page count (page number, limit/offset); the page, joined to its authors' publisher and profile before
+    # the paginator cut it (the mixin's paginate_queryset); books; reviews, tags
+    assert batched == counted + 4
     assert plain == counted + 1 + published + 2 + 2 + 2 * 2 * 2
+    from django.db import connections
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        client.get(f"/batched/{view}/{query}")
+    statements = [q["sql"] for q in queries]
+    assert all("JOIN" not in sql for sql in statements[:counted])  # the count joins nothing
+    page = statements[counted]
+    assert "LEFT OUTER JOIN" in page and "publisher" in page and "authorprofile" in page.lower()
 
 
 # -- opting out, writes ------------------------------------------------------------------------------
@@ -523,7 +536,7 @@ def test_pagination_serializes_the_page_breadth_first(client, orm_db, library, v
 def test_a_field_in_meta_no_auto_relations_is_left_to_rest_framework(client, orm_db, library):
     library(orm_db, authors=3, books=2, reviews=1)
     plain, batched, _ = compare(client, orm_db, "OptedOutAuthors/")
-    assert batched == 1 + 2 + 3 + 6 + 6  # publisher and profile batched; books and below row by row
+    assert batched == 1 + 3 + 6 + 6  # publisher and profile joined; books and below row by row
     assert plain == 1 + 2 + 3 + 3 + 6 + 6
 
 
@@ -664,7 +677,7 @@ def test_batched_data_outside_a_view_makes_its_own_registry(api, orm_db, library
     expected = api.ser.Author(authors.all(), many=True).data
     with CaptureQueriesContext(connections[orm_db]) as queries:
         data = batched_data(api.ser.Author(authors.all(), many=True))
-    assert data == expected and len(queries) == 6
+    assert data == expected and len(queries) == 4  # authors joined to publisher and profile; books; reviews, tags
     expected = api.ser.Author(authors.first()).data
     author = authors.first()
     with CaptureQueriesContext(connections[orm_db]) as queries:
@@ -682,7 +695,7 @@ def test_batched_loaders_are_named_after_their_relation_in_the_context_registry(
     batched_data(api.ser.Author(models.Author.objects.using(orm_db).order_by("id"), many=True,
                                 context={"loaders": registry}))
     stats = registry.statistics_by_loader()
-    assert sorted(stats) == ["Author.books", "Author.profile", "Author.publisher", "Book.reviews", "Book.tags"]
+    assert sorted(stats) == ["Author.books", "Book.reviews", "Book.tags"]  # publisher and profile: joined
     assert stats["Book.reviews"].batch_invoke_count == 1 and stats["Book.reviews"].load_count == 6
     registry.close()
 
@@ -690,14 +703,14 @@ def test_batched_loaders_are_named_after_their_relation_in_the_context_registry(
 def test_batched_data_is_the_one_line_of_an_api_view_that_builds_its_serializer(client, orm_db, library):
     library(orm_db, authors=4, books=2, reviews=1)
     plain, batched, _ = compare(client, orm_db, "OwnSerializerAuthors/")
-    assert batched == 6 and plain == 1 + 3 + 4 + 4 + 8 + 8
+    assert batched == 4 and plain == 1 + 3 + 4 + 4 + 8 + 8
 
 
 def test_the_mixin_s_loaders_are_the_request_registry_s_named_after_their_relation(client, orm_db, library):
     library(orm_db, authors=3, books=2, reviews=1)
     body = client.get("/batched/LoaderNames/").json()
-    assert body == {"authors": 3, "batches": {"Author.books": 1, "Author.profile": 1, "Author.publisher": 1,
-                                              "Book.reviews": 1, "Book.tags": 1}}
+    # the root's to-one hops (publisher, profile) are joined into its queryset: no loader of their own
+    assert body == {"authors": 3, "batches": {"Author.books": 1, "Book.reviews": 1, "Book.tags": 1}}
 
 
 def test_batched_data_refuses_what_is_not_a_serializer():
@@ -831,14 +844,15 @@ def test_more_shapes_source_star_books_all_one_to_one_reverse_many_to_many_and_a
 
     library(orm_db, authors=6, books=2, tags=4)
     cases = [
-        (Flat, lambda: models.AuthorProfile.objects.using(orm_db).order_by("id"), 1 + 1 + 1 + 1),
+        (Flat, lambda: models.AuthorProfile.objects.using(orm_db).order_by("id"), 1 + 1),
         (TagBooks, lambda: models.Tag.objects.using(orm_db).all(), 1 + 1),
     ]
     for serializer, rows, statements in cases:
         expected = serializer(rows(), many=True).data
         with CaptureQueriesContext(connections[orm_db]) as queries:
             assert batched_data(serializer(rows(), many=True)) == expected
-        assert len(queries) == statements, serializer.__name__  # profiles; author; books, publisher
+        # profiles joined to their author and its publisher; books
+        assert len(queries) == statements, serializer.__name__
     publisher = models.Publisher.objects.using(orm_db).order_by("id").first()
     expected = api.ser.Author(publisher.authors, many=True).data  # a manager: left as it is, same output
     assert batched_data(api.ser.Author(publisher.authors, many=True)) == expected
@@ -922,6 +936,10 @@ def test_a_method_reading_a_to_one_of_loaded_rows_reads_it_for_their_batch(api, 
     books = models.Book.objects.using(orm_db).order_by("id")
     expected = BookWithAuthor(books.all(), many=True).data
     with CaptureQueriesContext(connections[orm_db]) as queries:
-        assert batched_data(BookWithAuthor(books.all(), many=True)) == expected
-    # books; Book.author; the authors' publishers, for the level (FETCH_LEVEL on Django >= 6.1, else _inplace)
+        assert batched_data(BookWithAuthor(list(books.all()), many=True)) == expected
+    # books (a list: nothing to join into); Book.author; the authors' publishers, for the level (FETCH_LEVEL on
+    # Django >= 6.1, else _inplace)
     assert len(queries) == 1 + 1 + 1
+    with CaptureQueriesContext(connections[orm_db]) as queries:
+        assert batched_data(BookWithAuthor(books.all(), many=True)) == expected
+    assert len(queries) == 1 + 1  # books joined to their author (the root queryset's join); the publishers

@@ -46,7 +46,7 @@ from typing import Any, Callable, Optional
 from django.db.models import Prefetch, QuerySet
 from django.db.models.query import ModelIterable
 
-__all__ = ["planned"]
+__all__ = ["joinable", "planned", "total_order"]
 
 
 def planned(ctx: Any, info: Any, queryset: QuerySet[Any], joins: Callable[[Any, Any, Any], tuple[str, ...]],
@@ -68,22 +68,23 @@ def planned(ctx: Any, info: Any, queryset: QuerySet[Any], joins: Callable[[Any, 
     found = copies.get(queryset)
     if found is not None:
         return found
-    paths = _joinable(queryset, joins(ctx, info, queryset.model))
+    paths = joinable(queryset, joins(ctx, info, queryset.model))
     result = level(queryset.select_related(*paths) if paths else queryset)
     if result is not queryset:
         copies[queryset] = result
     return result
 
 
-def _joinable(queryset: QuerySet[Any], paths: tuple[str, ...]) -> tuple[str, ...]:
-    """The *paths* that joining into *queryset* leaves its rows and the user's choices as they are."""
+def joinable(queryset: QuerySet[Any], paths: tuple[str, ...]) -> tuple[str, ...]:
+    """The *paths* that joining into *queryset* leaves its rows and the user's choices as they are (the
+    rules of the module notes; REST framework's root querysets follow them too, ``rest_framework._joins``)."""
     if not paths:
         return paths
     query = queryset.query
     if query.select_for_update or query.distinct_fields or query.group_by is not None \
             or query.select_related is True or query.deferred_loading != (frozenset(), True):
         return ()
-    if (query.low_mark or query.high_mark is not None) and not _total_order(queryset):
+    if (query.low_mark or query.high_mark is not None) and not total_order(queryset):
         return ()
     joined = query.select_related if isinstance(query.select_related, dict) else {}
     prefetched = [(lookup.prefetch_through if isinstance(lookup, Prefetch) else lookup).split("__")
@@ -113,7 +114,7 @@ def _prefix(short: list[str], long: list[str]) -> bool:
     return len(short) <= len(long) and long[:len(short)] == short
 
 
-def _total_order(queryset: QuerySet[Any]) -> bool:
+def total_order(queryset: QuerySet[Any]) -> bool:
     """Whether *queryset*'s order names its primary key (ties cannot pick other rows)."""
     query = queryset.query
     if query.order_by:

@@ -24,6 +24,9 @@ patched; the in-place seam on Django's ``QuerySet`` is inert outside a pass).
   ``update`` and pagination serialize, and a view's own methods that call
   ``get_serializer``.  Writes are untouched: the walk runs when ``.data`` is
   read (after ``save()``, on the saved instance), never before validation.
+- ``AutoRelationsMixin.paginate_queryset`` joins into the queryset a page
+  is cut from the to-one hops the view's serializer reads (``_joins``):
+  REST framework's paginators hand the serializer a list, too late to join.
 - ``batched_data(serializer)`` installs it and returns ``serializer.data``.
 
 The registry: the serializer context's ``request.loaders`` (set by
@@ -51,6 +54,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Optional, TypeVar
 
 from rest_framework.generics import GenericAPIView
+from rest_framework.pagination import CursorPagination, LimitOffsetPagination, PageNumberPagination
 from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
@@ -59,7 +63,9 @@ from .._execution_levels import reset_levels, set_levels
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ..django import _inplace
+from ..django._planned_querysets import total_order
 from ._futures import settle
+from ._joins import plannable, planned
 from ._strict import rows_checked
 from ._walk import Levels, prepare
 
@@ -206,3 +212,31 @@ class AutoRelationsMixin:
         """``GenericAPIView.get_serializer``'s serializer, serializing breadth-first (``batching``)."""
         serializer = super().get_serializer(*args, **kwargs)  # type: ignore[misc]
         return batching(serializer) if isinstance(serializer, BaseSerializer) else serializer
+
+    def paginate_queryset(self, queryset: Any) -> Any:
+        """``GenericAPIView.paginate_queryset``'s page, cut from *queryset* joined to the to-one hops the
+        view's serializer reads (``_joins``), when the paginator is one of REST framework's and the order
+        the page is cut in is total (the primary key last): the page holds the same rows."""
+        return super().paginate_queryset(_page_planned(self, queryset))  # type: ignore[misc]
+
+
+#: The paginators whose page is a slice of the queryset given, in its order (the cursor's: its own).
+_SLICING = (PageNumberPagination, LimitOffsetPagination, CursorPagination)
+
+
+def _page_planned(view: Any, queryset: Any) -> Any:
+    """*queryset* joined for the page *view* is about to cut of it, or *queryset* itself (see
+    ``AutoRelationsMixin.paginate_queryset``)."""
+    paginator = view.paginator
+    if not plannable(queryset) or not isinstance(paginator, _SLICING):
+        return queryset
+    ordered = queryset
+    if isinstance(paginator, CursorPagination):  # the cursor orders the queryset itself
+        ordered = queryset.order_by(*paginator.get_ordering(view.request, queryset, view))
+    if not total_order(ordered):
+        return queryset
+    try:
+        serializer = view.get_serializer()  # the serializer list() makes for the page, without its rows
+    except Exception:  # one that needs its instance: the walk loads the page's hops instead
+        return queryset
+    return planned(queryset, serializer)

@@ -31,7 +31,11 @@ Guarantees:
   left to REST framework.
 - The root instances are those ``to_representation`` will iterate: a model
   instance, a list or tuple, or a ``QuerySet`` (evaluated here, so that
-  REST framework iterates its result cache, the same instances).  A
+  REST framework iterates its result cache, the same instances; an
+  unevaluated one joins the to-one hops the serializer reads from it first,
+  ``_joins``: those hops cost no statement of their own, and a field whose
+  path the joined rows answer whole, with no nested serializer below it, is
+  not walked at all: ``_joins.joined_through``).  A
   ``Manager`` (``serializer(author.books, many=True)``), whose ``.all()``
   makes new instances, and other iterables are left as they are.
 - Per call state only; no lock.
@@ -39,16 +43,18 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 from django.db.models.fields.related_descriptors import ForwardManyToOneDescriptor
+from django.db.models.query import ModelIterable
 from rest_framework.serializers import ListSerializer, Serializer
 
 from .._registry import DataLoaderRegistry
 from ..django._auto import AutoRelation, relation_of
 from ..django._level_relations import LevelRelation, load_level, related_values
+from ._joins import joined_through, plannable, planned
 from ._plan import FieldPath, paths
 
 __all__ = ["Levels", "prepare", "root_instances"]
@@ -107,15 +113,30 @@ class _Cursor:
         self.pos = 0
 
 
-def root_instances(instance: Any) -> Optional[list[Any]]:
-    """The instances ``to_representation(instance)`` serializes at the top, or None when they cannot be known."""
+def root_instances(instance: Any, serializer: Any = None) -> tuple[Optional[list[Any]], dict[str, Any]]:
+    """The instances ``to_representation(instance)`` serializes at the top (None when they cannot be known),
+    and the ``select_related`` tree their rows were read with (``{}`` when none or not known).
+
+    An unevaluated ``QuerySet`` is evaluated as a copy joining the to-one hops *serializer* reads
+    (``_joins.planned``), whose rows are put in *instance*'s own result cache, as Django's
+    ``prefetch_related`` does for the querysets it fills: REST framework iterates the same rows."""
     if isinstance(instance, Model):
-        return [instance]
+        return [instance], {}
     if isinstance(instance, QuerySet):
-        return list(instance)  # fills its result cache: REST framework iterates the same instances
+        read = instance
+        if serializer is not None and plannable(instance):
+            read = planned(instance, serializer)
+        # the rows hold what the statement joined (a queryset of its own iterable, polymorphic ones, may not)
+        joined = read.query.select_related if read._result_cache is None and \
+            read._iterable_class is ModelIterable else False
+        rows = list(read)  # fills its result cache: REST framework iterates the same instances
+        if read is not instance:
+            instance._result_cache = rows  # the copy's prefetches are done on these rows
+            instance._prefetch_done = True
+        return rows, joined if isinstance(joined, dict) else {}
     if isinstance(instance, (list, tuple)):
-        return list(instance)
-    return None
+        return list(instance), {}
+    return None, {}
 
 
 def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> tuple[bool, Optional[Levels]]:
@@ -126,12 +147,15 @@ def prepare(serializer: Any, instance: Any, registry: DataLoaderRegistry) -> tup
         levels walked (None when the instances could not be known).
     """
     top = serializer.child if isinstance(serializer, ListSerializer) else serializer
-    instances = root_instances(instance)
+    instances, joined = root_instances(instance, serializer)
     if instances is None or not isinstance(top, Serializer):
         return False, None
     levels = Levels()
     cursors: list[_Cursor] = []
     methods = _start(top, instances, cursors, levels)
+    if joined:  # a path read from the root's joined rows alone has nothing to load: not walked
+        model = instance.model
+        cursors = [cursor for cursor in cursors if not joined_through(cursor, model, joined)]
     while cursors:
         _load_round(cursors, registry)
         going: list[_Cursor] = []
@@ -163,10 +187,11 @@ def _start(serializer: Serializer[Any], instances: list[Any], cursors: list[_Cur
     return methods
 
 
-def _hop(cursor: _Cursor, instance: Any) -> Optional[LevelRelation]:
-    """The relation *cursor* follows from *instance* at its position, or None where the path ends."""
-    rel = relation_of(type(instance), cursor.attrs[cursor.pos])
-    if rel is None or not isinstance(instance, Model):
+def _hop(cursor: _Cursor, cls: type) -> Optional[LevelRelation]:
+    """The relation *cursor* follows from an instance of *cls* at its position, or None where the path ends
+    (the same for every instance of a class: its callers ask once per class of a round, ``_hops``)."""
+    rel = relation_of(cls, cursor.attrs[cursor.pos])
+    if rel is None or not issubclass(cls, Model):
         return None
     last = cursor.pos == len(cursor.attrs) - 1
     if last and cursor.pk_only and isinstance(rel, AutoRelation) and \
@@ -178,14 +203,22 @@ def _hop(cursor: _Cursor, instance: Any) -> Optional[LevelRelation]:
     return rel
 
 
+def _hops(cursor: _Cursor) -> Iterator[tuple[Any, LevelRelation]]:
+    """Each instance of *cursor* with the relation its next hop follows (those whose path ends left out)."""
+    of: dict[type, Optional[LevelRelation]] = {}
+    for instance in cursor.instances:
+        cls = type(instance)
+        rel = of[cls] if cls in of else of.setdefault(cls, _hop(cursor, cls))
+        if rel is not None:
+            yield instance, rel
+
+
 def _load_round(cursors: Sequence[_Cursor], registry: DataLoaderRegistry) -> None:
     """Load every relation the cursors' next hop follows, for all their instances: one batch each."""
     wanted: dict[int, tuple[LevelRelation, dict[int, Any]]] = {}
     for cursor in cursors:
-        for instance in cursor.instances:
-            rel = _hop(cursor, instance)
-            if rel is not None:
-                wanted.setdefault(id(rel), (rel, {}))[1][id(instance)] = instance
+        for instance, rel in _hops(cursor):
+            wanted.setdefault(id(rel), (rel, {}))[1][id(instance)] = instance
     load_level(registry, [(rel, list(instances.values())) for rel, instances in wanted.values()])
 
 
@@ -193,10 +226,7 @@ def _step(cursor: _Cursor) -> None:
     """Move *cursor* one hop on, to the instances the hop reached (none where its path ended)."""
     reached: dict[int, Any] = {}
     many = False
-    for instance in cursor.instances:
-        rel = _hop(cursor, instance)
-        if rel is None:
-            continue
+    for instance, rel in _hops(cursor):
         many = many or (isinstance(rel, AutoRelation) and rel.rel.many)
         for value in related_values(rel, instance):
             reached.setdefault(id(value), value)
