@@ -423,3 +423,49 @@ def test_a_prefetch_inside_an_execution_keeps_a_queryset_that_answers_as_djangos
 
 class Owner:
     """What an execution context is to ``_inplace.start``: something the state lives on."""
+
+
+def test_what_django_sets_on_the_queryset_before_building_it_is_kept(library, postgres_server):
+    """``get_or_create`` on a related manager's queryset marks it for writing before it reads ``.query``:
+    its ``get`` then reads the database the router gives writes, as Django's does (a replica may lag)."""
+    from django.db import connections
+    from django.test import override_settings
+    from django.test.utils import CaptureQueriesContext
+    from orm_library import models
+    from postgres_server import use_for_django
+    from rest_framework import serializers as s
+
+    from dataloader_sync.rest_framework import batched_data
+
+    replica = use_for_django(postgres_server)  # migrated, empty: reads routed there find nothing
+
+    class Router:
+        def db_for_read(self, model, **hints):
+            return replica
+
+        def db_for_write(self, model, **hints):
+            return "default"
+
+    class Found(s.ModelSerializer):
+        found = s.SerializerMethodField()
+
+        class Meta:
+            model = models.Author
+            fields = ["name", "found"]
+
+        def get_found(self, author):
+            book, created = author.books.all().get_or_create(title=author.books_title, defaults={"year": 2000})
+            return [book.title, created]
+
+    library("default", authors=4, books=2)
+    authors = list(models.Author.objects.using("default").order_by("id"))
+    for author in authors:
+        author.books_title = f"book {author.name.split()[1]}.0"
+    with override_settings(DATABASE_ROUTERS=[Router()]):
+        expected = Found(authors, many=True).data
+        with CaptureQueriesContext(connections[replica]) as on_replica:
+            got = batched_data(Found(authors, many=True))
+    assert [row["found"] for row in expected] == [[f"book {a}.0", False] for a in range(4)]
+    assert got == expected
+    assert not on_replica.captured_queries
+    assert models.Book.objects.using("default").count() == 4 * 2

@@ -42,7 +42,10 @@ the plain ``Manager``'s queryset, as Django's ``get_queryset`` builds it when
 the relation is not prefetched: Django's prefetch may since have kept this
 very queryset as the prefetched one) and makes the object that very
 ``QuerySet`` in place (its ``__dict__`` and class): from then on it is exactly
-Django's queryset, with the rows already served kept as its result cache.
+Django's queryset, with the rows already served kept as its result cache and
+whatever else was set on it since it was recorded kept too (Django's
+``get_or_create`` sets ``_for_write`` before it first reads the query, so its
+``get`` reads the database the router gives writes).
 
 Recorded only when what Django would build is known without building it: the
 manager's class is the one Django makes over the related model's plain
@@ -196,10 +199,11 @@ def materialise(queryset: RecordedQuerySet) -> None:
     for name, args, kwargs in recorded["_dls_steps"]:
         real = real[args] if name == "slice" else getattr(real, name)(*args, **kwargs)
     built = real.__dict__
-    cache = recorded.get("_result_cache")
-    if cache is not None:  # rows served: kept, as an evaluated queryset keeps them
-        built["_result_cache"] = cache
-        built["_prefetch_done"] = recorded.get("_prefetch_done", False)
+    # what was set on it since: rows served (kept, as an evaluated queryset keeps them), Django's prefetch
+    # (_result_cache, _prefetch_done), a method that marks it before reading it (get_or_create's _for_write)
+    for name, value in recorded.items():
+        if name not in _RECORDED:
+            built[name] = value
     queryset.__dict__ = built
     queryset.__class__ = real.__class__
 
