@@ -11,6 +11,8 @@ it).
 
 from __future__ import annotations
 
+# Last: the reference path's switch, which may rebind what the modules above bound (see there).
+from . import _reference_path as _reference_path
 from ._asyncio_bridge import start_driving as start_driving
 from ._asyncio_bridge import stop_driving as stop_driving
 from ._batch_shapes import BatchLoaderEnvironment as BatchLoaderEnvironment

@@ -13,8 +13,10 @@ Duplicated for speed (said once here, as cachetools does): ``then`` and
 ``_new_futures.loader_future`` have ``__init__``'s stores inline, and ``_future_lock``'s
 ``settle_many`` has ``_settle``'s steps inline for a batch under one lock
 acquisition; the hot paths take the lock with ``acquire``/``release`` rather
-than ``with``.  Keep each copy in step with its original; the figures are in
-docs/performance.rst, not in docstrings.
+than ``with``.  Each copy has a plain twin in ``_reference_path`` (the
+switch ``DATALOADER_SYNC_REFERENCE_PATH=1`` routes every call through them),
+and ``tests/test_reference_path.py`` checks that both do the same; the
+figures are in docs/performance.rst, not in docstrings.
 
 A future's lock is its own or, for a loader's futures, its loader's until it
 first needs a Condition: the lock protocol (the states, who moves a future

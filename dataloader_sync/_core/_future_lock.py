@@ -36,8 +36,9 @@ in ``_future`` holds the fields, this module every step that moves them):
   loader (``_loader_fork``), in place: its futures keep sharing it.
 
 Duplicated for speed (``_future``'s policy): ``settle_many`` has
-``Future._settle``'s steps inline, for a batch under one acquisition; keep it
-in step with the original.
+``Future._settle``'s steps inline, for a batch under one acquisition; its plain
+twin is ``_reference_path.settle_many`` (``tests/test_reference_path.py``
+checks that both do the same).
 """
 from __future__ import annotations
 
