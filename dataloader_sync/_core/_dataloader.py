@@ -49,7 +49,6 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable, Iterable, MutableMapping
-from concurrent.futures._base import PENDING
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -71,6 +70,7 @@ from ._batch_shapes import (
     DispatchSink,
     KeyQueue,
 )
+from ._compat import PENDING
 from ._dispatch_scope import current_scope
 from ._future import Future
 from ._instrumentation_seam import InstrumentationHooks, check_instrumentation

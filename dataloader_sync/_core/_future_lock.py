@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures._base import FINISHED, PENDING, RUNNING
 from typing import Any, Optional, Protocol
 
 from . import _asyncio_bridge as _bridge
+from ._compat import FINISHED, PENDING, RUNNING
 
 __all__ = ["Locked", "Settleable", "acquire", "own_lock", "renew_lock_in_child", "settle_many"]
 

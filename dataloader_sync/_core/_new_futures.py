@@ -12,9 +12,9 @@ generic ``__new__`` wrapper), and every load that queues makes one.
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures._base import FINISHED, PENDING
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._compat import FINISHED, PENDING
 from ._future import Future, settle
 
 __all__ = ["LoaderFuture", "completed_future", "copy_outcome", "failed_future", "following", "loader_future"]

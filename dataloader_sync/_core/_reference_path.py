@@ -52,7 +52,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from concurrent.futures._base import FINISHED, PENDING, RUNNING
 from contextlib import contextmanager
 from contextvars import copy_context
 from typing import Any, Callable, Optional
@@ -60,6 +59,7 @@ from typing import Any, Callable, Optional
 from . import _asyncio_bridge as _bridge
 from . import _dataloader, _future, _future_lock, _load_any, _new_futures
 from ._batch_shapes import KeyQueue
+from ._compat import FINISHED, PENDING, RUNNING
 from ._dispatch_scope import current_scope
 from ._future import Future, _Chain
 from ._listeners import announce

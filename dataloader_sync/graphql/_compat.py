@@ -57,6 +57,7 @@ __all__ = [
     "rebuild_info",
     "OWN_FIELDS",
     "FAST_TUPLES",
+    "tuple_new",
     "INFO_FIELDS",
     "Info",
     "plan_fields",
@@ -177,6 +178,9 @@ INFO_FIELDS = ("field_name", "field_nodes", "return_type", "parent_type", "path"
 #: True where resolve infos and paths may be built with ``tuple.__new__`` (3.2).
 FAST_TUPLES = (OWN_FIELDS and getattr(Info, "_fields", None) == INFO_FIELDS
                and getattr(_graphql.pyutils.Path, "_fields", None) == ("prev", "key", "typename"))
+#: ``tuple_new(Info, (...))``/``tuple_new(Path, (prev, key, typename))``: a resolve info or path built past
+#: its class's ``__new__`` (only where ``FAST_TUPLES``; elsewhere the classes are called).
+tuple_new = tuple.__new__
 
 
 def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list[Any]:

@@ -35,9 +35,9 @@ Guarantees:
 from __future__ import annotations
 
 import threading
-from concurrent.futures._base import FINISHED
 from typing import Any, Callable, Optional
 
+from .._core import FINISHED
 from ._run import ENTRY, VALUE, Frame, Pending, Run
 
 __all__ = ["Levels"]
