@@ -110,3 +110,21 @@ def test_graphql_cores_resolve_info_and_path_are_the_named_tuples_the_wall_build
     else:
         assert getattr(GraphQLResolveInfo, "_fields", None) != graphql_compat.INFO_FIELDS or \
             not graphql_compat.OWN_FIELDS
+
+
+def test_the_plan_slots_are_named_in_the_order_the_field_loop_unpacks_them() -> None:
+    pytest.importorskip("graphql")
+    import ast
+    import inspect
+
+    from dataloader_sync.graphql import _compat as graphql_compat
+    from dataloader_sync.graphql import _execution
+
+    loops = [node for node in ast.walk(ast.parse(inspect.getsource(_execution)))
+             if isinstance(node, ast.For) and isinstance(node.iter, ast.Name) and node.iter.id == "plan"]
+    assert len(loops) == 1
+    unpacked = [target.id for target in loops[0].target.elts]  # type: ignore[attr-defined]
+    slots = sorted((value, name) for name, value in vars(graphql_compat).items() if name.startswith("PLAN_"))
+    assert [value for value, _ in slots] == list(range(len(unpacked)))
+    aliases = {"resolve_fn": "resolve"}
+    assert [name[len("PLAN_"):].lower() for _, name in slots] == [aliases.get(n, n) for n in unpacked]
