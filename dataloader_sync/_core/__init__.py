@@ -11,8 +11,6 @@ it).
 
 from __future__ import annotations
 
-# Last: the reference path's switch, which may rebind what the modules above bound (see there).
-from . import _reference_path as _reference_path
 from ._asyncio_bridge import start_driving as start_driving
 from ._asyncio_bridge import stop_driving as stop_driving
 from ._batch_shapes import BatchLoaderEnvironment as BatchLoaderEnvironment
@@ -78,3 +76,8 @@ from ._value_cache import AllFinished as AllFinished
 from ._value_cache import FailureLog as FailureLog
 from ._value_cache import ValueCache as ValueCache
 from ._value_cache import identical as identical
+
+# isort: split
+# Last, once every module above is imported: the reference path's switch, which may rebind what they
+# bound (see there).
+from . import _reference_path as _reference_path
