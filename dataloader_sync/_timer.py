@@ -37,10 +37,21 @@ import heapq
 import itertools
 import logging
 import threading
-from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, PENDING, RUNNING
 from typing import Any, Callable, Generic, Optional, TypeVar
 
-from ._core import Clock, Future, _fork, abandon_in_child, renew_lock_in_child, settle, wait_timeout
+from ._core import (
+    CANCELLED,
+    CANCELLED_AND_NOTIFIED,
+    PENDING,
+    RUNNING,
+    Clock,
+    Future,
+    _fork,
+    abandon_in_child,
+    renew_lock_in_child,
+    settle,
+    wait_timeout,
+)
 from ._executor_statistics import ExecutorStatistics, Window
 
 __all__ = ["Entry", "ScheduledFuture", "Timer"]

@@ -9,6 +9,11 @@
 - No module outside ``_core/`` reads a private attribute of a class defined
   in ``_core/`` (the loader, its futures and the modules around them), and
   ``_core/`` imports nothing from beside it.
+- One wall per upstream: no module but ``_core/_compat.py`` (CPython's
+  standard library) and ``graphql/_compat.py`` (graphql-core) imports a
+  private module or name of theirs or reads ``module._name`` of one; the
+  standard ``Future``'s private fields are read outside ``_core/`` only by
+  the modules ``HOT_FUTURE_READS`` names, each with its reason.
 - Long functions stay few (at most 3 over 60 lines).
 - docs/design.rst's module map names every module of the package, and
   nothing that is not one.
@@ -368,3 +373,115 @@ if __name__ == "__main__":
     print(f"{len(across)} of a _core class's, from outside _core/")
     for where, line, attr in across:
         print(f"  {where}:{line} {attr}")
+
+
+# -- one wall per upstream -----------------------------------------------------------------
+#: Each upstream whose private names the package reads, by top-level module, and the one module that may
+#: read them (its wall): CPython's standard library in ``_core/_compat.py``, graphql-core in
+#: ``graphql/_compat.py``.
+WALLS = {**dict.fromkeys(("concurrent", "asyncio", "sys", "threading", "inspect", "types", "contextvars",
+                          "weakref", "functools", "collections", "typing", "gc", "os", "itertools"),
+                         "_core/_compat.py"),
+         "graphql": "graphql/_compat.py"}
+
+#: The standard ``Future``'s private fields (``_core/_compat.FUTURE_FIELDS``, checked there at import) read
+#: directly outside ``_core/`` (whose ``Future`` keeps them in the standard layout and owns them), by module,
+#: with the reason a call through the wall would not do. ``_state`` of a Django model is Django's
+#: ``Model._state`` (public in practice), not a future's.
+HOT_FUTURE_READS = {
+    "graphql/_loop.py": "the execution loop reads each done future's outcome once per field: a call per read "
+                        "costs about 100 ns per field (tools/bench.py, single-tick)",
+    "graphql/_execution.py": "the field loop tells a done future from a pending one per resolver value",
+    "graphql/_levels.py": "a level's done futures are read per field, as in graphql/_loop.py",
+    "_timer.py": "ScheduledFuture is a concurrent.futures.Future: its state moves as the standard one's",
+    "django/_inplace.py": "Django's Model._state",
+    "django/_fetch_level.py": "Django's Model._state",
+    "django/_generic.py": "Django's Model._state",
+    "django/_orm.py": "Django's Model._state",
+    "django/_recorded_querysets.py": "Django's Model._state",
+}
+
+
+def _module_names(tree: ast.AST) -> dict[str, str]:
+    """The names a module binds to an imported module, with that module's dotted name."""
+    bound: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    bound[alias.asname] = alias.name
+                else:
+                    top = alias.name.partition(".")[0]
+                    bound[top] = top
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:  # ``from graphql import pyutils``: maybe a module
+                bound.setdefault(alias.asname or alias.name, f"{node.module}.{alias.name}")
+    return bound
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def upstream_private_reads(package: Path = PACKAGE) -> list[tuple[str, int, str]]:
+    """Reads of an upstream's private name (``WALLS``) outside that upstream's wall: an import of a private
+    module or name (``from concurrent.futures._base import ...``, ``from asyncio import _x``), or ``m._x``
+    of a name bound to one of its modules (``sys._getframe``)."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        where = str(path.relative_to(package))
+        tree = ast.parse(path.read_text())
+        bound = _module_names(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                wall = WALLS.get(node.module.partition(".")[0])
+                names = [a.name for a in node.names if _private(a.name)]
+                if any(_private(part) for part in node.module.split(".")):
+                    names.append(node.module)
+                if wall is not None and wall != where:
+                    out.extend((where, node.lineno, f"{node.module}: {name}") for name in names)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    wall = WALLS.get(alias.name.partition(".")[0])
+                    if wall is not None and wall != where and any(_private(p) for p in alias.name.split(".")):
+                        out.append((where, node.lineno, alias.name))
+            elif isinstance(node, ast.Attribute) and _private(node.attr):
+                base: ast.AST = node.value
+                while isinstance(base, ast.Attribute):
+                    base = base.value
+                if isinstance(base, ast.Name) and base.id in bound:
+                    wall = WALLS.get(bound[base.id].partition(".")[0])
+                    if wall is not None and wall != where:
+                        out.append((where, node.lineno, f"{base.id}....{node.attr}"))
+    return out
+
+
+def future_field_reads(package: Path = PACKAGE) -> dict[str, int]:
+    """Attribute reads of the standard ``Future``'s private fields outside ``_core/``, counted by module."""
+    from dataloader_sync._core._compat import FUTURE_FIELDS
+    out: dict[str, int] = {}
+    for path in sorted(package.rglob("*.py")):
+        where = str(path.relative_to(package))
+        if where.startswith("_core/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in FUTURE_FIELDS:
+                out[where] = out.get(where, 0) + 1
+    return out
+
+
+def test_no_module_outside_its_upstreams_wall_reads_an_upstream_private_name() -> None:
+    assert upstream_private_reads() == []
+
+
+def test_the_standard_futures_private_fields_are_read_outside_the_core_only_where_listed() -> None:
+    assert sorted(future_field_reads()) == sorted(HOT_FUTURE_READS)
+
+
+def test_the_wall_check_finds_a_private_read(tmp_path: Path) -> None:
+    (tmp_path / "_core").mkdir()
+    (tmp_path / "_core" / "_compat.py").write_text("import sys\nframe = sys._getframe\n")
+    (tmp_path / "x.py").write_text(
+        "import sys\nimport concurrent.futures as cf\nfrom asyncio import _get_running_loop\n"
+        "from concurrent.futures._base import PENDING\nsys._getframe(0)\ncf._base.FINISHED\n")
+    assert [line for _, line, _ in upstream_private_reads(tmp_path)] == [3, 4, 5, 6]

@@ -25,6 +25,12 @@ from ._cache_tier import check_ttl_rule as check_ttl_rule
 from ._cache_tier import make_breaker as make_breaker
 from ._cache_tier import make_single_flight as make_single_flight
 from ._cache_tier import ttl_of as ttl_of
+from ._compat import CANCELLED as CANCELLED
+from ._compat import CANCELLED_AND_NOTIFIED as CANCELLED_AND_NOTIFIED
+from ._compat import FINISHED as FINISHED
+from ._compat import PENDING as PENDING
+from ._compat import RUNNING as RUNNING
+from ._compat import loop_getter as loop_getter
 from ._dataloader import DataLoader as DataLoader
 from ._dispatch_scope import current_scope as current_scope
 from ._dispatch_scope import reset_scope as reset_scope
@@ -70,3 +76,8 @@ from ._value_cache import AllFinished as AllFinished
 from ._value_cache import FailureLog as FailureLog
 from ._value_cache import ValueCache as ValueCache
 from ._value_cache import identical as identical
+
+# isort: split
+# Last, once every module above is imported: the reference path's switch, which may rebind what they
+# bound (see there).
+from . import _reference_path as _reference_path

@@ -76,15 +76,14 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import functools
-import sys
 import threading
-import types
 import weakref
 from collections.abc import Generator
 from contextvars import copy_context
 from typing import Any, Optional
 
 from . import _fork, _job_hooks
+from ._compat import chain_callback_code, running_loop
 from ._sync_on_demand import orphaned_error, unwatch, watch
 
 __all__ = ["NO_EXECUTOR", "NO_LOOP", "InboxStatistics", "awaited", "driving", "hold", "release", "running_loop",
@@ -113,14 +112,6 @@ _INBOXES_LOCK = threading.Lock()
 # replaced whole: a race at worst looks the loop up again).  It keeps that loop alive until another
 # loop awaits (the loop's own inbox does not: see _Inbox).
 _last: tuple[Any, Any] = (None, None)
-
-
-def running_loop() -> Any:
-    """The asyncio loop running in this thread, or None (without importing asyncio: no import, no loop)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    return asyncio._get_running_loop()
 
 
 def wait(fut: Any) -> Generator[Any, None, Any]:
@@ -159,7 +150,7 @@ def wrapped(fut: Any, fn: Any) -> None:
     name, or no loop running: nothing.
     """
     code = getattr(fn, "__code__", None)
-    if code is None or code is not _chain_code():
+    if code is None or code is not chain_callback_code():
         return
     loop = running_loop()
     if loop is None or loop.is_closed():
@@ -169,21 +160,6 @@ def wrapped(fut: Any, fn: Any) -> None:
     signal = loop.create_future()  # nobody awaits it: its outcome is read by _wrapped_failed
     signal.add_done_callback(functools.partial(_wrapped_failed, fut, fn, cells.get("destination")))
     inbox.ask(_Waiter(inbox, fut, signal), loop)
-
-
-def _chain_code() -> Any:
-    """The code of ``asyncio.futures._chain_future``'s ``_call_set_state`` (None if asyncio has none)."""
-    global _CHAIN_CODE
-    if _CHAIN_CODE is _UNKNOWN:
-        chain = getattr(sys.modules.get("asyncio.futures"), "_chain_future", None)
-        consts = getattr(getattr(chain, "__code__", None), "co_consts", ())
-        _CHAIN_CODE = next((c for c in consts if isinstance(c, types.CodeType) and c.co_name == "_call_set_state"),
-                           None)
-    return _CHAIN_CODE
-
-
-_UNKNOWN: Any = object()
-_CHAIN_CODE: Any = _UNKNOWN
 
 
 def _wrapped_failed(fut: Any, fn: Any, destination: Any, signal: Any) -> None:

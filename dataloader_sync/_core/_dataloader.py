@@ -35,9 +35,11 @@ loads, so ``_load_any.load_any`` (any loader) inlines ``_cache_key`` and the com
 ``_listeners.heard_locked`` only when the load's scope is not the one told), and ``load()``
 itself is its steps for a plain loader (its own dict, keys their own cache keys, batching, no local
 tier) and no key context, with ``loader_future`` and that common case inline, falling back to
-``load_any`` otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Keep
-each copy in step with its original; what the copies save is measured by ``tools/bench.py
---micro`` (figures in docs/performance.rst).  Once per queue and scope, not per load:
+``load_any`` otherwise; both take the lock with ``acquire``/``release`` rather than ``with``.  Their
+plain twins are ``_reference_path.load`` and ``load_any`` (``DATALOADER_SYNC_REFERENCE_PATH=1``
+routes every call through them; ``tests/test_reference_path.py`` checks that both paths do the
+same); what the copies save is measured by ``tools/bench.py --micro`` (figures in
+docs/performance.rst).  Once per queue and scope, not per load:
 ``_enqueue_locked`` and ``_listeners.announce``, plain calls.
 """
 from __future__ import annotations
@@ -47,7 +49,6 @@ import threading
 import time
 import weakref
 from collections.abc import Hashable, Iterable, MutableMapping
-from concurrent.futures._base import PENDING
 from typing import (
     TYPE_CHECKING,
     Any,
@@ -69,6 +70,7 @@ from ._batch_shapes import (
     DispatchSink,
     KeyQueue,
 )
+from ._compat import PENDING
 from ._dispatch_scope import current_scope
 from ._future import Future
 from ._instrumentation_seam import InstrumentationHooks, check_instrumentation

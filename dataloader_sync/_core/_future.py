@@ -13,8 +13,10 @@ Duplicated for speed (said once here, as cachetools does): ``then`` and
 ``_new_futures.loader_future`` have ``__init__``'s stores inline, and ``_future_lock``'s
 ``settle_many`` has ``_settle``'s steps inline for a batch under one lock
 acquisition; the hot paths take the lock with ``acquire``/``release`` rather
-than ``with``.  Keep each copy in step with its original; the figures are in
-docs/performance.rst, not in docstrings.
+than ``with``.  Each copy has a plain twin in ``_reference_path`` (the
+switch ``DATALOADER_SYNC_REFERENCE_PATH=1`` routes every call through them),
+and ``tests/test_reference_path.py`` checks that both do the same; the
+figures are in docs/performance.rst, not in docstrings.
 
 A future's lock is its own or, for a loader's futures, its loader's until it
 first needs a Condition: the lock protocol (the states, who moves a future
@@ -50,14 +52,13 @@ from __future__ import annotations
 import concurrent.futures as cf
 import inspect
 import logging
-import sys
 import threading
 from collections.abc import Generator
-from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING, RUNNING
 from contextvars import copy_context
 from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, overload
 
 from . import _asyncio_bridge, _fork
+from ._compat import CANCELLED, CANCELLED_AND_NOTIFIED, CHAIN_CALLBACK_NAME, FINISHED, PENDING, RUNNING, getframe
 from ._future_lock import acquire, own_lock, renew_lock_in_child, settle_many
 from ._sync_on_demand import drive_and_wait, waiters_for
 
@@ -141,7 +142,7 @@ class _AwaitOnLoop:
     def __get__(self, obj: Any, cls: Any = None) -> Any:
         if obj is None:
             return self
-        if _running_loop() is None and not sys._getframe(1).f_code.co_flags & _COROUTINE_FLAGS:
+        if _running_loop() is None and not getframe(1).f_code.co_flags & _COROUTINE_FLAGS:
             raise TypeError(NOT_OUR_EXECUTION)
         return _await.__get__(obj)
 
@@ -252,14 +253,14 @@ class Future(cf.Future[T], Generic[T]):
         return f"{self!r} ({USED_AS_VALUE})"
 
     def __str__(self) -> str:
-        if sys._getframe(1).f_globals.get("__name__") in _GRAPHQL_READERS:
+        if getframe(1).f_globals.get("__name__") in _GRAPHQL_READERS:
             raise TypeError(USED_AS_VALUE)
         return self.__repr__()
 
     if not TYPE_CHECKING:
         @property
         def __class__(self) -> type:
-            caller = sys._getframe(1)
+            caller = getframe(1)
             if caller.f_globals.get("__name__") == "abc":  # isinstance(root, Mapping): ABCMeta.__instancecheck__
                 caller = caller.f_back  # type: ignore[assignment]
             if caller is not None and caller.f_globals.get("__name__") in _GRAPHQL_READERS:
@@ -370,7 +371,7 @@ class Future(cf.Future[T], Generic[T]):
             finally:
                 lock.release()
             if stored:
-                if type(fn) is _FUNCTION and fn.__name__ == "_call_set_state":  # asyncio.wrap_future's, maybe
+                if type(fn) is _FUNCTION and fn.__name__ == CHAIN_CALLBACK_NAME:  # asyncio.wrap_future's, maybe
                     _asyncio_bridge.wrapped(self, fn)
                 return
         try:

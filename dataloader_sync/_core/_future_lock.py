@@ -36,17 +36,18 @@ in ``_future`` holds the fields, this module every step that moves them):
   loader (``_loader_fork``), in place: its futures keep sharing it.
 
 Duplicated for speed (``_future``'s policy): ``settle_many`` has
-``Future._settle``'s steps inline, for a batch under one acquisition; keep it
-in step with the original.
+``Future._settle``'s steps inline, for a batch under one acquisition; its plain
+twin is ``_reference_path.settle_many`` (``tests/test_reference_path.py``
+checks that both do the same).
 """
 from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from concurrent.futures._base import FINISHED, PENDING, RUNNING
 from typing import Any, Optional, Protocol
 
 from . import _asyncio_bridge as _bridge
+from ._compat import FINISHED, PENDING, RUNNING
 
 __all__ = ["Locked", "Settleable", "acquire", "own_lock", "renew_lock_in_child", "settle_many"]
 

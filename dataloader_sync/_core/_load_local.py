@@ -41,12 +41,12 @@ a look at each future; measured by ``tools/bench.py --value-cache``
 """
 from __future__ import annotations
 
-from concurrent.futures._base import FINISHED
 from itertools import compress, count
 from operator import attrgetter
 from typing import Any, Optional
 
 from . import _instrumentation_seam, _value_cache
+from ._compat import FINISHED
 from ._future import Future
 from ._loader_state import LoaderState
 from ._value_cache import MISSING, AllFinished, identical, look_up_local

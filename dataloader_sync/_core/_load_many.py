@@ -31,13 +31,13 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 from collections.abc import Iterable, Mapping
-from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
 from itertools import compress, count, repeat
 from operator import attrgetter, is_
 from typing import Any, Optional
 
 from . import _load_local
 from ._batch_shapes import KeyQueue
+from ._compat import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED
 from ._dispatch_scope import current_scope
 from ._future import Future, settle
 from ._listeners import announce

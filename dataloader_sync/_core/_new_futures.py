@@ -4,7 +4,7 @@ The loader's future (``loader_future``) is made without ``Future.__init__``:
 its stores are ``__init__``'s, in its order (instances share their
 attribute layout), but its lock is the loader's (the lock protocol's
 *sharing* state, see ``_future_lock``) — one of the copies for speed that
-``_future``'s docstring lists.  It is a ``LoaderFuture``, a ``Future``
+``_future``'s docstring lists, with its plain twin in ``_reference_path``.  It is a ``LoaderFuture``, a ``Future``
 whose class call runs no ``__init__`` at all: a plain class call allocates
 it at less cost than ``object.__new__(Future)`` (a call through the
 generic ``__new__`` wrapper), and every load that queues makes one.
@@ -12,9 +12,9 @@ generic ``__new__`` wrapper), and every load that queues makes one.
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures._base import FINISHED, PENDING
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._compat import FINISHED, PENDING
 from ._future import Future, settle
 
 __all__ = ["LoaderFuture", "completed_future", "copy_outcome", "failed_future", "following", "loader_future"]

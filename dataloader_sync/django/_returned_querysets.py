@@ -37,19 +37,21 @@ Guarantees:
 from __future__ import annotations
 
 import functools
-from asyncio import _get_running_loop
 from collections.abc import Hashable, Sequence
 from typing import Any, Callable, Optional
 
 from django.db.models import Model, QuerySet
 from graphql import is_list_type, is_non_null_type
 
+from .._core import loop_getter
 from ..graphql._auto_relations import FieldLabels, resolver_python_name
 from ._inplace import _value_reader
 from ._manager_querysets import watch
 from ._queryset_shapes import Shape, shape_of
 from ._querysets import queryset_label
 from ._recorded_querysets import db_of, instance_of, is_recorded, materialise
+
+_get_running_loop = loop_getter()  # asyncio's, through the wall (_core/_compat)
 
 __all__ = ["ParentKey", "level_value", "listed", "load_returned", "returned_resolver"]
 

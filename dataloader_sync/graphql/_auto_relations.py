@@ -431,11 +431,13 @@ class AutoRelationsExecutionContext(auto_base()):  # type: ignore[misc]
                 plan: list[Any] = known[2]
                 return plan
             plan = _compat.plan_fields(self, parent_type, fields, LEAF_TYPES)
-            for i, entry in enumerate(plan):
-                if is_composite_type(get_named_type(entry[4])):
-                    resolver = self._auto(entry[3], entry[7], bool(entry[2].args))
-                    if resolver is not entry[3]:
-                        plan[i] = (*entry[:3], resolver, *entry[4:])
+            for i, entry in enumerate(plan):  # once per selection, not per field: its slots by name
+                if is_composite_type(get_named_type(entry[_compat.PLAN_RETURN_TYPE])):
+                    given = entry[_compat.PLAN_RESOLVE]
+                    resolver = self._auto(given, entry[_compat.PLAN_FIELD_NAME],
+                                          bool(entry[_compat.PLAN_FIELD_DEF].args))
+                    if resolver is not given:
+                        plan[i] = (*entry[:_compat.PLAN_RESOLVE], resolver, *entry[_compat.PLAN_RESOLVE + 1:])
             plans[id(fields)] = (fields, parent_type, plan)  # keeps *fields* alive: its id stays its own
             return plan
 

@@ -56,7 +56,16 @@ __all__ = [
     "first_node",
     "rebuild_info",
     "OWN_FIELDS",
+    "PLAN_COERCE",
+    "PLAN_FIELD_DEF",
+    "PLAN_FIELD_NAME",
+    "PLAN_FIELD_NODES",
+    "PLAN_LEAF",
+    "PLAN_RESOLVE",
+    "PLAN_RESPONSE_NAME",
+    "PLAN_RETURN_TYPE",
     "FAST_TUPLES",
+    "tuple_new",
     "INFO_FIELDS",
     "Info",
     "plan_fields",
@@ -177,6 +186,15 @@ INFO_FIELDS = ("field_name", "field_nodes", "return_type", "parent_type", "path"
 #: True where resolve infos and paths may be built with ``tuple.__new__`` (3.2).
 FAST_TUPLES = (OWN_FIELDS and getattr(Info, "_fields", None) == INFO_FIELDS
                and getattr(_graphql.pyutils.Path, "_fields", None) == ("prev", "key", "typename"))
+#: ``tuple_new(Info, (...))``/``tuple_new(Path, (prev, key, typename))``: a resolve info or path built past
+#: its class's ``__new__`` (only where ``FAST_TUPLES``; elsewhere the classes are called).
+tuple_new = tuple.__new__
+
+
+#: The slots of a ``plan_fields`` entry, by name, for a reader that takes one slot (the field loop unpacks
+#: the whole entry in this order): ``entry[PLAN_RESOLVE]``.
+(PLAN_RESPONSE_NAME, PLAN_FIELD_NODES, PLAN_FIELD_DEF, PLAN_RESOLVE, PLAN_RETURN_TYPE, PLAN_COERCE, PLAN_LEAF,
+ PLAN_FIELD_NAME) = range(8)
 
 
 def plan_fields(ctx: Any, parent_type: Any, fields: Any, leaf_types: Any) -> list[Any]:

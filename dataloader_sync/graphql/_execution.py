@@ -94,14 +94,14 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures._base import FINISHED as _FINISHED
-from concurrent.futures._base import PENDING as _PENDING
-from concurrent.futures._base import RUNNING as _RUNNING
 from typing import Any, Optional
 
 from graphql.language import OperationType
 from graphql.pyutils import Path as _Path
 
+from .._core import FINISHED as _FINISHED
+from .._core import PENDING as _PENDING
+from .._core import RUNNING as _RUNNING
 from .._core import reset_scope, seconds, set_scope, wait_timeout
 from .._execution_levels import reset_levels, set_levels
 from . import _compat
@@ -137,7 +137,7 @@ _base_complete_value = _Base.complete_value
 _base_ensure_valid_runtime_type = _Base.ensure_valid_runtime_type
 _base_execute_fields_serially = _Base.execute_fields_serially
 _base_execute_fields = _Base.execute_fields
-_tuple_new = tuple.__new__
+_tuple_new = _compat.tuple_new
 # 3.3: a field's completion gets its object's position_context; its waiting
 # value may then be recorded as a field of that object (see complete_value).
 _HOT_REST = _compat.IS_EXECUTOR and _compat.REBUILDS_INFO

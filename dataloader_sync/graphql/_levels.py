@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from concurrent.futures._base import FINISHED
 from typing import Any, Callable, Optional
 
+from .._core import FINISHED
 from ._run import ENTRY, VALUE, Frame, Pending, Run
 
 __all__ = ["Levels"]

@@ -28,9 +28,6 @@ Guarantees:
 from __future__ import annotations
 
 import concurrent.futures as cf
-from concurrent.futures._base import FINISHED
-from concurrent.futures._base import PENDING as _PENDING
-from concurrent.futures._base import RUNNING as _RUNNING
 from itertools import islice
 from typing import Any, Optional, Protocol
 
@@ -38,6 +35,9 @@ from graphql.language import FieldNode as _FieldNode
 from graphql.pyutils import Undefined as _Undefined
 from graphql.type import GraphQLEnumType, GraphQLScalarType
 
+from .._core import FINISHED
+from .._core import PENDING as _PENDING
+from .._core import RUNNING as _RUNNING
 from . import _compat
 from ._awaitables import KNOWN_TYPE
 from ._run import ENTRY, IS_TYPE_OF, TYPE, VALUE, Frame, Pending, Run, levels, locate

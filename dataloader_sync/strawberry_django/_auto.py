@@ -58,7 +58,6 @@ Guarantees:
 """
 from __future__ import annotations
 
-from asyncio import _get_running_loop
 from collections.abc import Iterator
 from typing import Any, Callable, Optional
 
@@ -67,6 +66,7 @@ from graphql import get_named_type, is_composite_type
 from strawberry.extensions import SchemaExtension
 
 from .._auto import MARK
+from .._core import loop_getter
 from .._registry import DataLoaderRegistry
 from .._request_registry import close_quietly
 from ..django import _inplace
@@ -78,6 +78,8 @@ from ._execution import run_with_ours
 from ._fields import DEFINITION, default_resolution, joins, pages_of, relation_field
 from ._hints import with_hints
 from ._returned import returned, root_value
+
+_get_running_loop = loop_getter()  # asyncio's, through the wall (_core/_compat)
 
 __all__ = ["AutoRelationsExtension"]
 

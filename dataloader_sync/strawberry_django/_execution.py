@@ -30,10 +30,12 @@ Guarantees:
 """
 from __future__ import annotations
 
-from asyncio import _get_running_loop
 from typing import Any
 
+from .._core import loop_getter
 from ..graphql import DataLoaderExecutionContext
+
+_get_running_loop = loop_getter()  # asyncio's, through the wall (_core/_compat)
 
 __all__ = ["FOREIGN_CLASS", "AutoRelationsExecutionContext", "run_with_ours"]
 
